@@ -1,14 +1,24 @@
-"""The `rvtune` command line: one argparse subcommand per job, each implemented in its own module."""
+"""The `rvtune` command line: one argparse subcommand per job.
+
+Each subcommand lives in its own module, which defines ``add_parser(subparsers)``; that function registers
+the subcommand and sets ``func`` (taking the parsed args, returning the exit code).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+
+#: Modules of pytest_rvtune that each contribute one or more subcommands.
+SUBCOMMAND_MODULES: tuple[str, ...] = ()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rvtune", description=__doc__)
-    parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="rvtune", description="pytest-rvtune: Triton kernels on RISC-V")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(f"pytest_rvtune.{name}").add_parser(subparsers)
     return parser
 
 
