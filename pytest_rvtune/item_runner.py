@@ -1,0 +1,115 @@
+"""Run one item (kernel x case x config x target) and turn it into a verdict and a results record.
+
+Knows nothing of pytest: the plugin calls it, and so can any script.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_rvtune.results import Record, now_iso
+from pytest_rvtune.targets.base import RunResult, Target
+from pytest_rvtune.verdict import Verdict, judge
+
+
+@dataclass(frozen=True)
+class ItemWork:
+    """What one item is: enough to build it, run it and name it in every message."""
+
+    nodeid: str
+    kernel: str
+    case: str
+    config: dict[str, Any]
+    config_id: str
+    target: str
+
+    @property
+    def what(self) -> str:
+        return f"{self.kernel} [case {self.case}, {self.config_id}] on target {self.target}"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    warmup: int = 1
+    runs: int = 5
+    threads: int = 1
+    timeout: float = 300.0
+    check: bool = True
+
+    def harness_args(self) -> list[str]:
+        args = ["--warmup", str(self.warmup), "--runs", str(self.runs), "--threads", str(self.threads)]
+        return args if self.check else [*args, "--no-check"]
+
+
+@dataclass
+class ItemOutcome:
+    verdict: Verdict
+    record: Record
+    run: RunResult | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def base_record(work: ItemWork, target: Target | None) -> Record:
+    return {
+        "nodeid": work.nodeid,
+        "kernel": work.kernel,
+        "case": work.case,
+        "config": work.config,
+        "config_id": work.config_id,
+        "target": work.target,
+        "machine": target.identity() if target is not None else {},
+        "timing_source": target.timing_source if target is not None else None,
+        "time": now_iso(),
+    }
+
+
+def per_launch_counters(counters: dict[str, float], launches: int) -> dict[str, float]:
+    """Counters of a whole process divided by the kernel launches in it, so configs compare per launch.
+
+    The harness launches the kernel once per warm-up and once per timed run; counts are exact under QEMU,
+    so the division is exact too up to the harness's own bookkeeping outside the kernel.
+    """
+    return {name: value / launches for name, value in counters.items()} if launches > 0 else dict(counters)
+
+
+def build_failed(work: ItemWork, target: Target | None, message: str, build_seconds: float) -> ItemOutcome:
+    verdict = Verdict("build_failed", f"{work.what}: build failed\n{message}")
+    record = base_record(work, target) | {"outcome": verdict.outcome, "message": verdict.message,
+                                          "build_seconds": build_seconds}
+    return ItemOutcome(verdict, record, timings={"build": build_seconds})
+
+
+def run_item(
+    work: ItemWork,
+    target: Target,
+    *,
+    elf: Any,
+    argv: list[Any],
+    elf_sha256: str,
+    golden_sha256: str,
+    options: RunOptions,
+    kernel_symbol: str,
+    build_info: dict[str, Any],
+) -> ItemOutcome:
+    """Run the built ELF once on ``target`` (the harness repeats the kernel itself) and judge it."""
+    started = time.perf_counter()
+    result = target.run(elf, [*options.harness_args(), *argv], options.timeout, kernel_symbol=kernel_symbol)
+    run_seconds = time.perf_counter() - started
+    verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check)
+    launches = options.warmup + options.runs
+    record = base_record(work, target) | {
+        "outcome": verdict.outcome,
+        "message": "" if verdict.passed else verdict.message,
+        "samples_ns": result.samples_ns,
+        "counters": per_launch_counters(result.counters, launches),
+        "counters_total": result.counters,
+        "elf_sha256": elf_sha256,
+        "golden_sha256": golden_sha256,
+        "checks": [vars(c) for c in result.checks],
+        "run_seconds": run_seconds,
+        **build_info,
+    }
+    return ItemOutcome(verdict, record, result, timings={"run": run_seconds,
+                                                         "build": build_info.get("build_seconds", 0.0)})

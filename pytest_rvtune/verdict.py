@@ -1,0 +1,66 @@
+"""Turn one RunResult into an outcome and a message a kernel author can act on.
+
+Outcomes are the ones the results file and the session summary use: passed, wrong, build_failed, crashed,
+timeout, error (bad input data, a harness that could not start).
+"""
+
+from __future__ import annotations
+
+import signal as signal_module
+from dataclasses import dataclass
+
+from pytest_rvtune.targets.base import RunResult
+
+OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout", "error")
+
+#: How much of the ELF's output a crash report shows: enough for a backtrace-ish tail, not a flood.
+OUTPUT_TAIL_LINES = 20
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str
+    message: str
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+
+def _tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
+    kept = text.strip().splitlines()[-lines:]
+    return "\n".join(f"    {line}" for line in kept) if kept else "    (no output)"
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal_module.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def judge(result: RunResult, *, what: str, timeout: float, check: bool = True) -> Verdict:
+    """Classify a run. ``what`` names the item (kernel, case, config, target) in every message."""
+    output = f"{result.stdout}\n{result.stderr}"
+    if result.timed_out:
+        return Verdict("timeout", f"{what}: killed after the {timeout:g} s timeout (--rvtune-timeout); "
+                                  f"output tail:\n{_tail(output)}")
+    if result.signal is not None:
+        return Verdict("crashed", f"{what}: crashed with {_signal_name(result.signal)}; output tail:\n"
+                                  f"{_tail(output)}")
+    if result.errors:
+        return Verdict("error", f"{what}: the harness rejected its input:\n"
+                                + "\n".join(f"    {e}" for e in result.errors))
+    bad = [c for c in result.checks if not c.ok]
+    if bad:
+        lines = [f"    {c.name}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g}, "
+                 f"first bad index {c.first_bad} of {c.count}" for c in bad]
+        return Verdict("wrong", f"{what}: wrong answer\n" + "\n".join(lines))
+    if result.returncode != 0:
+        return Verdict("crashed", f"{what}: exited with status {result.returncode}; output tail:\n"
+                                  f"{_tail(output)}")
+    if check and not result.checks:
+        return Verdict("error", f"{what}: the harness reported no output check; output tail:\n{_tail(output)}")
+    if not result.samples_ns:
+        return Verdict("error", f"{what}: the harness reported no timing sample; output tail:\n{_tail(output)}")
+    return Verdict("passed", f"{what}: passed")
