@@ -1,0 +1,51 @@
+# Entry points for people and CI. `make test` and `make bench` run the setup themselves when it is missing;
+# a stamp keeps a second run from spending any time on it.
+SHELL := /bin/bash
+VENV := .venv
+TOOLS := $(or $(RVTUNE_TOOLS_DIR),.rvtune/tools)
+SETUP_STAMP := .rvtune/setup.stamp
+# Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k icount -x"`.
+PYTEST_ARGS ?=
+
+.PHONY: help setup test bench lint doctor clean distclean
+
+help:
+	@echo "make bench    run the kernel suite on the default target (local QEMU)"
+	@echo "make test     run the test suite"
+	@echo "make setup    install what is missing (Debian packages, .venv, QEMU plugin); idempotent"
+	@echo "make doctor   check every tool and target"
+	@echo "make lint     ruff check"
+	@echo "make clean    drop build caches (keeps .venv and tools); distclean drops those too"
+
+# Setup reruns when its inputs change, and when what it made has gone (a deleted .venv or plugin).
+ifneq ($(words $(wildcard $(VENV)/bin/python $(TOOLS)/libicount.so)),2)
+.PHONY: $(SETUP_STAMP)
+endif
+$(SETUP_STAMP): scripts/setup.sh pyproject.toml qemu_plugin/icount.c
+	scripts/setup.sh
+	@touch $@
+
+setup:
+	scripts/setup.sh
+	@touch $(SETUP_STAMP)
+
+# Two xdist workers (the machine has 2 cores); whole files per worker so module-scoped fixtures
+# (servers, compiled programs) start once.
+test: $(SETUP_STAMP)
+	$(VENV)/bin/pytest tests -n 2 --dist loadfile $(PYTEST_ARGS)
+
+bench: $(SETUP_STAMP)
+	$(VENV)/bin/pytest kernels $(PYTEST_ARGS)
+
+lint: $(SETUP_STAMP)
+	$(VENV)/bin/ruff check .
+
+doctor: $(SETUP_STAMP)
+	$(VENV)/bin/rvtune doctor
+
+clean:
+	rm -rf .rvtune/cache build .pytest_cache .ruff_cache
+	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) .rvtune
