@@ -1,0 +1,487 @@
+/*
+ * rvtune_harness.h: the small support library every pytest-rvtune harness stands on (generated or
+ * main_cpp/<name>.cpp). Plain C99 + POSIX, header-only (all functions static), usable from C and C++.
+ *
+ * It gives a harness:
+ *   - the command line:  ELF [--warmup N] [--runs N] [--no-check] [--threads N] [--atol X] [--rtol X]
+ *                            [--grid X,Y,Z] POSITIONAL...
+ *   - a strict golden TXT reader (first line `rows cols`, then rows*cols values); any problem with a
+ *     file is `RVTUNE error <file>:<line>: <what>` and exit 2, because a missing or short data file
+ *     must never look like a valid run;
+ *   - warm-up + timed runs, one `RVTUNE sample <ns>` line per timed run (CLOCK_MONOTONIC), with the
+ *     output buffers restored before every run so masked stores never leave stale data that a later
+ *     check would accept;
+ *   - output checks |got - exp| <= atol + rtol * |exp| (NaN equal only to NaN), one
+ *     `RVTUNE check <name> ok|bad max_abs=<g> max_rel=<g> first_bad=<i> count=<n>` line each, where
+ *     count is the number of mismatching elements and first_bad is -1 when there is none;
+ *   - exit status: 0 every check ok (or --no-check), 1 wrong answer, 2 bad input.
+ * The machine-readable lines are the contract with pytest_rvtune/harness_output.py (docs/contracts.md).
+ */
+#ifndef RVTUNE_HARNESS_H
+#define RVTUNE_HARNESS_H
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RVTUNE_EXIT_OK 0
+#define RVTUNE_EXIT_WRONG 1
+#define RVTUNE_EXIT_BAD_INPUT 2
+
+/* Element types a golden file can be read into (Triton's pointer element types). */
+typedef enum {
+    RVTUNE_F32,
+    RVTUNE_F64,
+    RVTUNE_F16,
+    RVTUNE_BF16,
+    RVTUNE_I8,
+    RVTUNE_I16,
+    RVTUNE_I32,
+    RVTUNE_I64,
+    RVTUNE_U8
+} rvtune_dtype;
+
+/* One tensor buffer: the contents of a golden file, or an output buffer shaped like its expected file. */
+typedef struct {
+    const char *name;  /* label in messages and check lines, e.g. "c" */
+    const char *path;  /* the file it came from (or is checked against) */
+    rvtune_dtype dtype;
+    int64_t rows, cols;
+    void *data;        /* rows * cols elements, 64-byte aligned (vector loads like aligned data) */
+    void *init;        /* contents restored before each run; NULL = restore to zeros */
+} rvtune_tensor;
+
+typedef struct {
+    int warmup;      /* untimed runs before the timed ones */
+    int runs;        /* timed runs: one sample line each */
+    int threads;     /* the launcher's num_threads: 0 all harts, 1 serial, N threads */
+    int check;       /* 0 with --no-check (profiling runs) */
+    double atol, rtol;
+    int has_grid;
+    uint32_t grid[3];
+    int npos;        /* positional arguments (files, scalar values) in order */
+    char **pos;
+} rvtune_opts;
+
+/* ---------------------------------------------------------------- errors */
+
+/* Bad input: print one machine-readable error line and exit 2. Never returns. */
+static inline void rvtune_fail(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((noreturn, format(printf, 1, 2)))
+#endif
+    ;
+
+static inline void rvtune_fail(const char *fmt, ...) {
+    va_list ap;
+    fputs("RVTUNE error ", stdout);
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+    exit(RVTUNE_EXIT_BAD_INPUT);
+}
+
+/* ---------------------------------------------------------------- dtypes */
+
+static inline size_t rvtune_dtype_size(rvtune_dtype dt) {
+    switch (dt) {
+    case RVTUNE_F64: case RVTUNE_I64: return 8;
+    case RVTUNE_F32: case RVTUNE_I32: return 4;
+    case RVTUNE_F16: case RVTUNE_BF16: case RVTUNE_I16: return 2;
+    default: return 1;
+    }
+}
+
+static inline int rvtune_dtype_is_int(rvtune_dtype dt) {
+    return dt == RVTUNE_I8 || dt == RVTUNE_I16 || dt == RVTUNE_I32 || dt == RVTUNE_I64 || dt == RVTUNE_U8;
+}
+
+static inline uint32_t rvtune_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float rvtune_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* Half precision by bit manipulation: the rv64gcv build has no Zfh, so no _Float16 arithmetic. */
+static inline float rvtune_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1f) return rvtune_bits_f32(sign | 0x7f800000u | (man << 13));  /* inf / nan */
+    if (exp == 0) {  /* zero or subnormal: value = man * 2^-24 */
+        float v = (float)man * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return rvtune_bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+static inline uint16_t rvtune_f32_to_f16(float f) {
+    uint32_t u = rvtune_f32_bits(f), sign = (u >> 16) & 0x8000u;
+    int32_t exp = (int32_t)((u >> 23) & 0xffu) - 127 + 15;
+    uint32_t man = u & 0x7fffffu;
+    if (((u >> 23) & 0xffu) == 0xffu) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0u));
+    if (exp >= 0x1f) return (uint16_t)(sign | 0x7c00u);  /* overflow -> inf */
+    if (exp <= 0) {  /* subnormal or zero: shift the implicit bit in, round to nearest even */
+        if (exp < -10) return (uint16_t)sign;
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp), half = 1u << (shift - 1);
+        uint32_t r = man >> shift, rest = man & ((1u << shift) - 1u);
+        if (rest > half || (rest == half && (r & 1u))) r++;
+        return (uint16_t)(sign | r);
+    }
+    uint32_t r = ((uint32_t)exp << 10) | (man >> 13), rest = man & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (r & 1u))) r++;  /* may carry into inf: correct */
+    return (uint16_t)(sign | r);
+}
+
+static inline float rvtune_bf16_to_f32(uint16_t b) { return rvtune_bits_f32((uint32_t)b << 16); }
+
+static inline uint16_t rvtune_f32_to_bf16(float f) {
+    uint32_t u = rvtune_f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);  /* keep NaN a NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);  /* round to nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+/* Element i of t as a double (for checks and for deriving sizes from index tensors). */
+static inline double rvtune_get(const rvtune_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case RVTUNE_F32: return ((const float *)t->data)[i];
+    case RVTUNE_F64: return ((const double *)t->data)[i];
+    case RVTUNE_F16: return rvtune_f16_to_f32(((const uint16_t *)t->data)[i]);
+    case RVTUNE_BF16: return rvtune_bf16_to_f32(((const uint16_t *)t->data)[i]);
+    case RVTUNE_I8: return ((const int8_t *)t->data)[i];
+    case RVTUNE_I16: return ((const int16_t *)t->data)[i];
+    case RVTUNE_I32: return ((const int32_t *)t->data)[i];
+    case RVTUNE_I64: return (double)((const int64_t *)t->data)[i];
+    default: return ((const uint8_t *)t->data)[i];
+    }
+}
+
+static inline void rvtune_store_float(rvtune_tensor *t, int64_t i, double v) {
+    switch (t->dtype) {
+    case RVTUNE_F32: ((float *)t->data)[i] = (float)v; break;
+    case RVTUNE_F64: ((double *)t->data)[i] = v; break;
+    case RVTUNE_F16: ((uint16_t *)t->data)[i] = rvtune_f32_to_f16((float)v); break;
+    default: ((uint16_t *)t->data)[i] = rvtune_f32_to_bf16((float)v); break;
+    }
+}
+
+static inline void rvtune_store_int(rvtune_tensor *t, int64_t i, long long v) {
+    switch (t->dtype) {
+    case RVTUNE_I8: ((int8_t *)t->data)[i] = (int8_t)v; break;
+    case RVTUNE_I16: ((int16_t *)t->data)[i] = (int16_t)v; break;
+    case RVTUNE_I32: ((int32_t *)t->data)[i] = (int32_t)v; break;
+    case RVTUNE_I64: ((int64_t *)t->data)[i] = (int64_t)v; break;
+    default: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+    }
+}
+
+static inline int64_t rvtune_numel(const rvtune_tensor *t) { return t->rows * t->cols; }
+static inline size_t rvtune_nbytes(const rvtune_tensor *t) {
+    return (size_t)rvtune_numel(t) * rvtune_dtype_size(t->dtype);
+}
+
+/* 64-byte aligned, zeroed; never NULL (an allocation failure is reported as bad input). */
+static inline void *rvtune_alloc(size_t bytes, const char *what) {
+    size_t rounded = ((bytes ? bytes : 1) + 63u) & ~(size_t)63u;
+    void *p = aligned_alloc(64, rounded);
+    if (p == NULL) rvtune_fail("out of memory allocating %zu bytes for %s", bytes, what);
+    memset(p, 0, rounded);
+    return p;
+}
+
+/* ---------------------------------------------------------------- TXT reader */
+
+static inline int rvtune_is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+/* Next whitespace-separated token of a NUL-terminated buffer (NUL-terminated in place), or NULL at the
+ * end; *line counts the newlines passed and *tok_line is the 1-based line the token is on. */
+static inline char *rvtune_next_token(char **cursor, int *line, int *tok_line) {
+    char *p = *cursor;
+    while (rvtune_is_space(*p)) {
+        if (*p == '\n') (*line)++;
+        p++;
+    }
+    *tok_line = *line;
+    if (*p == '\0') { *cursor = p; return NULL; }
+    char *tok = p;
+    while (*p && !rvtune_is_space(*p)) p++;
+    if (*p) {
+        if (*p == '\n') (*line)++;
+        *p++ = '\0';
+    }
+    *cursor = p;
+    return tok;
+}
+
+static inline char *rvtune_slurp(const char *path, const char *name) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        rvtune_fail("%s:0: cannot open golden file for %s: %s (generate the golden data first)", path, name,
+                    strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0) rvtune_fail("%s:0: cannot seek: %s", path, strerror(errno));
+    long size = ftell(f);
+    if (size < 0) rvtune_fail("%s:0: cannot tell size: %s", path, strerror(errno));
+    rewind(f);
+    char *buf = (char *)malloc((size_t)size + 1);
+    if (buf == NULL) rvtune_fail("%s:0: out of memory reading %ld bytes", path, size);
+    if (fread(buf, 1, (size_t)size, f) != (size_t)size) rvtune_fail("%s:0: read error", path);
+    fclose(f);
+    buf[size] = '\0';
+    return buf;
+}
+
+/*
+ * Read golden file `path` into t as dtype. Rejects (exit 2, naming file and line): a file that cannot
+ * be opened, a header that is not two non-negative integers `rows cols`, a value that does not parse
+ * (or is not an integer for an integer dtype), fewer than rows*cols values, and extra values.
+ */
+static inline void rvtune_read_txt(rvtune_tensor *t, const char *name, const char *path, rvtune_dtype dt) {
+    char *buf = rvtune_slurp(path, name), *cur = buf, *end;
+    int line = 1, tok_line = 1, last_line = 1;
+    long long dims[2];
+    for (int d = 0; d < 2; d++) {
+        char *tok = rvtune_next_token(&cur, &line, &tok_line);
+        if (tok == NULL || tok_line != 1)
+            rvtune_fail("%s:1: header must be `rows cols` (two integers), found %s", path,
+                        tok == NULL && d == 0 ? "an empty file" : "fewer than two values on line 1");
+        errno = 0;
+        dims[d] = strtoll(tok, &end, 10);
+        if (*end != '\0' || errno != 0 || dims[d] < 0)
+            rvtune_fail("%s:1: header must be `rows cols` (two non-negative integers), found '%s'", path, tok);
+    }
+    t->name = name;
+    t->path = path;
+    t->dtype = dt;
+    t->rows = dims[0];
+    t->cols = dims[1];
+    t->init = NULL;
+    t->data = rvtune_alloc(rvtune_nbytes(t), path);
+    int64_t n = rvtune_numel(t), i = 0;
+    int is_int = rvtune_dtype_is_int(dt);
+    for (;;) {
+        char *tok = rvtune_next_token(&cur, &line, &tok_line);
+        if (tok == NULL) break;
+        if (tok_line == 1) rvtune_fail("%s:1: header must be `rows cols` only, found extra '%s'", path, tok);
+        if (i == n)
+            rvtune_fail("%s:%d: more values than the %lld x %lld the header declares (found '%s')", path,
+                        tok_line, (long long)t->rows, (long long)t->cols, tok);
+        errno = 0;
+        if (is_int) {
+            long long v = strtoll(tok, &end, 10);
+            if (*end != '\0' || errno != 0)
+                rvtune_fail("%s:%d: malformed integer '%s' (value %lld of %s)", path, tok_line, tok,
+                            (long long)i, name);
+            rvtune_store_int(t, i, v);
+        } else {
+            double v = strtod(tok, &end);
+            if (*end != '\0' || end == tok)
+                rvtune_fail("%s:%d: malformed number '%s' (value %lld of %s)", path, tok_line, tok,
+                            (long long)i, name);
+            rvtune_store_float(t, i, v);
+        }
+        last_line = tok_line;
+        i++;
+    }
+    if (i < n)
+        rvtune_fail("%s:%d: file is short: %lld values, the header `%lld %lld` declares %lld", path, last_line,
+                    (long long)i, (long long)t->rows, (long long)t->cols, (long long)n);
+    free(buf);
+}
+
+/* A bad shape is bad input: name the file and say what was expected. */
+static inline void rvtune_expect_shape(const rvtune_tensor *t, int64_t rows, int64_t cols) {
+    if (t->rows != rows || t->cols != cols)
+        rvtune_fail("%s:1: %s must be %lld x %lld, the file holds %lld x %lld", t->path, t->name,
+                    (long long)rows, (long long)cols, (long long)t->rows, (long long)t->cols);
+}
+
+static inline void rvtune_expect_numel(const rvtune_tensor *t, int64_t n) {
+    if (rvtune_numel(t) != n)
+        rvtune_fail("%s:1: %s must hold %lld values, the file holds %lld x %lld", t->path, t->name,
+                    (long long)n, (long long)t->rows, (long long)t->cols);
+}
+
+/* An output buffer shaped like its expected file; zeroed before every run. */
+static inline void rvtune_output_like(rvtune_tensor *out, const rvtune_tensor *expected) {
+    *out = *expected;
+    out->data = rvtune_alloc(rvtune_nbytes(expected), expected->name);
+    out->init = NULL;
+}
+
+/* An in-out buffer (read and written by the kernel): its input contents are restored before every run. */
+static inline void rvtune_make_inout(rvtune_tensor *t) {
+    t->init = rvtune_alloc(rvtune_nbytes(t), t->name);
+    memcpy(t->init, t->data, rvtune_nbytes(t));
+}
+
+static inline void rvtune_reset(rvtune_tensor *t) {
+    if (t->init != NULL) memcpy(t->data, t->init, rvtune_nbytes(t));
+    else memset(t->data, 0, rvtune_nbytes(t));
+}
+
+/* ---------------------------------------------------------------- command line */
+
+static inline long long rvtune_parse_ll(const char *s, const char *what, long long lo, long long hi) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi)
+        rvtune_fail("argument %s: expected an integer in [%lld, %lld], got '%s'", what, lo, hi, s);
+    return v;
+}
+
+static inline double rvtune_parse_double(const char *s, const char *what) {
+    char *end;
+    double v = strtod(s, &end);
+    if (s[0] == '\0' || *end != '\0') rvtune_fail("argument %s: expected a number, got '%s'", what, s);
+    return v;
+}
+
+static inline rvtune_opts rvtune_default_opts(double atol, double rtol) {
+    rvtune_opts o;
+    memset(&o, 0, sizeof o);
+    o.warmup = 1;
+    o.runs = 3;
+    o.threads = 1;
+    o.check = 1;
+    o.atol = atol;
+    o.rtol = rtol;
+    return o;
+}
+
+/* Parse options (any order, before or among positionals; `--` ends options). Exit 2 on a bad option. */
+static inline void rvtune_parse_args(int argc, char **argv, rvtune_opts *o) {
+    o->pos = (char **)calloc((size_t)argc + 1, sizeof(char *));
+    o->npos = 0;
+    int only_pos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_pos || a[0] != '-' || a[1] != '-') {  /* "-1.5" is a scalar value, not an option */
+            o->pos[o->npos++] = argv[i];
+            continue;
+        }
+        if (strcmp(a, "--") == 0) { only_pos = 1; continue; }
+        if (strcmp(a, "--no-check") == 0) { o->check = 0; continue; }
+        if (i + 1 >= argc) rvtune_fail("argument %s: needs a value", a);
+        const char *v = argv[++i];
+        if (strcmp(a, "--warmup") == 0) o->warmup = (int)rvtune_parse_ll(v, a, 0, 1000000);
+        else if (strcmp(a, "--runs") == 0) o->runs = (int)rvtune_parse_ll(v, a, 0, 1000000);
+        else if (strcmp(a, "--threads") == 0) o->threads = (int)rvtune_parse_ll(v, a, 0, 4096);
+        else if (strcmp(a, "--atol") == 0) o->atol = rvtune_parse_double(v, a);
+        else if (strcmp(a, "--rtol") == 0) o->rtol = rvtune_parse_double(v, a);
+        else if (strcmp(a, "--grid") == 0) {
+            unsigned long long g[3];
+            int used = 0;
+            if (sscanf(v, "%llu,%llu,%llu%n", &g[0], &g[1], &g[2], &used) != 3 || v[used] != '\0' ||
+                g[0] > 0xffffffffull || g[1] > 0xffffffffull || g[2] > 0xffffffffull)
+                rvtune_fail("argument --grid: expected X,Y,Z (three unsigned integers), got '%s'", v);
+            for (int d = 0; d < 3; d++) o->grid[d] = (uint32_t)g[d];
+            o->has_grid = 1;
+        } else {
+            rvtune_fail("unknown option %s (known: --warmup N --runs N --no-check --threads N --atol X "
+                        "--rtol X --grid X,Y,Z)", a);
+        }
+    }
+}
+
+/* Exactly n positionals, else a usage error listing what they are. */
+static inline void rvtune_expect_positionals(const rvtune_opts *o, int n, const char *usage) {
+    if (o->npos != n)
+        rvtune_fail("expected %d positional arguments (%s), got %d", n, usage, o->npos);
+}
+
+/* ---------------------------------------------------------------- timing */
+
+static inline int64_t rvtune_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+typedef void (*rvtune_run_fn)(void *ctx);
+
+/*
+ * warmup untimed runs, then `runs` timed runs printing `RVTUNE sample <ns>` each. Before every run the
+ * outputs are reset (outside the timed region), so the buffers checked afterwards hold exactly one run's
+ * result. With no runs at all the kernel still runs once, so a check always sees real output.
+ */
+static inline void rvtune_bench(const rvtune_opts *o, rvtune_run_fn run, void *ctx, rvtune_tensor *const *outs,
+                                int nouts) {
+    int total = o->warmup + o->runs;
+    if (total == 0) total = 1;
+    for (int r = 0; r < total; r++) {
+        for (int k = 0; k < nouts; k++) rvtune_reset(outs[k]);
+        int64_t t0 = rvtune_now_ns();
+        run(ctx);
+        int64_t t1 = rvtune_now_ns();
+        if (r >= o->warmup) {
+            printf("RVTUNE sample %lld\n", (long long)(t1 - t0));
+            fflush(stdout);  /* a run killed at its timeout keeps the samples it produced */
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- checks */
+
+/* Compare got with exp element-wise; print one check line; return 1 when all elements match. */
+static inline int rvtune_check(const char *name, const rvtune_tensor *got, const rvtune_tensor *exp, double atol,
+                               double rtol) {
+    int64_t n = rvtune_numel(exp), first_bad = -1, bad = 0;
+    double max_abs = 0.0, max_rel = 0.0;
+    if (rvtune_numel(got) != n)
+        rvtune_fail("%s:1: check %s: output holds %lld values, expected file %lld", exp->path, name,
+                    (long long)rvtune_numel(got), (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        double g = rvtune_get(got, i), e = rvtune_get(exp, i);
+        int ok;
+        double diff;
+        if (isnan(e) || isnan(g)) {
+            ok = isnan(e) && isnan(g);
+            diff = ok ? 0.0 : INFINITY;
+        } else if (g == e) {  /* also equal infinities, whose difference would be NaN */
+            ok = 1;
+            diff = 0.0;
+        } else {
+            diff = fabs(g - e);
+            ok = diff <= atol + rtol * fabs(e);
+        }
+        double rel = diff == 0.0 ? 0.0 : (e != 0.0 && !isnan(e) ? diff / fabs(e) : INFINITY);
+        if (diff > max_abs) max_abs = diff;
+        if (rel > max_rel) max_rel = rel;
+        if (!ok) {
+            if (first_bad < 0) first_bad = i;
+            bad++;
+        }
+    }
+    printf("RVTUNE check %s %s max_abs=%.9g max_rel=%.9g first_bad=%lld count=%lld\n", name, bad ? "bad" : "ok",
+           max_abs, max_rel, (long long)first_bad, (long long)bad);
+    if (bad) {  /* free text for a human reading the log: where the first mismatch is */
+        printf("  %s[%lld] (row %lld, col %lld) = %.9g, expected %.9g (%s)\n", name, (long long)first_bad,
+               (long long)(exp->cols ? first_bad / exp->cols : 0), (long long)(exp->cols ? first_bad % exp->cols : 0),
+               rvtune_get(got, first_bad), rvtune_get(exp, first_bad), exp->path);
+    }
+    fflush(stdout);
+    return bad == 0;
+}
+
+/* The exit status: 0 when every check passed or checks were skipped, else 1. */
+static inline int rvtune_exit_code(const rvtune_opts *o, int all_ok) {
+    fflush(stdout);
+    return (!o->check || all_ok) ? RVTUNE_EXIT_OK : RVTUNE_EXIT_WRONG;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RVTUNE_HARNESS_H */
