@@ -1,0 +1,555 @@
+"""Kernel modules -> ``KernelSpec``: configs, cases, config ids, config filters, launch capture, interpreter.
+
+A kernel module ``kernels/<name>.py`` defines (see README "Adding a kernel"):
+
+- ``<name>_kernel``: the ``@triton.jit`` function;
+- ``get_<name>_kernel_autotune_config()``: a list of ``triton.Config`` (int / bool constexprs only);
+- ``CASES``: ``{"small": {...}, "emu": {...}, "bench": {...}}`` problem parameters per case;
+- ``TOLERANCE``: ``dict(atol=..., rtol=...)`` (optional; default 1e-4 / 1e-4);
+- ``VARIANT_KEYS``: config keys whose value changes the data (optional; e.g. fused MoE's BLOCK_SIZE_M).
+  Their values are copied from the config into the case dict given to the three functions below;
+- ``make_inputs(case, seed) -> dict[str, Tensor]``: seeded inputs and output buffers, by name;
+- ``reference(inputs, case) -> dict[str, Tensor]``: the expected value of every output, by name;
+- ``launch(kernel, inputs, case)``: ``kernel[grid](...)`` exactly as a Triton user writes it; the config's
+  constexprs are added by whoever calls launch (as Triton's autotuner does).
+
+This module knows nothing of pytest: the plugin, the golden-data generator and the CLI all drive it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import math
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+ConfigValue = int | bool
+Config = dict[str, ConfigValue]
+Scalar = int | float | bool
+
+DEFAULT_TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
+DEFAULT_SEED = 0
+
+# torch dtype name -> Triton signature element type.
+_TORCH_TO_TRITON = {
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float64": "fp64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "bool": "i1",
+}
+
+
+class KernelModuleError(Exception):
+    """A kernel module that cannot be used; the message names the module and the cause."""
+
+
+class LaunchError(KernelModuleError):
+    """launch() did something the recording stand-in cannot turn into a kernel call."""
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """One non-constexpr kernel argument, in kernel parameter order."""
+
+    name: str  # the kernel's parameter name, e.g. "a_ptr"
+    type: str  # Triton signature type: "*fp32", "*i32", "i32", "i64", "fp32", "i1"
+    tensor: str | None = None  # the inputs-dict name of the tensor passed here (pointer args)
+    value: Scalar | None = None  # the value passed here (scalar args)
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.tensor is not None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One captured ``kernel[grid](...)`` call: everything needed to compile, build and run it."""
+
+    kernel: str  # kernel function name, e.g. "matmul_kernel"
+    args: tuple[KernelArg, ...]  # non-constexpr arguments, in parameter order
+    kwargs_constexprs: dict[str, Any]  # constexprs passed by launch() itself (not from the config)
+    constexprs: dict[str, Any]  # every constexpr (config + launch kwargs + defaults), in parameter order
+    grid: tuple[int, int, int]
+    signature: dict[str, str]  # for triton's ASTSource: every parameter, constexprs as "constexpr"
+
+    @property
+    def tensor_args(self) -> tuple[KernelArg, ...]:
+        return tuple(a for a in self.args if a.is_pointer)
+
+    @property
+    def scalar_args(self) -> tuple[KernelArg, ...]:
+        return tuple(a for a in self.args if not a.is_pointer)
+
+
+def config_id(config: Mapping[str, ConfigValue]) -> str:
+    """``BLOCK_SIZE_M=16-BLOCK_SIZE_N=64-...`` in the config's own key order (stable across runs)."""
+    return "-".join(f"{k}={v}" for k, v in config.items())
+
+
+def variant_id(variant: Mapping[str, ConfigValue]) -> str:
+    """Id of a data variant ("" when the kernel has none), e.g. ``BLOCK_SIZE_M=16``."""
+    return config_id(variant)
+
+
+def _is_pow2(v: int) -> bool:
+    return v > 0 and (v & (v - 1)) == 0
+
+
+def _parse_value(text: str) -> ConfigValue:
+    if text in ("True", "true"):
+        return True
+    if text in ("False", "false"):
+        return False
+    return int(text)
+
+
+def filter_configs(configs: Iterable[Config], spec: str) -> list[Config]:
+    """Keep the configs matching ``"BLOCK_SIZE_M=16,32;BLOCK_SIZE_N=64"`` (values ORed, keys ANDed).
+
+    Raises ValueError naming the bad clause or the unknown key (with the keys that exist).
+    """
+    configs = list(configs)
+    wanted: dict[str, set[ConfigValue]] = {}
+    for clause in filter(None, (c.strip() for c in spec.split(";"))):
+        key, sep, values = clause.partition("=")
+        key = key.strip()
+        if not sep or not key or not values.strip():
+            raise ValueError(f"config filter {spec!r}: clause {clause!r} is not KEY=V1,V2")
+        try:
+            wanted[key] = {_parse_value(v.strip()) for v in values.split(",") if v.strip()}
+        except ValueError:
+            raise ValueError(
+                f"config filter {spec!r}: values of {key} must be integers or True/False, got {values!r}"
+            ) from None
+    known = {k for c in configs for k in c}
+    for key in wanted:
+        if configs and key not in known:
+            raise ValueError(f"config filter {spec!r}: no config has key {key}; keys are {sorted(known)}")
+    # A bool compares equal to 0/1: compare with types so IS_CAUSAL=1 does not match True by accident.
+    return [
+        c
+        for c in configs
+        if all(any(type(c.get(k)) is type(v) and c.get(k) == v for v in vs) for k, vs in wanted.items())
+    ]
+
+
+def _triton_type_of(value: Any, where: str) -> str:
+    """Triton's signature type of a scalar argument (its own rules: bool i1, int i32 when it fits)."""
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return "i32"
+        if -(2**63) <= value < 2**63:
+            return "i64"
+        if value < 2**64:
+            return "u64"
+        raise LaunchError(f"{where}: integer {value} does not fit 64 bits")
+    if isinstance(value, float):
+        return "fp32"
+    raise LaunchError(f"{where}: unsupported argument type {type(value).__name__} (tensor, int, float or bool)")
+
+
+def _tensor_type(tensor: Any, where: str) -> str:
+    name = str(tensor.dtype).removeprefix("torch.")
+    if name not in _TORCH_TO_TRITON:
+        raise LaunchError(f"{where}: unsupported tensor dtype {tensor.dtype}")
+    return "*" + _TORCH_TO_TRITON[name]
+
+
+class _Recorder:
+    """Stands in for the kernel in launch(): ``kernel[grid](*args, **kwargs)`` records one call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, tuple, dict]] = []
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        def record(*args: Any, **kwargs: Any) -> None:
+            self.calls.append((grid, args, kwargs))
+
+        return record
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        raise LaunchError("launch() called the kernel directly; write kernel[grid](...)")
+
+
+class _Configured:
+    """The real kernel with the config's constexprs added to every ``kernel[grid](...)`` call."""
+
+    def __init__(self, kernel: Any, config: Config) -> None:
+        self.kernel = kernel
+        self.config = config
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.kernel[grid](*args, **kwargs, **self.config)
+
+
+@dataclass
+class KernelSpec:
+    """A loaded, validated kernel module."""
+
+    name: str
+    path: Path
+    module: Any
+    kernel: Any  # triton JITFunction (or InterpretedFunction when TRITON_INTERPRET=1 was set at import)
+    configs: list[Config]
+    cases: dict[str, dict[str, Any]]
+    tolerance: dict[str, float]
+    variant_keys: tuple[str, ...]
+    seed: int = DEFAULT_SEED
+    _inputs_cache: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    # ---- parameters of the kernel -------------------------------------------------------------
+    @cached_property
+    def fn(self) -> Callable[..., Any]:
+        """The undecorated Python function."""
+        return self.kernel.fn
+
+    @cached_property
+    def param_names(self) -> list[str]:
+        return list(inspect.signature(self.fn).parameters)
+
+    @cached_property
+    def constexpr_names(self) -> list[str]:
+        from triton.runtime.jit import JITFunction
+
+        jit = self.kernel if isinstance(self.kernel, JITFunction) else JITFunction(self.fn)
+        return [p.name for p in jit.params if p.is_constexpr]
+
+    @property
+    def kernel_name(self) -> str:
+        return f"{self.name}_kernel"
+
+    # ---- cases and variants -------------------------------------------------------------------
+    def config_id(self, config: Mapping[str, ConfigValue]) -> str:
+        return config_id(config)
+
+    def variant_of(self, config: Mapping[str, ConfigValue]) -> Config:
+        return {k: config[k] for k in self.variant_keys}
+
+    def variants(self) -> list[Config]:
+        """The distinct data variants of the config space, in config order."""
+        seen: dict[str, Config] = {}
+        for c in self.configs:
+            seen.setdefault(variant_id(self.variant_of(c)), self.variant_of(c))
+        return list(seen.values())
+
+    def case(self, case_name: str, variant: Mapping[str, ConfigValue] | None = None) -> dict[str, Any]:
+        """The case's parameters, with the variant's values merged in (what make_inputs etc. receive)."""
+        if case_name not in self.cases:
+            raise KernelModuleError(f"kernel module {self.path}: no case {case_name!r}; cases are {sorted(self.cases)}")
+        return {**self.cases[case_name], **(variant or {})}
+
+    def make_inputs(self, case_name: str, variant: Mapping[str, ConfigValue] | None = None) -> dict[str, Any]:
+        """Fresh seeded inputs (and output buffers) of a case / variant."""
+        case = self.case(case_name, variant)
+        inputs = self._call("make_inputs", case, self.seed)
+        if not isinstance(inputs, dict) or not inputs:
+            raise KernelModuleError(f"kernel module {self.path}: make_inputs must return a dict of named tensors")
+        return inputs
+
+    def reference(self, inputs: Mapping[str, Any], case_name: str, variant: Mapping[str, ConfigValue] | None = None):
+        """Expected outputs by name (each name must be a tensor of ``inputs``: the buffer it is written to)."""
+        outputs = self._call("reference", dict(inputs), self.case(case_name, variant))
+        if not isinstance(outputs, dict) or not outputs:
+            raise KernelModuleError(f"kernel module {self.path}: reference must return a dict of named tensors")
+        for out in outputs:
+            if out not in inputs:
+                raise KernelModuleError(
+                    f"kernel module {self.path}: reference output {out!r} has no buffer of that name in "
+                    f"make_inputs (names: {sorted(inputs)})"
+                )
+        return outputs
+
+    def _call(self, fn_name: str, *args: Any) -> Any:
+        try:
+            return getattr(self.module, fn_name)(*args)
+        except KernelModuleError:
+            raise
+        except Exception as e:
+            raise KernelModuleError(f"kernel module {self.path}: {fn_name}() failed: {type(e).__name__}: {e}") from e
+
+    def _cached_inputs(self, case_name: str, variant: Config) -> dict[str, Any]:
+        key = (case_name, variant_id(variant))
+        if key not in self._inputs_cache:
+            self._inputs_cache[key] = self.make_inputs(case_name, variant)
+        return self._inputs_cache[key]
+
+    # ---- launch capture -----------------------------------------------------------------------
+    def capture_launch(
+        self, case_name: str, config: Mapping[str, ConfigValue], inputs: Mapping[str, Any] | None = None
+    ) -> Launch:
+        """Run the module's launch() against a recorder: arguments, constexprs and grid of the call."""
+        config = dict(config)
+        variant = self.variant_of(config)
+        if inputs is None:
+            inputs = self._cached_inputs(case_name, variant)
+        case = self.case(case_name, variant)
+        recorder = _Recorder()
+        where = f"kernel module {self.path} (case {case_name}, config {config_id(config)})"
+        try:
+            self.module.launch(recorder, dict(inputs), case)
+        except KernelModuleError:
+            raise
+        except Exception as e:
+            raise LaunchError(f"{where}: launch() failed: {type(e).__name__}: {e}") from e
+        if len(recorder.calls) != 1:
+            raise LaunchError(
+                f"{where}: launch() must call kernel[grid](...) exactly once, it did {len(recorder.calls)}"
+            )
+        grid, args, kwargs = recorder.calls[0]
+        return self._bind(where, grid, args, kwargs, config, inputs)
+
+    def _bind(self, where, grid, args, kwargs, config, inputs) -> Launch:
+        clash = sorted(set(kwargs) & set(config))
+        if clash:
+            raise LaunchError(
+                f"{where}: launch() passes {clash}, which the config also sets (conflicting meta-parameters)"
+            )
+        try:
+            bound = inspect.signature(self.fn).bind(*args, **kwargs, **config)
+        except TypeError as e:
+            raise LaunchError(f"{where}: arguments do not match {self.kernel_name}'s parameters: {e}") from None
+        bound.apply_defaults()
+        constexpr_names = set(self.constexpr_names)
+        by_id = {id(t): n for n, t in inputs.items()}
+        kernel_args: list[KernelArg] = []
+        constexprs: dict[str, Any] = {}
+        for name, value in bound.arguments.items():
+            if name in constexpr_names:
+                constexprs[name] = value
+            elif hasattr(value, "data_ptr"):
+                tensor_name = by_id.get(id(value))
+                if tensor_name is None:
+                    raise LaunchError(
+                        f"{where}: argument {name} is a tensor that is not one of make_inputs' tensors "
+                        f"({sorted(inputs)}); pass inputs[...] itself, not a view or a copy"
+                    )
+                if not value.is_contiguous():
+                    raise LaunchError(f"{where}: tensor {tensor_name!r} (argument {name}) must be contiguous")
+                kernel_args.append(
+                    KernelArg(name, _tensor_type(value, f"{where}: argument {name}"), tensor=tensor_name)
+                )
+            else:
+                kernel_args.append(KernelArg(name, _triton_type_of(value, f"{where}: argument {name}"), value=value))
+        kw_constexprs = {k: v for k, v in constexprs.items() if k not in config}
+        # Triton hands the grid callable every argument by name, constexprs included.
+        meta = dict(bound.arguments)
+        try:
+            g = grid(meta) if callable(grid) else grid
+            g = tuple(int(x) for x in g)
+        except Exception as e:
+            raise LaunchError(f"{where}: evaluating the grid failed: {type(e).__name__}: {e}") from e
+        if not 1 <= len(g) <= 3 or any(x < 0 for x in g):
+            raise LaunchError(f"{where}: grid must be 1 to 3 non-negative ints, got {g}")
+        signature = {n: ("constexpr" if n in constexpr_names else "") for n in self.param_names}
+        for a in kernel_args:
+            signature[a.name] = a.type
+        return Launch(
+            kernel=self.kernel_name,
+            args=tuple(kernel_args),
+            kwargs_constexprs=kw_constexprs,
+            constexprs=constexprs,
+            grid=(*g, *(1,) * (3 - len(g))),  # type: ignore[arg-type]
+            signature=signature,
+        )
+
+    def signature(self, case_name: str, config: Mapping[str, ConfigValue]) -> dict[str, str]:
+        """The signature dict Triton's ASTSource wants for this case and config."""
+        return self.capture_launch(case_name, config).signature
+
+    # ---- the Triton interpreter ---------------------------------------------------------------
+    def run_interpreter(
+        self, case_name: str, config: Mapping[str, ConfigValue], inputs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Run the real kernel under Triton's interpreter on copies of ``inputs``; return every tensor by name."""
+        return self.run_interpreter_batch(case_name, [(config, inputs)])[0]
+
+    def run_interpreter_batch(
+        self, case_name: str, runs: list[tuple[Mapping[str, ConfigValue], Mapping[str, Any]]]
+    ) -> list[dict[str, Any]]:
+        """Several interpreter runs in one child process (its start-up, ~2 s, dominates small runs).
+
+        A child process with TRITON_INTERPRET=1: Triton decides at import time whether ``@triton.jit``
+        (its own ``tl.cdiv``, ``tl.max``... included) makes interpretable functions, so an in-process
+        interpreter would mean patching Triton's internals.
+        """
+        import subprocess
+        import tempfile
+
+        import torch
+
+        with tempfile.TemporaryDirectory(prefix="rvtune-interp-") as tmp:
+            job = Path(tmp) / "job.pt"
+            result = Path(tmp) / "result.pt"
+            torch.save({"path": str(self.path), "case": case_name, "runs": [(dict(c), dict(i)) for c, i in runs]}, job)
+            env = {**os.environ, "TRITON_INTERPRET": "1"}
+            proc = subprocess.run(
+                [sys.executable, "-m", "pytest_rvtune.spec", str(job), str(result)],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            if proc.returncode != 0:
+                raise KernelModuleError(
+                    f"kernel module {self.path}: interpreter run of case {case_name} failed:\n"
+                    f"{proc.stderr.strip()[-4000:]}"
+                )
+            return torch.load(result)
+
+
+def _interpret_main(job_path: str, result_path: str) -> None:
+    """Child side of run_interpreter_batch (runs with TRITON_INTERPRET=1)."""
+    import numpy as np
+    import torch
+
+    job = torch.load(job_path)
+    spec = load_kernel_module(job["path"])
+    results = []
+    for config, inputs in job["runs"]:
+        work = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in inputs.items()}
+        case = spec.case(job["case"], spec.variant_of(config))
+        # Masked-off lanes may compute inf - inf (numpy warns; those values are never stored).
+        with np.errstate(all="ignore"):
+            try:
+                spec.module.launch(_Configured(spec.kernel, config), work, case)
+            except Exception as e:
+                sys.exit(f"config {config_id(config)}: {type(e).__name__}: {e}")
+        results.append(work)
+    torch.save(results, result_path)
+
+
+# ---- loading and validation -------------------------------------------------------------------
+def _arange_constexprs(fn: Callable[..., Any]) -> set[str]:
+    """Constexpr names used as a ``tl.arange`` bound: Triton needs those to be powers of two."""
+    try:
+        src = inspect.getsource(fn)
+    except OSError:
+        return set()
+    return set(re.findall(r"arange\(\s*0\s*,\s*([A-Za-z_]\w*)\s*\)", src))
+
+
+def _validate_configs(path: Path, name: str, raw: Any, constexprs: list[str], fn: Callable) -> list[Config]:
+    getter = f"get_{name}_kernel_autotune_config"
+    if not isinstance(raw, list | tuple) or not raw:
+        raise KernelModuleError(
+            f"kernel module {path}: {getter}() returned no configs (a non-empty list of triton.Config)"
+        )
+    pow2_keys = _arange_constexprs(fn)
+    configs: list[Config] = []
+    seen: set[str] = set()
+    for i, cfg in enumerate(raw):
+        kw = getattr(cfg, "kwargs", None)
+        if not isinstance(kw, dict) or not kw:
+            raise KernelModuleError(f"kernel module {path}: {getter}()[{i}] is not a triton.Config with kwargs")
+        for k, v in kw.items():
+            where = f"kernel module {path}: config {i} ({config_id(kw)})"
+            if k not in constexprs:
+                raise KernelModuleError(
+                    f"{where}: {k} is not a tl.constexpr parameter of {name}_kernel (constexprs: {constexprs})"
+                )
+            if not isinstance(v, int):  # bool is an int
+                raise KernelModuleError(f"{where}: {k}={v!r} must be an int or a bool")
+            if k in pow2_keys and not isinstance(v, bool) and not _is_pow2(v):
+                raise KernelModuleError(f"{where}: {k}={v} is used as a tl.arange length: it must be a power of two")
+        cid = config_id(kw)
+        if cid in seen:
+            raise KernelModuleError(f"kernel module {path}: config {cid} is listed twice")
+        seen.add(cid)
+        configs.append(dict(kw))
+    return configs
+
+
+def load_kernel_module(path: str | Path) -> KernelSpec:
+    """Import ``kernels/<name>.py`` and check it against the kernel-module contract."""
+    path = Path(path).resolve()
+    name = path.stem
+    if not path.is_file():
+        raise KernelModuleError(f"kernel module {path}: no such file")
+    mod_name = f"rvtune_kernels.{name}"
+    try:
+        import_spec = importlib.util.spec_from_file_location(mod_name, path)
+        assert import_spec is not None and import_spec.loader is not None
+        module = importlib.util.module_from_spec(import_spec)
+        sys.modules[mod_name] = module  # triton and inspect look functions' modules up by name
+        import_spec.loader.exec_module(module)
+    except Exception as e:
+        sys.modules.pop(mod_name, None)
+        raise KernelModuleError(f"kernel module {path}: import failed: {type(e).__name__}: {e}") from e
+
+    kernel = getattr(module, f"{name}_kernel", None)
+    if kernel is None or not callable(getattr(kernel, "fn", None)):
+        raise KernelModuleError(
+            f"kernel module {path}: no @triton.jit function {name}_kernel (the kernel is named after its file)"
+        )
+    getter = getattr(module, f"get_{name}_kernel_autotune_config", None)
+    if not callable(getter):
+        raise KernelModuleError(
+            f"kernel module {path}: no get_{name}_kernel_autotune_config() returning triton.Configs"
+        )
+    for fn_name, nparams in (("make_inputs", 2), ("reference", 2), ("launch", 3)):
+        f = getattr(module, fn_name, None)
+        if not callable(f):
+            raise KernelModuleError(f"kernel module {path}: no function {fn_name}() (see README 'Adding a kernel')")
+        try:
+            inspect.signature(f).bind(*range(nparams))
+        except TypeError:
+            raise KernelModuleError(
+                f"kernel module {path}: {fn_name}() must take {nparams} positional arguments"
+            ) from None
+
+    cases = getattr(module, "CASES", None)
+    if not isinstance(cases, dict) or not cases or not all(isinstance(c, dict) for c in cases.values()):
+        raise KernelModuleError(
+            f"kernel module {path}: CASES must be a non-empty dict of case name -> dict of parameters"
+        )
+    tolerance = {**DEFAULT_TOLERANCE, **dict(getattr(module, "TOLERANCE", {}))}
+    if set(tolerance) != {"atol", "rtol"} or not all(
+        isinstance(v, int | float) and v >= 0 and math.isfinite(v) for v in tolerance.values()
+    ):
+        raise KernelModuleError(
+            f"kernel module {path}: TOLERANCE must be dict(atol=<float>, rtol=<float>), got {tolerance}"
+        )
+
+    spec = KernelSpec(
+        name=name,
+        path=path,
+        module=module,
+        kernel=kernel,
+        configs=[],
+        cases={k: dict(v) for k, v in cases.items()},
+        tolerance={k: float(v) for k, v in tolerance.items()},
+        variant_keys=tuple(getattr(module, "VARIANT_KEYS", ())),
+        seed=int(getattr(module, "SEED", DEFAULT_SEED)),
+    )
+    try:
+        raw = getter()
+    except Exception as e:
+        raise KernelModuleError(f"kernel module {path}: get_{name}_kernel_autotune_config() failed: {e}") from e
+    spec.configs = _validate_configs(path, name, raw, spec.constexpr_names, spec.fn)
+    for key in spec.variant_keys:
+        if not all(key in c for c in spec.configs):
+            raise KernelModuleError(f"kernel module {path}: VARIANT_KEYS names {key}, which not every config sets")
+    return spec
+
+
+def discover(kernels_dir: str | Path) -> list[Path]:
+    """The kernel modules of a directory (``*.py`` not starting with ``_``), sorted by name."""
+    return sorted(p for p in Path(kernels_dir).glob("*.py") if not p.name.startswith("_"))
+
+
+if __name__ == "__main__":
+    _interpret_main(sys.argv[1], sys.argv[2])
