@@ -1,0 +1,295 @@
+"""The C harness (rvtune_harness.h + the generated generic main) as a real rv64 ELF under QEMU.
+
+The kernel under the harness here is a few lines of hand-written C with the kernel ABI, so these tests
+exercise the harness alone: file reading, output reset, checks, samples, options and exit codes. The
+launcher around it is the compiler's real generated one. Triton-compiled kernels under the harness are
+covered by tests/test_build.py.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_rvtune.compiler.launcher import consts_source, launcher_sources
+from pytest_rvtune.harness import HEADER_DIR
+from pytest_rvtune.harness.generate import HarnessArg, HarnessError, argv, generate
+from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, qemu_command
+
+SYMBOL = "tk_kernel"
+
+# out[i] += alpha * x[idx[i]] (accumulates: only a reset before every run keeps it one run's worth);
+# acc[i] *= 2 (in-out: only a restore before every run keeps it 2 * input). Four elements per program.
+KERNEL_C = r"""
+#include <stdint.h>
+void tk_kernel(float *x, int32_t *idx, float *out, float *acc, int32_t n, float alpha,
+               int32_t pid_x, int32_t pid_y, int32_t pid_z, uint32_t gx, uint32_t gy, uint32_t gz) {
+  (void)pid_y; (void)pid_z; (void)gx; (void)gy; (void)gz;
+  for (int32_t i = pid_x * 4; i < pid_x * 4 + 4 && i < n; i++) {
+    out[i] += alpha * x[idx[i]];
+    acc[i] *= 2.0f;
+  }
+}
+"""
+
+ARGS = [
+    HarnessArg("x", "*fp32", "in"),
+    HarnessArg("idx", "*i32", "in"),
+    HarnessArg("out", "*fp32", "out"),
+    HarnessArg("acc", "*fp32", "inout"),
+    HarnessArg("n", "i32", "scalar"),
+    HarnessArg("alpha", "fp32", "scalar"),
+]
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    c_type: str
+
+
+PARAMS = [_Param("x", "float *"), _Param("idx", "int32_t *"), _Param("out", "float *"),
+          _Param("acc", "float *"), _Param("n", "int32_t"), _Param("alpha", "float")]
+
+
+@pytest.fixture(scope="module")
+def elf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test kernel + real launcher + generated harness, linked static for rv64gcv."""
+    d = tmp_path_factory.mktemp("harness_elf")
+    tc = Toolchain.for_isa(RISCV_ISA)
+    src = launcher_sources(SYMBOL, PARAMS, ["BLOCK"])
+    (d / src.header_name).write_text(src.header)
+    files = {
+        "kernel.c": KERNEL_C,
+        src.launcher_name: src.launcher_c,
+        "consts.c": consts_source(SYMBOL, {"BLOCK": 4}),
+        "harness.c": generate(SYMBOL, ARGS),
+    }
+    objects = []
+    for name, text in files.items():
+        (d / name).write_text(text)
+        obj = d / f"{name}.o"
+        tc.compile(d / name, obj, ("-Wall", "-Wextra", "-Werror", f"-I{HEADER_DIR}", f"-I{d}"))
+        objects.append(obj)
+    tc.link(objects, d / "tk.elf")
+    return d / "tk.elf"
+
+
+def write_txt(path: Path, rows: int, cols: int, values: list, fmt: str = "{:.9g}") -> Path:
+    lines = [f"{rows} {cols}"] + [" ".join(fmt.format(v) for v in values[r * cols:(r + 1) * cols])
+                                  for r in range(rows)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+
+    def lines(self, kind: str) -> list[list[str]]:
+        return [ln.split()[2:] for ln in self.stdout.splitlines() if ln.startswith(f"RVTUNE {kind} ")]
+
+    @property
+    def checks(self) -> dict[str, dict[str, str]]:
+        out = {}
+        for words in self.lines("check"):
+            out[words[0]] = {"status": words[1], **dict(w.split("=", 1) for w in words[2:])}
+        return out
+
+    @property
+    def error(self) -> str:
+        errs = [ln for ln in self.stdout.splitlines() if ln.startswith("RVTUNE error ")]
+        assert len(errs) == 1, self.stdout
+        return errs[0]
+
+
+def run(elf: Path, *args: str | Path) -> Run:
+    proc = subprocess.run([*qemu_command(), str(elf), *map(str, args)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    return Run(proc.returncode, proc.stdout)
+
+
+N = 10
+X = [0.5 * i - 1.0 for i in range(N)]
+IDX = [N - 1 - i for i in range(N)]  # out[i] = alpha * x[N-1-i]
+ACC = [float(i + 1) for i in range(N)]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> dict[str, Path]:
+    alpha = 2.0
+    return {
+        "x": write_txt(tmp_path / "x.txt", 1, N, X),
+        "idx": write_txt(tmp_path / "idx.txt", 2, N // 2, IDX, "{:d}"),  # shape is free: numel counts
+        "out": write_txt(tmp_path / "out.txt", 1, N, [alpha * X[j] for j in IDX]),
+        "acc": write_txt(tmp_path / "acc.txt", 1, N, ACC),
+        "acc_exp": write_txt(tmp_path / "acc_exp.txt", 1, N, [2 * a for a in ACC]),
+    }
+
+
+def args_for(d: dict[str, Path], *, grid: int = 3, **override: Path) -> list[str | Path]:
+    f = {**d, **override}
+    return argv(ARGS, (grid,), {"n": N, "alpha": 2.0}, {"x": f["x"], "idx": f["idx"], "acc": f["acc"]},
+                {"out": f["out"], "acc": f["acc_exp"]}, atol=1e-6, rtol=1e-6)
+
+
+def test_correct_run_resets_outputs_every_run_and_prints_one_sample_per_timed_run(elf, data):
+    # 3 warm-up + 4 timed runs: an accumulating output and an in-out buffer are still one run's result
+    r = run(elf, "--warmup", "3", "--runs", "4", *args_for(data))
+    assert r.returncode == 0, r.stdout
+    samples = r.lines("sample")
+    assert len(samples) == 4
+    assert all(int(s[0]) > 0 for s in samples)
+    assert r.checks["out"] == {"status": "ok", "max_abs": "0", "max_rel": "0", "first_bad": "-1", "count": "0"}
+    assert r.checks["acc"]["status"] == "ok"
+
+
+def test_runs_zero_still_runs_once_for_the_check(elf, data):
+    r = run(elf, "--warmup", "0", "--runs", "0", *args_for(data))
+    assert r.returncode == 0, r.stdout
+    assert r.lines("sample") == []
+    assert r.checks["out"]["status"] == "ok"
+
+
+def test_threads_option_reaches_the_launcher(elf, data):
+    r = run(elf, "--threads", "2", "--runs", "1", *args_for(data))
+    assert r.returncode == 0, r.stdout
+    assert r.checks["out"]["status"] == "ok"
+
+
+def test_wrong_value_is_flagged_with_first_bad_index_and_count(elf, data, tmp_path):
+    wrong = [2.0 * X[j] for j in IDX]
+    wrong[6] += 0.25
+    wrong[8] -= 1.0
+    exp = write_txt(tmp_path / "wrong.txt", 1, N, wrong)
+    r = run(elf, "--runs", "1", *args_for(data, out=exp))
+    assert r.returncode == 1
+    c = r.checks["out"]
+    assert (c["status"], c["first_bad"], c["count"]) == ("bad", "6", "2")
+    assert float(c["max_abs"]) == pytest.approx(1.0)
+    assert r.checks["acc"]["status"] == "ok"  # checks are per output
+
+
+def test_no_check_exits_zero_on_a_wrong_answer_and_prints_no_check(elf, data, tmp_path):
+    exp = write_txt(tmp_path / "wrong.txt", 1, N, [99.0] * N)
+    r = run(elf, "--no-check", "--runs", "2", *args_for(data, out=exp))
+    assert r.returncode == 0
+    assert r.checks == {}
+    assert len(r.lines("sample")) == 2
+
+
+@pytest.mark.parametrize(
+    ("got", "expected", "atol", "rtol", "ok"),
+    [
+        (1.0, 1.0005, 1e-3, 0.0, True),     # |diff| = 5e-4 <= atol
+        (1.0, 1.0005, 1e-4, 0.0, False),
+        (100.0, 100.05, 0.0, 1e-3, True),   # rtol scales with |expected|: 5e-2 <= 1e-3 * 100.05
+        (100.0, 100.05, 0.0, 1e-4, False),
+        (100.0, 100.05, 0.04, 1e-4, True),  # atol + rtol*|exp| together: 0.04 + 0.010005 >= 0.05
+        (float("nan"), float("nan"), 0.0, 0.0, True),  # NaN equals only NaN
+        (float("nan"), 1.0, 1e9, 1e9, False),
+        (1.0, float("nan"), 1e9, 1e9, False),
+        (float("inf"), float("inf"), 0.0, 0.0, True),
+        (float("inf"), float("-inf"), 1e9, 1e9, False),
+    ],
+)
+def test_tolerance_semantics(elf, tmp_path, got, expected, atol, rtol, ok):
+    # alpha = 1, idx = identity: out = x, so the kernel's output is exactly `got`
+    x = write_txt(tmp_path / "x.txt", 1, 1, [got])
+    idx = write_txt(tmp_path / "idx.txt", 1, 1, [0], "{:d}")
+    acc = write_txt(tmp_path / "acc.txt", 1, 1, [1.0])
+    acc_exp = write_txt(tmp_path / "acc_exp.txt", 1, 1, [2.0])
+    exp = write_txt(tmp_path / "exp.txt", 1, 1, [expected])
+    args = argv(ARGS, (1,), {"n": 1, "alpha": 1.0}, {"x": x, "idx": idx, "acc": acc},
+                {"out": exp, "acc": acc_exp}, atol=atol, rtol=rtol)
+    r = run(elf, "--runs", "1", *args)
+    assert r.checks["out"]["status"] == ("ok" if ok else "bad"), r.stdout
+    assert r.returncode == (0 if ok else 1)
+    if not ok:
+        assert r.checks["out"]["first_bad"] == "0"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "line", "what"),
+    [
+        ("short.txt", "1 10\n1 2 3\n4 5\n", 3, "file is short: 5 values"),
+        ("malformed.txt", "1 10\n1 2 3 4\n5 6 seven 8 9 10\n", 3, "malformed number 'seven'"),
+        ("header.txt", "ten\n1 2 3\n", 1, "header must be `rows cols`"),
+        ("oneheader.txt", "10\n1 2 3 4 5 6 7 8 9 10\n", 1, "fewer than two values on line 1"),
+        ("long.txt", "1 3\n1 2 3\n4\n", 3, "more values than the 1 x 3"),
+        ("empty.txt", "", 1, "an empty file"),
+    ],
+)
+def test_reader_rejects_bad_files_naming_file_and_line(elf, data, tmp_path, name, content, line, what):
+    bad = tmp_path / name
+    bad.write_text(content)
+    r = run(elf, *args_for(data, x=bad))
+    assert r.returncode == 2
+    assert r.error.startswith(f"RVTUNE error {bad}:{line}: ")
+    assert what in r.error
+    assert r.lines("sample") == [] and r.checks == {}  # never a run on bad input
+
+
+def test_reader_rejects_a_missing_file(elf, data, tmp_path):
+    missing = tmp_path / "nowhere" / "x.txt"
+    r = run(elf, *args_for(data, x=missing))
+    assert r.returncode == 2
+    assert r.error.startswith(f"RVTUNE error {missing}:0: cannot open")
+    assert "No such file" in r.error
+
+
+def test_reader_rejects_a_non_integer_in_an_integer_tensor(elf, data, tmp_path):
+    bad = write_txt(tmp_path / "idx.txt", 1, N, [0, 1, 2, 3, 4, 5.5, 6, 7, 8, 9], "{}")
+    r = run(elf, *args_for(data, idx=bad))
+    assert r.returncode == 2
+    assert r.error.startswith(f"RVTUNE error {bad}:2: malformed integer '5.5'")
+
+
+def test_expected_file_of_another_size_than_the_inout_input_is_bad_input(elf, data, tmp_path):
+    bad = write_txt(tmp_path / "acc_exp.txt", 1, 4, [1.0, 2.0, 3.0, 4.0])
+    r = run(elf, *args_for(data, acc_exp=bad))
+    assert r.returncode == 2
+    assert str(bad) in r.error
+
+
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        (["--runs"], "argument --runs: needs a value"),
+        (["--runs", "-1"], "argument --runs: expected an integer"),
+        (["--bogus", "1"], "unknown option --bogus"),
+        (["--grid", "3,1"], "argument --grid: expected X,Y,Z"),
+    ],
+)
+def test_bad_options_are_bad_input(elf, data, args, what):
+    r = run(elf, *args_for(data), *args)
+    assert r.returncode == 2
+    assert what in r.error
+
+
+def test_wrong_number_of_positionals_names_what_is_expected(elf, data):
+    r = run(elf, *args_for(data)[:-1])
+    assert r.returncode == 2
+    assert "x.txt idx.txt expected_out.txt acc.txt expected_acc.txt n alpha" in r.error
+
+
+def test_generator_rejects_what_it_cannot_express():
+    with pytest.raises(HarnessError, match=r"parameter 'p'.*pointer type '\*fp8'"):
+        generate("k_kernel", [HarnessArg("p", "*fp8", "out")])
+    with pytest.raises(HarnessError, match="no output tensor"):
+        generate("k_kernel", [HarnessArg("p", "*fp32", "in")])
+    with pytest.raises(HarnessError, match=r"scalar .* must have role 'scalar'"):
+        generate("k_kernel", [HarnessArg("o", "*fp32", "out"), HarnessArg("n", "i32", "in")])
+
+
+def test_scalar_tokens_round_trip_floats():
+    toks = argv(ARGS, (5, 2), {"n": 3, "alpha": 0.1}, {"x": Path("x"), "idx": Path("i"), "acc": Path("a")},
+                {"out": Path("o"), "acc": Path("e")}, atol=0, rtol=0)
+    assert toks[:2] == ["--grid", "5,2,1"]
+    assert float(toks[-1]) == 0.1 and not math.isnan(float(toks[-1]))
+    assert toks[6:] == [Path("x"), Path("i"), Path("o"), Path("a"), Path("e"), "3", "0.1"]
