@@ -1,0 +1,75 @@
+"""Read counter outputs into ``{name: value}``: the QEMU icount plugin's file and ``perf stat -x,`` CSV.
+
+Pure parsing (no processes are started here), shared by the local and SSH targets. A counter that could not
+be read is absent from the result, never zero: zero is a real reading (e.g. no vector instructions).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: What the QEMU plugin writes (docs/contracts.md): `insns=<n> vector_insns=<n> kernel_insns=<n>`.
+ICOUNT_KEYS = ("insns", "vector_insns", "kernel_insns")
+
+#: perf prints these instead of a value when an event could not be counted.
+PERF_MISSING = ("<not supported>", "<not counted>")
+
+
+class CounterFormatError(ValueError):
+    """A counter file that does not have the documented format; the message names the source."""
+
+
+def parse_icount(text: str, source: str = "icount output") -> dict[str, float]:
+    """``insns=<n> vector_insns=<n> kernel_insns=<n>`` -> ``{"insns": n, ...}``."""
+    counters: dict[str, float] = {}
+    for item in text.split():
+        key, sep, value = item.partition("=")
+        if not sep or not value.isdigit():
+            raise CounterFormatError(f"{source}: expected key=<integer> items, got {item!r} in {text.strip()!r}")
+        counters[key] = float(value)
+    missing = [k for k in ICOUNT_KEYS if k not in counters]
+    if missing:
+        raise CounterFormatError(
+            f"{source}: missing {', '.join(missing)} in {text.strip()!r} (is the QEMU plugin up to date? "
+            "run `make setup`)"
+        )
+    return counters
+
+
+def read_icount_file(path: Path) -> dict[str, float]:
+    """The plugin's output file; ``{}`` when it does not exist (QEMU was killed before it exited)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    return parse_icount(text, source=str(path))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_perf_stat_csv(text: str) -> dict[str, float]:
+    """``perf stat -x,`` output -> ``{event: value}`` with event names as perf prints them (``cycles:u``).
+
+    Fields: ``value,unit,event,[variance,]run-time,pct-enabled,metric,metric-unit`` (the variance field only
+    with ``-r``). Lines that are not counter lines (comments, blank lines, the program's own stderr when perf
+    shares it) are skipped; ``<not supported>`` and ``<not counted>`` events are left out.
+    """
+    counters: dict[str, float] = {}
+    for line in text.splitlines():
+        fields = line.strip().split(",")
+        if len(fields) < 4 or line.startswith("#"):
+            continue
+        value, event = fields[0].strip(), fields[2].strip()
+        if not event:
+            continue
+        if value in PERF_MISSING:
+            continue
+        if _is_number(value) and _is_number(fields[3].strip().rstrip("%")):
+            counters[event] = float(value)
+    return counters

@@ -1,0 +1,262 @@
+"""`rvtune doctor`: is everything pytest-rvtune needs here, and does it work?
+
+Lists every tool with its version and path, then proves the pieces work together: QEMU runs a real
+rv64gcv VLEN-256 vector program (cross-built with toolchain.py) and gets the right answer, the instruction-count
+plugin counts it, and every configured target runs the same probe program. Every missing piece is named with
+the command that fixes it; the exit code is 1 if anything is missing or broken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from pytest_rvtune import paths
+from pytest_rvtune.targets.base import RunResult, Target
+from pytest_rvtune.toolchain import RISCV_ISA, RISCV_VLEN, Toolchain, ToolchainError
+
+FIX = "make setup"
+PROBE_SYMBOL = "rvtune_doctor_kernel"
+PROBE_N = 100
+PROBE_TIMEOUT_S = 60.0
+
+# Real RVV code via intrinsics (not left to the vectorizer), checking both the sum and that the hardware or
+# emulator VLEN is what the build assumes; on the host the same source runs a scalar loop.
+PROBE_SOURCE = f"""
+#include <stdint.h>
+#include <stdio.h>
+#include <stddef.h>
+#ifdef __riscv_vector
+#include <riscv_vector.h>
+#endif
+
+__attribute__((noinline)) void {PROBE_SYMBOL}(const int32_t *a, const int32_t *b, int32_t *c, size_t n) {{
+#ifdef __riscv_vector
+    for (size_t i = 0; i < n;) {{
+        size_t vl = __riscv_vsetvl_e32m1(n - i);
+        vint32m1_t va = __riscv_vle32_v_i32m1(a + i, vl);
+        vint32m1_t vb = __riscv_vle32_v_i32m1(b + i, vl);
+        __riscv_vse32_v_i32m1(c + i, __riscv_vadd_vv_i32m1(va, vb, vl), vl);
+        i += vl;
+    }}
+#else
+    for (size_t i = 0; i < n; i++) c[i] = a[i] + b[i];
+#endif
+}}
+
+int main(void) {{
+    int32_t a[{PROBE_N}], b[{PROBE_N}], c[{PROBE_N}];
+    for (int i = 0; i < {PROBE_N}; i++) {{ a[i] = i; b[i] = 2 * i; c[i] = -1; }}
+    {PROBE_SYMBOL}(a, b, c, {PROBE_N});
+    long sum = 0;
+    for (int i = 0; i < {PROBE_N}; i++) sum += c[i];
+    int ok = sum == {3 * PROBE_N * (PROBE_N - 1) // 2};
+#ifdef __riscv_vector
+    size_t vlmax = __riscv_vsetvlmax_e32m1();
+    printf("vlmax_e32m1=%zu\\n", vlmax);
+    ok = ok && vlmax == {RISCV_VLEN // 32};
+#endif
+    printf("sum=%ld\\nRVTUNE sample 1\\n", sum);
+    printf("RVTUNE check probe %s max_abs=0 max_rel=0 first_bad=%d count={PROBE_N}\\n", ok ? "ok" : "bad",
+           ok ? -1 : 0);
+    return ok ? 0 : 1;
+}}
+"""
+
+
+@dataclass
+class Row:
+    what: str
+    ok: bool
+    detail: str
+    path: str = ""
+
+
+def _first_line(cmd: list[str]) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=30)
+    except OSError as exc:
+        return f"cannot run: {exc}"
+    text = (proc.stdout or proc.stderr).strip()
+    return text.splitlines()[0] if text else "unknown"
+
+
+def _which(name: str, extra_dirs: tuple[str, ...] = ()) -> str | None:
+    # sshd lives in /usr/sbin, which a non-root PATH may lack.
+    path = os.environ.get("PATH", "")
+    return shutil.which(name, path=os.pathsep.join([path, *extra_dirs]) if extra_dirs else path)
+
+
+def tool_rows() -> list[Row]:
+    rows: list[Row] = []
+    tools: list[tuple[str, list[str], tuple[str, ...]]] = [
+        ("clang-19", ["--version"], ()),
+        ("ld.lld-19", ["--version"], ()),
+        ("llvm-objdump-19", ["--version"], ()),
+        ("qemu-riscv64", ["--version"], ()),
+        ("riscv64-linux-gnu-gcc", ["--version"], ()),
+        ("sshd", ["-V"], ("/usr/sbin",)),
+        ("perf", ["--version"], ()),
+    ]
+    for name, version_args, extra in tools:
+        path = _which(name, extra)
+        if path is None:
+            rows.append(Row(name, False, f"missing: run `{FIX}`"))
+        else:
+            rows.append(Row(name, True, _first_line([path, *version_args]), path))
+    # Static rv64 links need the cross C library, not just the compiler driver.
+    libc = Path("/usr/riscv64-linux-gnu/lib/libc.a")
+    gcc_cross = sorted(Path("/usr/lib/gcc-cross/riscv64-linux-gnu").glob("*"))
+    if libc.is_file() and gcc_cross:
+        rows.append(Row("riscv64 sysroot", True, f"gcc-cross {gcc_cross[-1].name}", str(libc.parent.parent)))
+    else:
+        rows.append(Row("riscv64 sysroot", False, f"missing (g++-riscv64-linux-gnu): run `{FIX}`"))
+    for dist, module in (("triton", "triton"), ("torch", "torch"), ("pytest-benchmark", "pytest_benchmark"),
+                         ("asyncssh", "asyncssh")):
+        try:
+            version = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            rows.append(Row(dist, False, f"python package missing: run `{FIX}`"))
+            continue
+        spec = importlib.util.find_spec(module)
+        rows.append(Row(dist, True, version, str(Path(spec.origin).parent) if spec and spec.origin else ""))
+    plugin = paths.icount_plugin()
+    rows.append(Row("QEMU icount plugin", plugin.is_file(),
+                    "built" if plugin.is_file() else f"missing: run `{FIX}`", str(plugin)))
+    return rows
+
+
+class ProbeBuilder:
+    """Builds the probe program once per ISA; a build failure is remembered as its message."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.elves: dict[str, Path | str] = {}
+
+    def elf(self, isa: str) -> Path | str:
+        if isa not in self.elves:
+            self.elves[isa] = self._build(isa)
+        return self.elves[isa]
+
+    def _build(self, isa: str) -> Path | str:
+        src = self.workdir / "probe.c"
+        src.write_text(PROBE_SOURCE)
+        obj, elf = self.workdir / f"probe-{isa}.o", self.workdir / f"probe-{isa}.elf"
+        try:
+            tc = Toolchain.for_isa(isa)
+            tc.compile(src, obj)
+            tc.link([obj], elf)
+        except ToolchainError as exc:
+            return f"cannot build the {isa} probe: {exc}"
+        return elf
+
+
+def _verdict(result: RunResult) -> tuple[bool, str]:
+    if result.timed_out:
+        return False, f"timed out after {PROBE_TIMEOUT_S:.0f} s"
+    if result.returncode == 0 and result.all_checks_ok:
+        return True, "right answer"
+    detail = f"exit {result.returncode}" if result.signal is None else f"killed by signal {result.signal}"
+    output = (result.stdout + result.stderr).strip().splitlines()
+    return False, f"wrong answer or failure ({detail}): {' | '.join(output[-3:])}"
+
+
+def qemu_rows(builder: ProbeBuilder) -> list[Row]:
+    from pytest_rvtune.targets.local import QemuTarget, TargetSetupError
+
+    elf = builder.elf(RISCV_ISA)
+    if isinstance(elf, str):
+        return [Row("QEMU rv64gcv VLEN 256", False, f"{elf}; run `{FIX}`")]
+    rows: list[Row] = []
+    try:
+        plain = QemuTarget(counters=False).run(elf, [], PROBE_TIMEOUT_S)
+    except ToolchainError as exc:
+        return [Row("QEMU rv64gcv VLEN 256", False, str(exc))]
+    ok, detail = _verdict(plain)
+    rows.append(Row("QEMU rv64gcv VLEN 256", ok, detail))
+    try:
+        counted = QemuTarget().run(elf, [], PROBE_TIMEOUT_S, kernel_symbol=PROBE_SYMBOL)
+    except TargetSetupError as exc:
+        return [*rows, Row("QEMU icount plugin counts", False, str(exc))]
+    c = counted.counters
+    counts_ok = c.get("vector_insns", 0) > 0 and c.get("kernel_insns", 0) > 0
+    detail = ", ".join(f"{k}={int(v)}" for k, v in c.items()) or "no counts written"
+    rows.append(Row("QEMU icount plugin counts", counts_ok,
+                    detail if counts_ok else f"{detail}: expected nonzero vector and kernel counts; run `{FIX}`"))
+    return rows
+
+
+def _configured_targets(rootdir: Path) -> dict[str, Callable[[], Target]]:
+    """name -> factory: the configured targets when targets/config.py exists, else the built-ins."""
+    try:
+        from pytest_rvtune.targets import config
+    except ImportError:
+        from pytest_rvtune.targets.local import builtin_targets
+        return builtin_targets()
+    configs: dict[str, Any] = config.load_targets(rootdir)
+    return {name: (lambda cfg=cfg: config.make_target(cfg, worker_id="doctor")) for name, cfg in configs.items()}
+
+
+def target_rows(builder: ProbeBuilder, rootdir: Path) -> list[Row]:
+    try:
+        factories = _configured_targets(rootdir)
+    except Exception as exc:  # a broken config file: name it, keep checking the rest
+        return [Row("target configuration", False, str(exc))]
+    rows: list[Row] = []
+    for name, factory in factories.items():
+        try:
+            target = factory()
+        except Exception as exc:
+            rows.append(Row(f"target {name}", False, f"cannot open: {exc}"))
+            continue
+        try:
+            elf = builder.elf(target.isa)
+            if isinstance(elf, str):
+                rows.append(Row(f"target {name}", False, elf))
+                continue
+            target.prepare([])
+            ok, detail = _verdict(target.run(elf, [], PROBE_TIMEOUT_S, kernel_symbol=PROBE_SYMBOL))
+            rows.append(Row(f"target {name}", ok, f"{target.isa}: {detail}"))
+        except Exception as exc:  # an unreachable board: report it, check the others
+            rows.append(Row(f"target {name}", False, f"{type(exc).__name__}: {exc}"))
+        finally:
+            target.close()
+    return rows
+
+
+def run_doctor(rootdir: Path) -> int:
+    rows = tool_rows()
+    with tempfile.TemporaryDirectory(prefix="rvtune-doctor-") as tmp:
+        builder = ProbeBuilder(Path(tmp))
+        checks = qemu_rows(builder) + target_rows(builder, rootdir)
+    print(tabulate([(r.what, "ok" if r.ok else "MISSING", r.detail, r.path) for r in rows],
+                   headers=["tool", "status", "version", "path"]))
+    print()
+    print(tabulate([(r.what, "ok" if r.ok else "FAILED", r.detail) for r in checks],
+                   headers=["check", "status", "detail"]))
+    bad = [r.what for r in rows + checks if not r.ok]
+    print()
+    if bad:
+        print(f"rvtune doctor: {len(bad)} problem(s): {', '.join(bad)}. Fix: `{FIX}` "
+              "(then rerun `rvtune doctor`; a failed board target: check its entry in rvtune.toml)")
+        return 1
+    print("rvtune doctor: everything is in place")
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("doctor", help="check tools, QEMU, the instruction-count plugin and every target")
+    p.add_argument("--rootdir", type=Path, default=Path.cwd(),
+                   help="project directory whose target configuration is checked (default: current directory)")
+    p.set_defaults(func=lambda args: run_doctor(args.rootdir))

@@ -1,0 +1,236 @@
+"""The local targets: ``qemu`` (qemu-riscv64, rv64gcv VLEN 256, exact instruction counts) and ``host``.
+
+Both run the ELF as a child in its own session, so a timeout kills the whole process group (QEMU and
+anything the ELF started), and never raise for a failing ELF: the verdict is the caller's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_rvtune import paths
+from pytest_rvtune.counters import parse_perf_stat_csv, read_icount_file
+from pytest_rvtune.harness_output import parse_harness_output
+from pytest_rvtune.targets.base import RunResult, Target, TimingSource
+from pytest_rvtune.toolchain import HOST_ISA, QEMU_CPU, RISCV_ISA, RISCV_VLEN, find_tool, tool_version
+
+#: Host events tried by default; used only if this machine's PMU really counts them (see perf_events_that_count).
+DEFAULT_HOST_PERF_EVENTS: tuple[str, ...] = ("cycles", "instructions")
+
+#: After a kill, how long to wait for the pipes to close (a grandchild that left the session may hold them).
+_DRAIN_S = 5.0
+
+
+class TargetSetupError(RuntimeError):
+    """A local tool the target needs is missing; the message names it and the fix."""
+
+
+@dataclass
+class _Completed:
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    wall_s: float
+
+
+def run_process(cmd: Sequence[str], timeout: float, cwd: Path) -> _Completed:
+    """Run ``cmd`` in a new session; at ``timeout`` kill its whole process group and keep what it printed."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        list(cmd), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, errors="replace", start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return _Completed(proc.returncode, out, err, False, time.monotonic() - start)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        try:
+            out, err = proc.communicate(timeout=_DRAIN_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        return _Completed(None, out or "", err or "", True, time.monotonic() - start)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # already gone
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _local_args(args: Sequence[str | Path]) -> list[str]:
+    # Absolute paths: the ELF runs in a scratch directory (where QEMU may drop core files).
+    return [str(a.resolve()) if isinstance(a, Path) else a for a in args]
+
+
+def _result(done: _Completed, counters: dict[str, float], signum: int | None = None) -> RunResult:
+    parsed = parse_harness_output(done.stdout)
+    rc = done.returncode
+    if signum is None and rc is not None and rc < 0:
+        signum = -rc
+    return RunResult(
+        returncode=rc, samples_ns=parsed.samples_ns, checks=parsed.checks, counters=counters,
+        errors=parsed.errors, stdout=done.stdout, stderr=done.stderr, timed_out=done.timed_out,
+        signal=signum, wall_s=done.wall_s,
+    )
+
+
+class QemuTarget:
+    """qemu-riscv64 user mode with VLEN 256; counters from our instruction-count plugin.
+
+    Counts are exact only with one guest thread (the plugin's inline counters are not atomic).
+    """
+
+    name = "qemu"
+    isa = RISCV_ISA
+    timing_source: TimingSource = "emulated"
+    local = True
+
+    def __init__(self, plugin: Path | None = None, counters: bool = True) -> None:
+        self.qemu = find_tool("qemu-riscv64")
+        self.plugin = plugin or paths.icount_plugin()
+        self.counters = counters
+        if counters and not self.plugin.is_file():
+            raise TargetSetupError(
+                f"QEMU instruction-count plugin {self.plugin} is missing: run `make setup` to build it"
+            )
+
+    @functools.cache  # noqa: B019 (one target object per session: caching on self is intended)
+    def identity(self) -> dict[str, str]:
+        return {
+            "target": self.name,
+            "isa": self.isa,
+            "vlen": str(RISCV_VLEN),
+            "board": "qemu-user",
+            "cpu": QEMU_CPU,
+            "qemu": tool_version(self.qemu),
+            "toolchain": tool_version(find_tool("clang-19")),
+        }
+
+    def prepare(self, files: Sequence[Path]) -> None:
+        pass  # the ELF reads local files in place
+
+    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
+            kernel_symbol: str | None = None) -> RunResult:
+        with tempfile.TemporaryDirectory(prefix="rvtune-qemu-") as tmp:
+            icount = Path(tmp) / "icount.txt"
+            cmd = [self.qemu, "-cpu", QEMU_CPU]
+            if self.counters:
+                plugin_args = f"{self.plugin},out={icount}"
+                if kernel_symbol:
+                    plugin_args += f",symbol={kernel_symbol}"
+                cmd += ["-plugin", plugin_args]
+            done = run_process([*cmd, str(elf.resolve()), *_local_args(args)], timeout, Path(tmp))
+            counters = read_icount_file(icount) if self.counters else {}
+        return _result(done, counters)
+
+    def close(self) -> None:
+        pass
+
+
+@functools.cache
+def perf_events_that_count(events: tuple[str, ...]) -> tuple[str, ...]:
+    """The events ``perf stat`` really counts on this machine (probed once per process).
+
+    A VM without a PMU prints ``<not supported>`` and exits 0, so the exit code alone proves nothing.
+    """
+    perf = shutil.which("perf")
+    if perf is None or not events:
+        return ()
+    with tempfile.TemporaryDirectory(prefix="rvtune-perf-") as tmp:
+        out = Path(tmp) / "perf.csv"
+        proc = subprocess.run([perf, "stat", "-x,", "-o", str(out), "-e", ",".join(events), "--", "true"],
+                              capture_output=True, text=True, check=False, timeout=30)
+        if proc.returncode != 0 or not out.exists():
+            return ()
+        counted = parse_perf_stat_csv(out.read_text())
+    return tuple(e for e in events if e in counted)
+
+
+def _perf_child_signal(stderr: str, argv0: str) -> int | None:
+    """perf stat exits 0 when its child dies of a signal; it reports it as ``<argv0>: <strsignal>``."""
+    lines = set(stderr.splitlines())
+    for sig in signal.valid_signals():
+        description = signal.strsignal(sig)
+        if description and f"{argv0}: {description}" in lines:
+            return int(sig)
+    return None
+
+
+@functools.cache
+def _lscpu_model() -> str:
+    lscpu = shutil.which("lscpu")
+    if lscpu is None:
+        return platform.processor() or "unknown"
+    out = subprocess.run([lscpu], capture_output=True, text=True, check=False,
+                         env={**os.environ, "LC_ALL": "C"}).stdout
+    for line in out.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "Model name":
+            return value.strip()
+    return platform.processor() or "unknown"
+
+
+class HostTarget:
+    """A native build run on this machine; ``perf stat`` counters when the PMU counts, else none."""
+
+    name = "host"
+    isa = HOST_ISA
+    timing_source: TimingSource = "real"
+    local = True
+
+    def __init__(self, perf_events: Sequence[str] = DEFAULT_HOST_PERF_EVENTS) -> None:
+        self.perf_events = perf_events_that_count(tuple(perf_events))
+
+    @functools.cache  # noqa: B019 (one target object per session: caching on self is intended)
+    def identity(self) -> dict[str, str]:
+        return {
+            "target": self.name,
+            "isa": self.isa,
+            "arch": platform.machine(),
+            "cpu": _lscpu_model(),
+            "cores": str(os.cpu_count() or 0),
+            "board": platform.node(),
+            "kernel": platform.release(),
+            "toolchain": tool_version(find_tool("clang-19")),
+            "perf_events": ",".join(self.perf_events) or "none",
+        }
+
+    def prepare(self, files: Sequence[Path]) -> None:
+        pass
+
+    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
+            kernel_symbol: str | None = None) -> RunResult:
+        argv = [str(elf.resolve()), *_local_args(args)]
+        with tempfile.TemporaryDirectory(prefix="rvtune-host-") as tmp:
+            if not self.perf_events:
+                return _result(run_process(argv, timeout, Path(tmp)), {})
+            # -o keeps perf's CSV apart from the ELF's own stderr.
+            csv = Path(tmp) / "perf.csv"
+            cmd = ["perf", "stat", "-x,", "-o", str(csv), "-e", ",".join(self.perf_events), "--", *argv]
+            done = run_process(cmd, timeout, Path(tmp))
+            counters = parse_perf_stat_csv(csv.read_text()) if csv.exists() and not done.timed_out else {}
+        signum = _perf_child_signal(done.stderr, argv[0])
+        if signum is not None:
+            done.returncode = -signum  # what a plain run would have reported
+        return _result(done, counters, signum)
+
+    def close(self) -> None:
+        pass
+
+
+def builtin_targets() -> dict[str, Callable[[], Target]]:
+    """The targets that need no configuration, by name (constructed lazily: QEMU needs its plugin)."""
+    return {"qemu": QemuTarget, "host": HostTarget}
