@@ -11,7 +11,7 @@ import importlib
 import sys
 
 #: Modules of pytest_rvtune that each contribute one or more subcommands.
-SUBCOMMAND_MODULES: tuple[str, ...] = ()
+SUBCOMMAND_MODULES: tuple[str, ...] = ("doctor",)
 
 
 def build_parser() -> argparse.ArgumentParser:
