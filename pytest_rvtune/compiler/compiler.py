@@ -11,12 +11,19 @@ This module is imported while ``triton`` itself is being imported (backend disco
 
 from __future__ import annotations
 
-import functools
 import hashlib
+import importlib
+import sys
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+if "triton" not in sys.modules:
+    # Imported before triton: importing triton now would run its backend discovery, which imports this
+    # module again and finds it half-executed (no backend class yet). So step aside and let discovery import
+    # a complete copy; importlib hands that copy (what sys.modules holds at the end) to our importer.
+    del sys.modules[__name__]
+    importlib.import_module("triton")
 
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
@@ -26,30 +33,12 @@ from pytest_rvtune.toolchain import ISAS, RISCV_ISA
 #: is one CPU thread).
 BACKEND_NAME = "riscv"
 
-#: The compiler package's own sources: a change in any of them can change the generated C.
-_COMPILER_DIR = Path(__file__).resolve().parent
-
 
 def rvtune_target(isa: str = RISCV_ISA) -> GPUTarget:
     """The GPUTarget that selects this backend for one ISA (``rv64gcv_zvl256b`` or ``host``)."""
     if isa not in ISAS:
         raise ValueError(f"unknown ISA {isa!r}: expected one of {', '.join(ISAS)}")
     return GPUTarget(BACKEND_NAME, isa, 1)
-
-
-@functools.cache
-def compiler_source_hash() -> str:
-    """Hash of the compiler package sources (Python and the C runtime header).
-
-    Part of every cache key, so editing the lowering invalidates cached builds even when nobody remembered
-    to bump LOWERING_VERSION.
-    """
-    digest = hashlib.sha256()
-    files = sorted([*_COMPILER_DIR.glob("*.py"), *_COMPILER_DIR.glob("runtime/*.h")])
-    for path in files:
-        digest.update(path.relative_to(_COMPILER_DIR).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def _min_dot_size(lhs_type: Any, rhs_type: Any) -> tuple[int, int, int]:
@@ -102,6 +91,7 @@ class RVTuneBackend(BaseBackend):
         self.binary_ext = "c"
 
     def hash(self) -> str:
+        from pytest_rvtune.compiler.api import compiler_source_hash
         from pytest_rvtune.compiler.lower import LOWERING_VERSION
 
         return f"rvtune-{LOWERING_VERSION}-{compiler_source_hash()}-{self.target.arch}"
@@ -146,10 +136,12 @@ class RVTuneBackend(BaseBackend):
 
     @staticmethod
     def make_c(mod: Any, metadata: dict, options: RVTuneOptions) -> bytes:
-        from pytest_rvtune.compiler.frontend import module_text
+        from pytest_rvtune.compiler.frontend import _enable_generic_printing
         from pytest_rvtune.compiler.lower import lower_ttir
 
-        lowered = lower_ttir(module_text(mod))
+        # The lowering reads MLIR's generic form (with locations); the frontend owns that printer switch.
+        _enable_generic_printing()
+        lowered = lower_ttir(mod.str())
         metadata["name"] = lowered.name
         metadata["shared"] = 0
         metadata["params"] = [[p.name, p.c_type, p.triton_type] for p in lowered.params]

@@ -1,0 +1,183 @@
+"""The public build entry: ``compile_kernel(fn, signature, constexprs, isa) -> CompiledKernel``.
+
+Kernel + config -> TTIR (frontend.py) -> C (lower.py) -> objects (clang-19), plus the launcher and the
+per-config constants (launcher.py), all in the on-disk cache (cache.py) under ``paths.cache_dir()/compile``:
+
+- ``kernel/<key>``: TTIR, kernel C + object, the config's constants C + object, blk_constants.json. The key
+  covers the kernel source and its callees (``fn.cache_key``), signature, constexpr values, LOWERING_VERSION,
+  the compiler package's sources, the toolchain fingerprint and our flags.
+- ``launcher/<key>``: header, wrapper C + object, keyed by the generated text and the toolchain, so every
+  config of a kernel shares one header path (a harness compiled once links against any config).
+
+A cache hit runs no frontend, no lowering and no compiler.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_rvtune import paths
+from pytest_rvtune.compiler import launcher
+from pytest_rvtune.compiler.cache import BuildCache, cache_key
+from pytest_rvtune.toolchain import ISAS, RISCV_ISA, Toolchain
+
+#: The compiler package: its sources are part of every cache key.
+COMPILER_DIR = Path(__file__).resolve().parent
+
+#: The C runtime header the generated kernels include (rvtune_rt.h).
+RUNTIME_DIR = COMPILER_DIR / "runtime"
+
+#: Flags added to the toolchain's for generated code. -fwrapv: Triton integer ops wrap; in C signed overflow
+#: is undefined, and the lowering's index arithmetic must not be "optimised" on that assumption.
+KERNEL_CFLAGS: tuple[str, ...] = ("-fwrapv", "-I", str(RUNTIME_DIR))
+
+#: Warnings are noise for generated code (unused values after CSE etc.); clang errors still fail the build.
+_QUIET = ("-w",)
+
+
+@functools.cache
+def compiler_source_hash() -> str:
+    """Hash of the compiler package sources (Python and the C runtime header).
+
+    Part of every cache key (and of the Triton backend's hash), so editing the lowering invalidates cached
+    builds even when nobody remembered to bump LOWERING_VERSION.
+    """
+    digest = hashlib.sha256()
+    for path in sorted([*COMPILER_DIR.glob("*.py"), *RUNTIME_DIR.glob("*.h")]):
+        digest.update(path.relative_to(COMPILER_DIR).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class CompileError(RuntimeError):
+    """A kernel that cannot be built: names the kernel, the config, the ISA and the failing stage."""
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    name: str  # the kernel function, e.g. "matmul_kernel"
+    isa: str
+    config: dict[str, Any]  # the constexpr values built in
+    ttir: str = field(repr=False)
+    c_source: str = field(repr=False)
+    kernel_obj: Path
+    launcher_obj: Path
+    consts_obj: Path
+    header: Path  # <name>_launcher.h: prototypes, wrap, extern block constants (config-independent)
+    blk_constants: Path  # blk_constants.json of this config
+    params: tuple[Any, ...]  # lower.Param of each non-constexpr argument, in order
+    cache_hit: bool  # True when nothing at all had to be built
+    kernel_dir: Path = field(repr=False)
+    launcher_dir: Path = field(repr=False)
+
+    @property
+    def include_dir(self) -> Path:
+        """Add with -I when compiling a harness: holds the launcher header."""
+        return self.header.parent
+
+    @property
+    def objects(self) -> list[Path]:
+        """Everything to link with a harness object into an ELF."""
+        return [self.kernel_obj, self.launcher_obj, self.consts_obj]
+
+
+def config_label(constexprs: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in constexprs.items()) or "no constexprs"
+
+
+def _fail(name: str, constexprs: Mapping[str, Any], isa: str, stage: str, err: Exception) -> CompileError:
+    return CompileError(f"kernel {name} [{config_label(constexprs)}] for {isa}: {stage} failed: {err}")
+
+
+def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any],
+                   isa: str = RISCV_ISA, *, cache_root: Path | None = None) -> CompiledKernel:
+    """Build (or fetch from the cache) the objects of ``fn`` specialised on ``constexprs`` for ``isa``.
+
+    ``signature`` gives the Triton type of every non-constexpr parameter (``'*fp32'``, ``'i32'``, ...).
+    """
+    from pytest_rvtune.compiler.frontend import FrontendError, full_signature, kernel_to_ttir
+    from pytest_rvtune.compiler.lower import LOWERING_VERSION, LoweringError, Param, lower_ttir
+
+    name = getattr(fn, "__name__", repr(fn))
+    constexprs = dict(constexprs)
+    if isa not in ISAS:
+        raise CompileError(f"kernel {name}: unknown ISA {isa!r}: expected one of {', '.join(ISAS)}")
+    try:
+        sig = full_signature(fn, dict(signature), constexprs)
+    except FrontendError as e:
+        raise _fail(name, constexprs, isa, "checking the signature", e) from e
+    try:
+        consts = launcher.int_constexprs(name, constexprs)
+    except launcher.LauncherError as e:
+        raise _fail(name, constexprs, isa, "the block constants", e) from e
+    tc = Toolchain.for_isa(isa)
+    cache = BuildCache((cache_root or paths.cache_dir()) / "compile")
+
+    kernel_key = cache_key(
+        kind="kernel", name=name, fn=fn.cache_key, signature=sig,
+        constexprs={k: repr(v) for k, v in constexprs.items()},
+        lowering=LOWERING_VERSION, compiler=compiler_source_hash(),
+        toolchain=tc.fingerprint(), flags=[*KERNEL_CFLAGS, *_QUIET],
+    )
+
+    def build_kernel(tmp: Path) -> None:
+        try:
+            ttir = kernel_to_ttir(fn, dict(signature), constexprs)
+        except Exception as e:  # the frontend raises CompilationError, AssertionError, ... on bad kernels
+            raise _fail(name, constexprs, isa, "the Triton frontend", e) from e
+        (tmp / f"{name}.ttir").write_text(ttir)
+        try:
+            lowered = lower_ttir(ttir)
+        except LoweringError as e:
+            raise _fail(name, constexprs, isa, "lowering TTIR to C", e) from e
+        if lowered.name != name:  # the launcher and the constants are named after the Python function
+            raise _fail(name, constexprs, isa, "lowering TTIR to C",
+                        ValueError(f"the lowered kernel is named {lowered.name!r}, not {name!r}"))
+        c_file = tmp / f"{name}.c"
+        c_file.write_text(lowered.c_source)
+        (tmp / f"{name}_consts.c").write_text(launcher.consts_source(name, constexprs))
+        (tmp / "blk_constants.json").write_text(launcher.blk_constants_json(name, constexprs))
+        try:
+            tc.compile(c_file, tmp / f"{name}.o", extra=(*KERNEL_CFLAGS, *_QUIET))
+            tc.compile(tmp / f"{name}_consts.c", tmp / f"{name}_consts.o")
+        except Exception as e:
+            raise _fail(name, constexprs, isa, "compiling the kernel C", e) from e
+        meta = {"params": [[p.name, p.c_type, p.triton_type] for p in lowered.params]}
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+    kernel_dir, kernel_hit = cache.get_or_build("kernel", kernel_key, build_kernel)
+    meta = json.loads((kernel_dir / "meta.json").read_text())
+    params = tuple(Param(*p) for p in meta["params"])
+
+    sources = launcher.launcher_sources(name, params, list(consts))
+    launcher_key = cache_key(kind="launcher", header=sources.header, c=sources.launcher_c,
+                             toolchain=tc.fingerprint())
+
+    def build_launcher(tmp: Path) -> None:
+        (tmp / sources.header_name).write_text(sources.header)
+        (tmp / sources.launcher_name).write_text(sources.launcher_c)
+        try:
+            tc.compile(tmp / sources.launcher_name, tmp / f"{name}_launcher.o")
+        except Exception as e:
+            raise _fail(name, constexprs, isa, "compiling the launcher", e) from e
+
+    launcher_dir, launcher_hit = cache.get_or_build("launcher", launcher_key, build_launcher)
+    return CompiledKernel(
+        name=name, isa=isa, config=constexprs,
+        ttir=(kernel_dir / f"{name}.ttir").read_text(),
+        c_source=(kernel_dir / f"{name}.c").read_text(),
+        kernel_obj=kernel_dir / f"{name}.o",
+        launcher_obj=launcher_dir / f"{name}_launcher.o",
+        consts_obj=kernel_dir / f"{name}_consts.o",
+        header=launcher_dir / sources.header_name,
+        blk_constants=kernel_dir / "blk_constants.json",
+        params=params,
+        cache_hit=kernel_hit and launcher_hit,
+        kernel_dir=kernel_dir, launcher_dir=launcher_dir,
+    )
