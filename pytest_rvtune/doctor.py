@@ -177,7 +177,7 @@ def qemu_rows(builder: ProbeBuilder) -> list[Row]:
 
     elf = builder.elf(RISCV_ISA)
     if isinstance(elf, str):
-        return [Row("QEMU rv64gcv VLEN 256", False, f"{elf}; run `{FIX}`")]
+        return [Row("QEMU rv64gcv VLEN 256", False, elf if FIX in elf else f"{elf}; run `{FIX}`")]
     rows: list[Row] = []
     try:
         plain = QemuTarget(counters=False).run(elf, [], PROBE_TIMEOUT_S)

@@ -1,0 +1,47 @@
+"""`rvtune doctor` through the real console script: all green here, and a missing clang is named with its fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+RVTUNE = Path(sys.executable).parent / "rvtune"
+
+
+def doctor(rootdir: Path, path: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(RVTUNE), "doctor", "--rootdir", str(rootdir)], capture_output=True, text=True,
+                          timeout=300, check=False, env={**os.environ, "PATH": path})
+
+
+def test_doctor_passes_on_this_machine(tmp_path: Path) -> None:
+    proc = doctor(tmp_path, os.environ["PATH"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    for tool in ("clang-19", "ld.lld-19", "llvm-objdump-19", "qemu-riscv64", "sshd", "perf", "riscv64 sysroot",
+                 "triton", "torch", "pytest-benchmark", "asyncssh", "QEMU icount plugin"):
+        assert tool in out
+    assert "QEMU rv64gcv VLEN 256" in out and "right answer" in out
+    assert "vector_insns=" in out and "target qemu" in out and "target host" in out
+    assert "MISSING" not in out and "FAILED" not in out
+
+
+def test_doctor_names_a_missing_clang_and_the_fix(tmp_path: Path) -> None:
+    # A PATH with every tool of this machine except clang: links to each executable, clang* left out.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(directory):
+            continue
+        for entry in os.scandir(directory):
+            link = bin_dir / entry.name
+            if not entry.name.startswith("clang") and not link.exists():
+                link.symlink_to(entry.path)
+    proc = doctor(tmp_path, str(bin_dir))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    clang = next(line for line in lines if line.startswith("clang-19"))
+    assert "MISSING" in clang and "make setup" in clang
+    assert "qemu-riscv64" in proc.stdout and "FAILED" in proc.stdout  # the probes could not be built
+    assert "make setup" in lines[-1] and "clang-19" in lines[-1]

@@ -1,0 +1,65 @@
+"""scripts/setup.sh: a second run does nothing, and its checks notice what is missing.
+
+These tests never install anything: the real script only runs once `--check` has shown it has nothing to do
+(`make test` runs the setup before the tests, so that is the state here and in CI).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from pytest_rvtune import paths
+
+SETUP = paths.REPO_ROOT / "scripts" / "setup.sh"
+
+
+def setup(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(SETUP), *args], capture_output=True, text=True, timeout=120,
+                          check=False, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+
+
+def products() -> dict[Path, int]:
+    made = [paths.REPO_ROOT / ".venv" / ".rvtune-setup-stamp", paths.icount_plugin(),
+            paths.tools_dir() / "include" / "qemu-plugin.h"]
+    return {p: p.stat().st_mtime_ns for p in made}
+
+
+def test_second_run_does_nothing() -> None:
+    check = setup("--check")
+    assert check.returncode == 0, f"setup is incomplete here, run `make setup` first:\n{check.stdout}"
+    assert "nothing to do" in check.stdout
+    before = products()
+    run = setup()
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "setup: nothing to do: everything is installed"
+    assert products() == before
+
+
+def test_check_reports_a_missing_plugin_and_changes_nothing(tmp_path: Path) -> None:
+    check = setup("--check", env={"RVTUNE_TOOLS_DIR": str(tmp_path)})
+    assert check.returncode == 1
+    assert "would fetch qemu-plugin.h" in check.stdout
+    assert f"would build {tmp_path}/libicount.so" in check.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_rebuilds_a_plugin_older_than_its_source(tmp_path: Path) -> None:
+    (tmp_path / "include").mkdir()
+    shutil.copy(paths.tools_dir() / "include" / "qemu-plugin.h", tmp_path / "include")
+    stale = tmp_path / "libicount.so"
+    shutil.copy(paths.icount_plugin(), stale)
+    os.utime(tmp_path / "include" / "qemu-plugin.h", (0, 0))
+    os.utime(stale, (1, 1))  # older than qemu_plugin/icount.c
+    check = setup("--check", env={"RVTUNE_TOOLS_DIR": str(tmp_path)})
+    assert check.returncode == 1
+    assert f"setup: would build {stale}" in check.stdout.splitlines()
+    assert "qemu-plugin.h" not in check.stdout  # the kept header is reused: no download
+    assert stale.stat().st_mtime == 1
+
+
+def test_unknown_option_is_refused() -> None:
+    proc = setup("--bogus")
+    assert proc.returncode == 2 and "usage:" in proc.stderr
