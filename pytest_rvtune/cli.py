@@ -11,7 +11,9 @@ import importlib
 import sys
 
 #: Modules of pytest_rvtune that each contribute one or more subcommands.
-SUBCOMMAND_MODULES: tuple[str, ...] = ("doctor",)
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "compile_cmd", "report", "compare", "export", "correlation", "doctor", "golden_cmd",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,536 @@
+"""Golden data: the seeds' TXT format, generation from a kernel's reference, the manifest, ``golden_set``.
+
+Layout (one manifest per kernel, committed)::
+
+    golden/<kernel>/manifest.json             shapes, dtypes, seeds, argument fed, sha256 of every file
+    golden/<kernel>/small/matrix_*.txt        committed ("small" cases are KBs)
+    <cache>/golden/<kernel>/<case>/matrix_*.txt   emu / bench: generated on demand, checked against the manifest
+
+File names follow the seeds: ``matrix_{shape}_{idx}.txt`` (idx = 1-based position among the kernel's tensor
+arguments), and ``matrix_BLOCK_SIZE_M_{BM}_{shape}_{idx}.txt`` for a tensor that differs between data variants
+(config keys listed in the kernel's VARIANT_KEYS). Files of output tensors hold the expected values.
+Generation is deterministic (seeded inputs, float64 references rounded to fp32), so the manifest's hashes
+also catch drift: a kernel module whose inputs or reference changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from filelock import FileLock
+
+from pytest_rvtune import paths
+from pytest_rvtune.spec import KernelSpec, Scalar, variant_id
+
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 1
+#: Cases whose data is committed under golden/; every other case lives in the cache.
+COMMITTED_CASES = ("small",)
+
+# TXT element types: Triton spelling -> (numpy dtype, printf format). %.9g round-trips every fp32.
+_DTYPES: dict[str, tuple[Any, str]] = {
+    "fp32": (np.float32, "%.9g"),
+    "fp64": (np.float64, "%.17g"),
+    "i32": (np.int32, "%d"),
+    "i64": (np.int64, "%d"),
+    "i8": (np.int8, "%d"),
+    "i16": (np.int16, "%d"),
+    "u8": (np.uint8, "%d"),
+    "i1": (np.uint8, "%d"),
+}
+_TORCH_NAMES = {
+    "float32": "fp32",
+    "float64": "fp64",
+    "int32": "i32",
+    "int64": "i64",
+    "int8": "i8",
+    "int16": "i16",
+    "uint8": "u8",
+    "bool": "i1",
+}
+
+
+class GoldenError(Exception):
+    """Missing, corrupt or drifted golden data; the message names the file (and line) and what to do."""
+
+
+class GoldenFormatError(GoldenError):
+    """A TXT file that cannot be read: names the file and the line."""
+
+    def __init__(self, path: Path | str, line: int | None, message: str) -> None:
+        self.path, self.line = Path(path), line
+        where = f"{path}" if line is None else f"{path}:{line}"
+        super().__init__(f"golden file {where}: {message}")
+
+
+# ---- the TXT format ---------------------------------------------------------------------------
+def txt_shape(shape: Sequence[int]) -> tuple[int, int]:
+    """(rows, cols) a tensor is stored as: 1-D is ``1 n``, rank > 2 is (prod(leading), last)."""
+    shape = tuple(int(s) for s in shape)
+    if len(shape) == 0:
+        return 1, 1
+    if len(shape) == 1:
+        return 1, shape[0]
+    return int(np.prod(shape[:-1])), shape[-1]
+
+
+def dtype_name(tensor: Any) -> str:
+    name = str(tensor.dtype).removeprefix("torch.")
+    if name not in _TORCH_NAMES:
+        raise GoldenError(f"tensor dtype {tensor.dtype} has no golden TXT format (supported: {sorted(_TORCH_NAMES)})")
+    return _TORCH_NAMES[name]
+
+
+def format_txt(array: Any, dtype: str | None = None) -> bytes:
+    """A tensor / array as golden TXT bytes (deterministic: same values, same bytes)."""
+    if hasattr(array, "detach"):
+        dtype = dtype or dtype_name(array)
+        array = array.detach().cpu().numpy()
+    arr = np.asarray(array)
+    dtype = dtype or _TORCH_NAMES.get(str(arr.dtype), "")
+    if dtype not in _DTYPES:
+        raise GoldenError(f"array dtype {arr.dtype} has no golden TXT format")
+    np_dtype, fmt = _DTYPES[dtype]
+    rows, cols = txt_shape(arr.shape)
+    arr = arr.astype(np_dtype).reshape(rows, cols)
+    if np.issubdtype(np_dtype, np.floating):
+        arr = arr.astype(np.float64)  # %.9g of the exact fp32 value, via a lossless widening
+    lines = [f"{rows} {cols}"]
+    lines += [" ".join([fmt % v for v in row.tolist()]) for row in arr]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def write_txt(path: Path | str, array: Any, dtype: str | None = None) -> str:
+    """Write atomically (readers never see half a file); return the file's sha256."""
+    data = format_txt(array, dtype)
+    _atomic_write(Path(path), data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_txt(path: Path | str, dtype: str = "fp32") -> np.ndarray:
+    """Read a golden TXT file as a 2-D array; GoldenFormatError names the file and line of any defect."""
+    path = Path(path)
+    if dtype not in _DTYPES:
+        raise GoldenError(f"golden file {path}: unknown dtype {dtype!r} (known: {sorted(_DTYPES)})")
+    np_dtype = _DTYPES[dtype][0]
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise GoldenFormatError(path, None, "missing (run `rvtune golden generate`)") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise GoldenFormatError(path, None, f"cannot be read: {e}") from None
+    lines = text.split("\n")
+    header = lines[0].split() if lines else []
+    if len(header) != 2 or not all(h.isdigit() for h in header):
+        raise GoldenFormatError(path, 1, f"the first line must be `rows cols`, got {lines[0][:60]!r}")
+    rows, cols = int(header[0]), int(header[1])
+    out = np.empty((rows, cols), dtype=np_dtype)
+    parse = float if np.issubdtype(np_dtype, np.floating) else int
+    for r in range(rows):
+        lineno = r + 2
+        if r + 1 >= len(lines) or not any(line.strip() for line in lines[r + 1 :]):
+            raise GoldenFormatError(path, lineno, f"short file: {rows} rows declared, only {r} present")
+        words = lines[r + 1].split()
+        if len(words) != cols:
+            raise GoldenFormatError(path, lineno, f"row {r} has {len(words)} values, {cols} declared")
+        try:
+            out[r] = [parse(w) for w in words]
+        except (ValueError, OverflowError):
+            bad = next(w for w in words if not _parses(parse, w))
+            raise GoldenFormatError(path, lineno, f"{bad!r} is not a valid {dtype} value") from None
+    if any(line.strip() for line in lines[rows + 1 :]):
+        raise GoldenFormatError(path, rows + 2, f"extra data after the {rows} declared rows")
+    return out
+
+
+def _parses(parse: Any, word: str) -> bool:
+    try:
+        parse(word)
+        return True
+    except (ValueError, OverflowError):
+        return False
+
+
+def read_tensor(file: GoldenFile) -> np.ndarray:
+    """A golden file's values in the tensor's own shape."""
+    return read_txt(file.path, file.dtype).reshape(file.shape)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ---- the public API for build / plugin ----------------------------------------------------------
+@dataclass(frozen=True)
+class GoldenFile:
+    """One golden file: the tensor argument it feeds and whether it is an input or an expected output."""
+
+    arg: str  # kernel parameter, e.g. "a_ptr"
+    tensor: str  # the kernel module's tensor name, e.g. "a"
+    role: str  # "input" (read into the argument) or "expected" (what the kernel must write there)
+    path: Path
+    shape: tuple[int, ...]
+    dtype: str  # "fp32", "i32", ...
+    sha256: str
+
+
+@dataclass(frozen=True)
+class GoldenSet:
+    """The golden data of one item (kernel x case x config), tensor files in kernel-argument order."""
+
+    kernel: str
+    case: str
+    variant: dict[str, Any]
+    files: tuple[GoldenFile, ...]
+    scalars: dict[str, Scalar]  # non-tensor kernel arguments by parameter name
+    tolerance: dict[str, float]
+    sha256: str  # combined hash: every file's hash, role and argument + the scalars
+
+    @property
+    def inputs(self) -> tuple[GoldenFile, ...]:
+        return tuple(f for f in self.files if f.role == "input")
+
+    @property
+    def expected(self) -> tuple[GoldenFile, ...]:
+        return tuple(f for f in self.files if f.role == "expected")
+
+
+def golden_dir() -> Path:
+    """Committed golden data (override with RVTUNE_GOLDEN_DIR)."""
+    return Path(os.environ.get("RVTUNE_GOLDEN_DIR", paths.REPO_ROOT / "golden"))
+
+
+def cache_golden_dir() -> Path:
+    return paths.cache_dir() / "golden"
+
+
+@dataclass
+class Store:
+    """Where one kernel's golden data lives: the committed tree and the cache."""
+
+    root: Path = field(default_factory=golden_dir)
+    cache: Path = field(default_factory=cache_golden_dir)
+
+    def manifest_path(self, kernel: str) -> Path:
+        return self.root / kernel / MANIFEST
+
+    def case_dir(self, kernel: str, case: str) -> Path:
+        return (self.root if case in COMMITTED_CASES else self.cache) / kernel / case
+
+    def load_manifest(self, kernel: str) -> dict[str, Any]:
+        p = self.manifest_path(kernel)
+        if not p.exists():
+            return {"kernel": kernel, "format": FORMAT_VERSION, "cases": {}}
+        try:
+            m = json.loads(p.read_text())
+        except (OSError, ValueError) as e:
+            raise GoldenError(f"golden manifest {p}: unreadable ({e}); restore it from git or regenerate") from e
+        if m.get("format") != FORMAT_VERSION or not isinstance(m.get("cases"), dict):
+            raise GoldenError(f"golden manifest {p}: format {m.get('format')!r}, expected {FORMAT_VERSION}")
+        return m
+
+    def save_manifest(self, kernel: str, manifest: dict[str, Any]) -> None:
+        _atomic_write(self.manifest_path(kernel), _dump_manifest(manifest).encode())
+
+
+def _dump_manifest(manifest: dict[str, Any]) -> str:
+    """Indented JSON with one line per file entry: readable, and diffs show which file changed."""
+    lines: dict[str, str] = {}
+
+    def tag(f: dict[str, Any]) -> str:
+        key = f"@@{len(lines)}@@"
+        lines[key] = json.dumps(f)
+        return key
+
+    doc = json.loads(json.dumps(manifest))
+    for case in doc["cases"].values():
+        for v in case["variants"].values():
+            v["files"] = [tag(f) for f in v["files"]]
+    text = json.dumps(doc, indent=1)
+    for key, line in lines.items():
+        text = text.replace(f'"{key}"', line)
+    return text + "\n"
+
+
+def _combined_sha(files: Sequence[GoldenFile], scalars: Mapping[str, Scalar]) -> str:
+    doc = {
+        "files": [[f.arg, f.tensor, f.role, f.sha256] for f in files],
+        "scalars": {k: repr(v) for k, v in scalars.items()},
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+# (path, size, mtime_ns) -> sha256 already checked in this process: items of one case share files.
+_verified: dict[tuple[str, int, int], str] = {}
+
+
+def _file_sha(path: Path) -> str | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _verified:
+        _verified[key] = sha256_file(path)
+    return _verified[key]
+
+
+def golden_set(spec: KernelSpec, case_name: str, config: Mapping[str, Any], store: Store | None = None) -> GoldenSet:
+    """The golden files of one item, generated on demand (emu/bench into the cache) and hash-checked.
+
+    Raises GoldenError naming the file when data is missing from the committed tree, corrupted, or when
+    regenerating it gives other bytes than the manifest records (the kernel module drifted).
+    """
+    store = store or Store()
+    variant = spec.variant_of(config)
+    vid = variant_id(variant)
+    entry = store.load_manifest(spec.name)["cases"].get(case_name)
+    if entry is None:
+        # Not recorded yet (a new kernel or case): generate into the cache, unverified.
+        entry = generate_case(spec, case_name, store, location=store.cache / spec.name / case_name)
+        base = store.cache / spec.name / case_name
+    else:
+        base = store.case_dir(spec.name, case_name)
+        _ensure_case_files(spec, case_name, entry, base, store)
+    if vid not in entry["variants"]:
+        raise GoldenError(
+            f"golden manifest {store.manifest_path(spec.name)}: case {case_name} has no variant {vid!r}; "
+            f"run `rvtune golden generate --kernel {spec.name} --case {case_name}`"
+        )
+    files = tuple(
+        GoldenFile(
+            arg=f["arg"],
+            tensor=f["tensor"],
+            role=f["role"],
+            path=base / f["file"],
+            shape=tuple(f["shape"]),
+            dtype=f["dtype"],
+            sha256=f["sha256"],
+        )
+        for f in entry["variants"][vid]["files"]
+    )
+    launch = spec.capture_launch(case_name, config)
+    scalars = {a.name: a.value for a in launch.scalar_args}
+    return GoldenSet(
+        kernel=spec.name,
+        case=case_name,
+        variant=variant,
+        files=files,
+        scalars=scalars,
+        tolerance=dict(spec.tolerance),
+        sha256=_combined_sha(files, scalars),
+    )
+
+
+def _ensure_case_files(spec: KernelSpec, case_name: str, entry: dict, base: Path, store: Store) -> None:
+    """Every file of the case present with its recorded hash; cache files are (re)generated when absent."""
+    expected = {f["file"]: f["sha256"] for v in entry["variants"].values() for f in v["files"]}
+    missing = [name for name in expected if _file_sha(base / name) is None]
+    if missing:
+        if case_name in COMMITTED_CASES:
+            raise GoldenError(
+                f"golden file {base / missing[0]} is missing (committed data): restore it with git, or run "
+                f"`rvtune golden generate --kernel {spec.name} --case {case_name}`"
+            )
+        with FileLock(str(base) + ".lock"):  # xdist workers: one generates, the others wait and reuse
+            if any(_file_sha(base / n) is None for n in expected):
+                generate_case(spec, case_name, store, location=base, record=False)
+    for name, sha in expected.items():
+        got = _file_sha(base / name)
+        if got != sha:
+            what = "was corrupted" if case_name in COMMITTED_CASES else "differs from the manifest"
+            raise GoldenError(
+                f"golden file {base / name} {what} (sha256 {got}, manifest {sha}); the kernel module's inputs or "
+                f"reference may have changed: run `rvtune golden verify`, then "
+                f"`rvtune golden generate --kernel {spec.name} --case {case_name}` if the change is intended"
+            )
+
+
+# ---- generation ---------------------------------------------------------------------------------
+@dataclass
+class _Tensor:
+    arg: str
+    tensor: str
+    role: str
+    shape: tuple[int, ...]
+    dtype: str
+    data: Any  # torch tensor (contents formatted lazily)
+
+
+def _variant_tensors(spec: KernelSpec, case_name: str, variant: dict) -> list[_Tensor]:
+    """The kernel's tensor arguments of one variant, in argument order, with the data each file holds."""
+    inputs = spec.make_inputs(case_name, variant)
+    expected = spec.reference(inputs, case_name, variant)
+    config = next(c for c in spec.configs if spec.variant_of(c) == variant)
+    launch = spec.capture_launch(case_name, config, inputs)
+    out = []
+    for a in launch.tensor_args:
+        role = "expected" if a.tensor in expected else "input"
+        data = expected[a.tensor] if role == "expected" else inputs[a.tensor]
+        if role == "expected" and tuple(data.shape) != tuple(inputs[a.tensor].shape):
+            raise GoldenError(
+                f"kernel module {spec.path}: reference output {a.tensor!r} has shape {tuple(data.shape)}, its "
+                f"buffer {tuple(inputs[a.tensor].shape)}"
+            )
+        out.append(_Tensor(a.name, a.tensor, role, tuple(data.shape), dtype_name(data), data))
+    return out
+
+
+def _prefix(variant: Mapping[str, Any]) -> str:
+    return "".join(f"{k}_{v}_" for k, v in variant.items())
+
+
+def build_case(spec: KernelSpec, case_name: str) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """(manifest entry, file name -> bytes) of one case, all variants; nothing is written."""
+    import torch
+
+    variants = spec.variants()
+    per_variant = [_variant_tensors(spec, case_name, v) for v in variants]
+    n_args = len(per_variant[0])
+    contents: dict[str, bytes] = {}
+    entry_variants: dict[str, Any] = {}
+    names: list[list[str]] = [[] for _ in variants]
+    for i in range(n_args):
+        column = [tensors[i] for tensors in per_variant]
+        shared = all(t.shape == column[0].shape and torch.equal(t.data, column[0].data) for t in column)
+        first_bytes = format_txt(column[0].data) if shared else b""
+        for vi, (v, t) in enumerate(zip(variants, column, strict=True)):
+            # The seeds' spelling: the tensor's own shape, 1-D as its TXT shape (1x2064).
+            shape = "x".join(str(s) for s in (t.shape if len(t.shape) >= 2 else txt_shape(t.shape)))
+            name = f"matrix_{'' if shared else _prefix(v)}{shape}_{i + 1}.txt"
+            if name not in contents:
+                contents[name] = first_bytes if shared else format_txt(t.data)
+            names[vi].append(name)
+    for vi, v in enumerate(variants):
+        entry_variants[variant_id(v)] = {
+            "variant": v,
+            "files": [
+                {
+                    "file": name,
+                    "arg": t.arg,
+                    "tensor": t.tensor,
+                    "role": t.role,
+                    "shape": list(t.shape),
+                    "dtype": t.dtype,
+                    "sha256": hashlib.sha256(contents[name]).hexdigest(),
+                }
+                for name, t in zip(names[vi], per_variant[vi], strict=True)
+            ],
+        }
+    entry = {
+        "seed": spec.seed,
+        "params": _jsonable(spec.cases[case_name]),
+        "committed": case_name in COMMITTED_CASES,
+        "variants": entry_variants,
+    }
+    return entry, contents
+
+
+def _jsonable(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, default=list))
+
+
+def generate_case(
+    spec: KernelSpec, case_name: str, store: Store, location: Path | None = None, record: bool = True
+) -> dict[str, Any]:
+    """Write one case's files (unchanged files are not rewritten) and, with ``record``, its manifest entry."""
+    entry, contents = build_case(spec, case_name)
+    base = location or store.case_dir(spec.name, case_name)
+    for name, data in contents.items():
+        if _file_sha(base / name) != hashlib.sha256(data).hexdigest():
+            _atomic_write(base / name, data)
+    if record:
+        manifest = store.load_manifest(spec.name)
+        manifest["cases"][case_name] = entry
+        manifest["cases"] = {c: manifest["cases"][c] for c in sorted(manifest["cases"], key=_case_order(spec))}
+        store.save_manifest(spec.name, manifest)
+        # Files of this case that no variant lists any more (e.g. a changed shape) would linger: drop them.
+        for stale in base.glob("matrix_*.txt"):
+            if stale.name not in contents:
+                stale.unlink()
+    return entry
+
+
+def _case_order(spec: KernelSpec):
+    order = list(spec.cases)
+    return lambda c: (order.index(c) if c in order else len(order), c)
+
+
+def verify_kernel(
+    spec: KernelSpec, store: Store, cases: Sequence[str] | None = None, regenerate: bool = True
+) -> list[str]:
+    """Problems with one kernel's golden data (empty = all good), each naming the file or case and the fix.
+
+    Checks that every case of the module is recorded with its current parameters and seed, that every present
+    file has its recorded hash (committed files must be present), and, with ``regenerate``, that generating
+    afresh gives the recorded bytes (drift of make_inputs / reference).
+    """
+    problems: list[str] = []
+    fix = f"`rvtune golden generate --kernel {spec.name}`"
+    try:
+        manifest = store.load_manifest(spec.name)
+    except GoldenError as e:
+        return [str(e)]
+    recorded = manifest["cases"]
+    for case_name in cases or list(spec.cases):
+        if case_name not in spec.cases:
+            problems.append(f"{spec.name}: no case {case_name!r} in {spec.path}")
+            continue
+        entry = recorded.get(case_name)
+        if entry is None:
+            problems.append(f"{spec.name} case {case_name}: no golden data recorded; run {fix} --case {case_name}")
+            continue
+        if entry.get("params") != _jsonable(spec.cases[case_name]) or entry.get("seed") != spec.seed:
+            problems.append(
+                f"{spec.name} case {case_name}: drift: the manifest records params {entry.get('params')} seed "
+                f"{entry.get('seed')}, the module has {spec.cases[case_name]} seed {spec.seed}; "
+                f"run {fix} --case {case_name}"
+            )
+            continue
+        base = store.case_dir(spec.name, case_name)
+        files = {f["file"]: f["sha256"] for v in entry["variants"].values() for f in v["files"]}
+        for name, sha in files.items():
+            got = _file_sha(base / name)
+            if got is None:
+                if case_name in COMMITTED_CASES:
+                    problems.append(f"golden file {base / name}: missing (committed data); restore it from git")
+            elif got != sha:
+                problems.append(f"golden file {base / name}: corrupted (sha256 {got}, manifest {sha})")
+        if regenerate:
+            try:
+                fresh, contents = build_case(spec, case_name)
+            except Exception as e:
+                problems.append(f"{spec.name} case {case_name}: regenerating failed: {e}")
+                continue
+            if fresh["variants"] != entry["variants"]:
+                changed = sorted(
+                    n for n, data in contents.items() if files.get(n) != hashlib.sha256(data).hexdigest()
+                ) + sorted(set(files) - set(contents))
+                problems.append(
+                    f"{spec.name} case {case_name}: drift: regenerating from {spec.path.name} gives other data "
+                    f"({', '.join(changed) or 'file list'}); run {fix} --case {case_name} if intended"
+                )
+    for case_name in recorded:
+        if case_name not in spec.cases and not cases:
+            problems.append(
+                f"{spec.name}: the manifest records case {case_name!r}, which {spec.path.name} no longer has"
+            )
+    return problems
