@@ -1,0 +1,444 @@
+"""TTIR (generic form, with loc info) -> plain C11 for one kernel.
+
+Model: every TTIR tensor has a static shape. A tensor value is either a *buffer* (a flat row-major array in a
+per-call stack arena, possibly seen through strides: broadcast / expand_dims / trans / split are free views),
+a *splat* (a scalar C expression), or an *iota* (``tt.make_range``: an affine function of the index, no
+memory). Each tensor op becomes one counted loop nest over flat arrays (clang vectorises those); scalars
+become C locals. Buffers are placed in the arena by liveness (linear-scan over op positions, loop bodies
+keep what they use alive to the end of the loop), so the stack use is the peak live tile bytes, not the
+sum of all tiles. ``lower_ops.py`` holds the per-element semantics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import lower_ops
+from .lower_ops import OpSemanticsError, c_type, scalar_expr
+from .ttir import Op, Region, TTIRParseError, Type, parse_module
+
+#: Bump whenever the generated C changes for the same TTIR (it is part of the compile cache key).
+LOWERING_VERSION = "1"
+
+#: Directory holding rvtune_rt.h: compile generated kernels with ``-I RUNTIME_DIR``.
+RUNTIME_DIR = Path(__file__).parent / "runtime"
+
+ARENA_ALIGN = 64
+#: Refuse kernels whose live tiles exceed this: they would overflow an 8 MB thread stack.
+MAX_ARENA_BYTES = 6 * 1024 * 1024
+
+
+class LoweringError(Exception):
+    """The TTIR cannot be turned into C; the message names the op and the kernel source file:line."""
+
+
+class UnsupportedOpError(LoweringError):
+    """An op (or an op/type combination) outside the supported set."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    c_type: str
+    triton_type: str
+
+
+@dataclass(frozen=True)
+class LoweredKernel:
+    name: str
+    c_source: str
+    params: tuple[Param, ...]
+
+
+_TRITON_TYPE = {"i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "f16": "fp16",
+                "bf16": "bf16", "f32": "fp32", "f64": "fp64"}
+_C_KEYWORDS = frozenset(" ".join("""
+auto break case char const continue default do double else enum extern float for goto if inline int
+long register restrict return short signed sizeof static struct switch typedef union unsigned void
+volatile while _Bool _Complex _Imaginary _Alignas _Alignof _Atomic _Generic _Noreturn
+_Static_assert _Thread_local bool true false NULL main
+""".splitlines()).split())
+_ABI_NAMES = {"pid_x", "pid_y", "pid_z", "grid_x", "grid_y", "grid_z"}
+_LIBM = {n + s for n in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "fabs", "floor",
+                         "ceil", "trunc", "round", "rint", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+                         "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "cbrt", "fmod",
+                         "fmax", "fmin", "fma", "copysign", "pow", "isnan", "isinf", "isfinite", "signbit",
+                         "memcpy") for s in ("", "f")}
+
+
+def pointer_to(ct: str) -> str:
+    """``float`` -> ``float *``, ``float *`` -> ``float **`` (ready to prepend to a name)."""
+    return ct + "*" if ct.endswith("*") else ct + " *"
+
+
+def _triton_type(t: Type) -> str:
+    if t.pointee is not None:
+        return "*" + _triton_type(t.pointee)
+    return _TRITON_TYPE.get(t.elem or "", t.elem or "?")
+
+
+def _contig(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+def _prod(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _elem_bytes(t: Type) -> int:
+    e = t.element
+    if e.pointee is not None:
+        return 8
+    return {"i1": 1, "i8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4}.get(e.elem or "", 8)
+
+
+@dataclass
+class _Storage:
+    id: int
+    nbytes: int
+    start: int
+    uses: list[int] = field(default_factory=list)
+    offset: int = -1
+
+
+@dataclass
+class Val:
+    """How one SSA value is reachable from C (see the module docstring)."""
+
+    type: Type
+    kind: str  # "scalar" | "buf" | "splat" | "iota"
+    expr: str = ""  # scalar / splat: a C expression; buf: the C pointer name
+    strides: tuple[int, ...] = ()
+    offset: int = 0  # buf: element offset into the buffer; iota: the start value
+    storage: _Storage | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.type.shape or ()
+
+
+class _Func:
+    """Emits one tt.func as a C function."""
+
+    def __init__(self, func: Op, kernel_name: str) -> None:
+        self.func = func
+        self.kernel = kernel_name
+        self.lines: list[str] = []
+        self.depth = 1
+        self.values: dict[str, Val] = {}
+        self.names: set[str] = set()
+        self.cnames: dict[str, str] = {}
+        self.pos = 0
+        self.loops: list[tuple[int, int]] = []
+        self.storages: list[_Storage] = []
+        self.last_line: tuple[str | None, int | None] = (None, None)
+        self.op: Op = func
+        self.block_labels: dict[str, str] = {}
+        self.block_start: dict[str, int] = {}
+        self.pending_comment = ""
+        self.arena_bytes = 0
+
+    # ---- errors ---------------------------------------------------------------------------------------
+    def where(self, op: Op | None = None) -> str:
+        op = op or self.op
+        loc = op.loc if op.loc.file else self.func.loc
+        return f"{loc.where()} (kernel {self.kernel})"
+
+    def unsupported(self, what: str) -> UnsupportedOpError:
+        return UnsupportedOpError(f"{what} at {self.where()}: rvtune cannot lower it to C yet; rewrite that "
+                                  "line with supported tl operations or report it")
+
+    def fail(self, what: str) -> LoweringError:
+        return LoweringError(f"{self.op.name} at {self.where()}: {what}")
+
+    # ---- names and text -------------------------------------------------------------------------------
+    def cname(self, ssa: str) -> str:
+        if ssa in self.cnames:
+            return self.cnames[ssa]
+        base = re.sub(r"[^0-9A-Za-z_]", "_", ssa.lstrip("%").replace("#", "_r"))
+        if not base or base[0].isdigit():
+            base = "v" + base
+        if base.endswith("_"):  # names ending in "_" are ours (loop indices, temporaries)
+            base += "v"
+        if base in _C_KEYWORDS or base in _ABI_NAMES or base in _LIBM or base.startswith("rv_"):
+            base += "_v"
+        name, k = base, 1
+        while name in self.names:
+            name, k = f"{base}_{k}", k + 1
+        self.names.add(name)
+        self.cnames[ssa] = name
+        return name
+
+    def temp(self, hint: str) -> str:
+        name, k = f"{hint}_", 1
+        while name in self.names:
+            name, k = f"{hint}{k}_", k + 1
+        self.names.add(name)
+        return name
+
+    def emit(self, line: str) -> None:
+        if self.pending_comment:  # the source line is shown above the first C it produced
+            self.lines.append("    " * self.depth + self.pending_comment)
+            self.pending_comment = ""
+        self.lines.append("    " * self.depth + line)
+
+    @contextlib.contextmanager
+    def block(self, header: str) -> Iterator[None]:
+        self.emit(header + " {")
+        self.depth += 1
+        yield
+        self.depth -= 1
+        self.emit("}")
+
+    def comment_source(self, op: Op) -> None:
+        loc = op.loc
+        if not loc.file or (loc.file, loc.line) == self.last_line:
+            return
+        self.last_line = (loc.file, loc.line)
+        text = linecache.getline(loc.file, loc.line or 0).strip().replace("*/", "* /")
+        self.pending_comment = f"/* {os.path.basename(loc.file)}:{loc.line}{': ' + text if text else ''} */"
+
+    # ---- values and storage ---------------------------------------------------------------------------
+    def get(self, ssa: str) -> Val:
+        try:
+            v = self.values[ssa]
+        except KeyError:
+            raise self.fail(f"uses {ssa} before its definition") from None
+        self.touch(v)
+        return v
+
+    def touch(self, v: Val) -> None:
+        if v.storage is not None:
+            v.storage.uses.append(self.pos)
+
+    def new_buf(self, ssa: str | None, t: Type, hint: str = "tmp") -> Val:
+        nbytes = _prod(t.shape or ()) * _elem_bytes(t)
+        st = _Storage(len(self.storages), nbytes, self.pos)
+        self.storages.append(st)
+        name = self.cname(ssa) if ssa else self.temp(hint)
+        pt = pointer_to(c_type(t))
+        self.emit(f"{pt}{name} = ({pt})(rv_arena + @OFF{st.id}@); /* {t} */")
+        return Val(t, "buf", name, _contig(t.shape or ()), 0, st)
+
+    def scalar(self, ssa: str, t: Type, expr: str) -> Val:
+        name = self.cname(ssa)
+        self.emit(f"{c_type(t)} {name} = {expr};")
+        return Val(t, "scalar", name)
+
+    # ---- element access and loops ---------------------------------------------------------------------
+    @staticmethod
+    def flat_ok(v: Val, shape: tuple[int, ...]) -> bool:
+        if v.kind in ("scalar", "splat"):
+            return True
+        return v.shape == shape and v.strides == _contig(shape)
+
+    @staticmethod
+    def access(v: Val, idx: list[str] | None, flat: str) -> str:
+        """C expression for element ``idx`` (or, in a flat loop, flat index ``flat``) of ``v``."""
+        if v.kind in ("scalar", "splat"):
+            return v.expr
+        if idx is None:
+            lin = flat if v.offset == 0 else f"{v.offset} + {flat}"
+        else:
+            terms = [i if s == 1 else f"{i} * {s}" for i, s in zip(idx, v.strides, strict=False) if s != 0]
+            if v.offset or not terms:
+                terms.insert(0, str(v.offset))
+            lin = " + ".join(terms)
+        if v.kind == "iota":
+            return f"(({c_type(v.type)})({lin}))"
+        return f"{v.expr}[{lin}]"
+
+    def loop(self, shape: tuple[int, ...], vals: list[Val], body: Callable[[Callable[[Val], str], str], str]) -> None:
+        """Emit a loop nest over ``shape``; ``body(at, flat)`` returns the statement for one element."""
+        if len(shape) <= 1 or all(self.flat_ok(v, shape) for v in vals):
+            with self.block(f"for (int32_t i_ = 0; i_ < {_prod(shape)}; ++i_)"):
+                self.emit(body(lambda v: self.access(v, None, "i_"), "i_"))
+            return
+        idx = [f"i{d}_" for d in range(len(shape))]
+        flat = " + ".join(f"{i} * {s}" if s != 1 else i for i, s in zip(idx, _contig(shape), strict=False))
+        with contextlib.ExitStack() as stack:
+            for i, n in zip(idx, shape, strict=False):
+                stack.enter_context(self.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
+            self.emit(body(lambda v: self.access(v, idx, flat), flat))
+
+    def copy_into(self, dst: Val, src: Val) -> None:
+        self.loop(dst.shape, [dst, src], lambda at, flat: f"{at(dst)} = {at(src)};")
+
+    def materialize(self, v: Val, hint: str = "tmp") -> Val:
+        """A contiguous buffer holding ``v`` (``v`` itself when it already is one)."""
+        if v.kind == "buf" and v.strides == _contig(v.shape):
+            return v
+        out = self.new_buf(None, v.type, hint)
+        self.copy_into(out, v)
+        return out
+
+    def view(self, v: Val, t: Type, strides: tuple[int, ...], offset: int | None = None) -> Val:
+        return Val(t, v.kind, v.expr, strides, v.offset if offset is None else offset, v.storage)
+
+    # ---- driver ---------------------------------------------------------------------------------------
+    def lower(self) -> tuple[str, tuple[Param, ...]]:
+        func = self.func
+        region = func.regions[0]
+        entry = region.blocks[0]
+        params: list[Param] = []
+        c_params: list[str] = []
+        for ssa, t, _loc in entry.args:
+            name = self.cname(ssa)
+            ct = c_type(t)
+            params.append(Param(name, ct.replace(" *", "*"), _triton_type(t)))
+            c_params.append(f"{ct}{'' if ct.endswith('*') else ' '}{name}")
+            self.values[ssa] = Val(t, "scalar", name)
+        c_params += ["int32_t pid_x", "int32_t pid_y", "int32_t pid_z",
+                     "uint32_t grid_x", "uint32_t grid_y", "uint32_t grid_z"]
+        self.lower_region_cfg(region)
+        self.pos += 1
+        body = self.allocate()
+        loc = func.loc
+        head = [f"/* {self.kernel}: generated by rvtune lowering v{LOWERING_VERSION} from "
+                f"{os.path.basename(loc.file or '?')}. Do not edit. */",
+                f"void {self.kernel}({', '.join(c_params)}) {{"]
+        if self.arena_bytes:
+            head.append(f"    /* live tiles, placed by liveness: {self.arena_bytes} bytes of stack */")
+            head.append(f"    _Alignas({ARENA_ALIGN}) unsigned char rv_arena[{self.arena_bytes}];")
+        head.append("    (void)pid_x; (void)pid_y; (void)pid_z; (void)grid_x; (void)grid_y; (void)grid_z;")
+        return "\n".join([*head, *body, "}"]) + "\n", tuple(params)
+
+    def allocate(self) -> list[str]:
+        """Give each buffer an arena offset: linear scan over [first def, last use] intervals."""
+        ends: dict[int, int] = {}
+        for st in self.storages:
+            end = st.start
+            for u in st.uses:
+                end = max(end, u)
+                for s, e in self.loops:  # used in a loop it was not defined in: alive for the whole loop
+                    if s <= u <= e and not s <= st.start <= e:
+                        end = max(end, e)
+            ends[st.id] = end
+        active: list[_Storage] = []
+        peak = 0
+        for st in sorted(self.storages, key=lambda s: (s.start, s.id)):
+            active = [a for a in active if ends[a.id] >= st.start]
+            size = -(-st.nbytes // ARENA_ALIGN) * ARENA_ALIGN
+            offset = 0
+            for a in sorted(active, key=lambda a: a.offset):
+                if offset + size <= a.offset:
+                    break
+                offset = max(offset, a.offset + (-(-a.nbytes // ARENA_ALIGN) * ARENA_ALIGN))
+            st.offset = offset
+            peak = max(peak, offset + size)
+            active.append(st)
+        if peak > MAX_ARENA_BYTES:
+            raise LoweringError(f"kernel {self.kernel} ({self.where(self.func)}) keeps {peak} bytes of tiles "
+                                f"live at once, more than {MAX_ARENA_BYTES} fit safely on a thread stack: "
+                                "use smaller BLOCK sizes for this config")
+        self.arena_bytes = peak
+        offsets = {st.id: st.offset for st in self.storages}
+        return [re.sub(r"@OFF(\d+)@", lambda m: str(offsets[int(m.group(1))]), line) for line in self.lines]
+
+    def lower_region_cfg(self, region: Region) -> None:
+        """The function body: one block is straight-line code; several become labels and gotos."""
+        blocks = region.blocks
+        if len(blocks) > 1:
+            for i, b in enumerate(blocks[1:], 1):
+                self.block_labels[b.label] = f"bb{i}_"
+                for ssa, t, _loc in b.args:
+                    if t.is_tensor:
+                        v = self.new_buf(ssa, t)
+                        v.storage.uses.append(10**9)  # cf block arguments stay alive for the whole function
+                    else:
+                        name = self.cname(ssa)
+                        self.emit(f"{c_type(t)} {name};")
+                        v = Val(t, "scalar", name)
+                    self.values[ssa] = v
+        for i, b in enumerate(blocks):
+            if i > 0:
+                self.lines.append(f"{self.block_labels[b.label]}:;")
+            self.block_start[b.label] = self.pos + 1
+            self.lower_ops(b.ops)
+
+    def lower_ops(self, ops: list[Op]) -> None:
+        for op in ops:
+            self.lower_op(op)
+
+    def lower_op(self, op: Op) -> None:
+        self.pos += 1
+        self.op = op
+        self.comment_source(op)
+        handler = _HANDLERS.get(op.name)
+        try:
+            if handler is not None:
+                handler(self, op)
+            elif lower_ops.is_elementwise(op.name):
+                self.op_elementwise(op)
+            else:
+                raise self.unsupported(f"operation {op.name}")
+        except OpSemanticsError as e:
+            raise self.unsupported(str(e)) from None
+        finally:
+            self.op = op
+
+    # ---- element-wise ---------------------------------------------------------------------------------
+    def op_elementwise(self, op: Op) -> None:
+        vals = [self.get(o) for o in op.operands]
+        rt = op.result_types[0]
+        if not rt.is_tensor or all(v.kind in ("scalar", "splat") for v in vals):
+            # all-splat tensor ops are computed once: a splat of the scalar result
+            v = self.scalar(op.results[0], rt.element, scalar_expr(op, [v.expr for v in vals]))
+            self.values[op.results[0]] = Val(rt, "splat", v.expr) if rt.is_tensor else v
+            return
+        out = self.new_buf(op.results[0], rt)
+        self.loop(rt.shape or (), [out, *vals],
+                  lambda at, flat: f"{out.expr}[{flat}] = {scalar_expr(op, [at(v) for v in vals])};")
+        self.values[op.results[0]] = out
+
+
+_HANDLERS: dict[str, Callable[[_Func, Op], None]] = {}
+
+
+def handles(*names: str) -> Callable[[Callable[[_Func, Op], None]], Callable[[_Func, Op], None]]:
+    def register(fn: Callable[[_Func, Op], None]) -> Callable[[_Func, Op], None]:
+        for n in names:
+            _HANDLERS[n] = fn
+        return fn
+    return register
+
+
+from . import lower_struct  # noqa: E402,F401  (registers the handlers of structural ops)
+
+
+def lower_ttir(ttir: str) -> LoweredKernel:
+    """Lower the public ``tt.func`` of a TTIR module to C (see the module docstring)."""
+    try:
+        funcs = parse_module(ttir)
+    except TTIRParseError as e:
+        raise LoweringError(f"cannot read the TTIR: {e}") from None
+    kernels = [f for f in funcs if f.name == "tt.func" and f.props.get("sym_visibility", '"public"') != '"private"']
+    if len(kernels) != 1:
+        raise LoweringError(f"expected exactly one public tt.func in the TTIR, found {len(kernels)}")
+    others = [f for f in funcs if f not in kernels and f.name == "tt.func"]
+    if others:
+        name = others[0].props.get("sym_name", "?").strip('"')
+        raise UnsupportedOpError(f"noinline function {name} at {others[0].loc.where()}: calls to noinline "
+                                 "functions (tt.call) are not supported yet; drop noinline=True")
+    kernel = kernels[0]
+    name = kernel.props.get("sym_name", '"kernel"').strip('"')
+    body, params = _Func(kernel, name).lower()
+    source = (f'/* Kernel {name} lowered from Triton IR by pytest-rvtune. */\n#include "rvtune_rt.h"\n\n{body}')
+    return LoweredKernel(name, source, params)
+
+
+__all__ = ["LOWERING_VERSION", "RUNTIME_DIR", "LoweredKernel", "LoweringError", "Param", "UnsupportedOpError",
+           "lower_ttir"]

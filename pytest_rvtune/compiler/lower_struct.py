@@ -1,0 +1,464 @@
+"""Lowering of the non-element-wise ops: constants, shape views, memory, dot, reduce/scan, control flow.
+
+Each handler receives the function emitter (``lower._Func``) and the op; it defines the op's results in
+``f.values`` and emits C through ``f.emit`` / ``f.loop``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+from .lower import Val, _contig, _Func, _prod, handles
+from .lower_ops import FLOAT_TYPES, INT_WIDTH, OpSemanticsError, c_type, float_literal, int_literal
+from .ttir import Block, Op, Type, parse_int_array
+
+# ---- constants ----------------------------------------------------------------------------------------
+
+
+def _literal(text: str, t: Type) -> str:
+    text = text.strip()
+    e = t.element.elem or ""
+    if e in INT_WIDTH:
+        value = {"true": 1, "false": 0}.get(text)
+        return int_literal(int(text, 0) if value is None else value, t.element)
+    if e in FLOAT_TYPES:
+        if text.lower().startswith("0x"):  # non-finite values are printed as bit patterns
+            bits = int(text, 16)
+            if e in ("f16", "bf16"):
+                return f"((uint16_t)0x{bits:04x}u)"
+            return f"rv_bits_f32(0x{bits:08x}u)" if e == "f32" else f"rv_bits_f64(0x{bits:016x}ull)"
+        return float_literal(float(text), e)
+    raise OpSemanticsError(f"constant of type {t} is not supported")
+
+
+@handles("arith.constant")
+def op_constant(f: _Func, op: Op) -> None:
+    raw, t, res = op.props["value"], op.result_types[0], op.results[0]
+    if not t.is_tensor:
+        f.values[res] = Val(t, "scalar", _literal(raw.rsplit(":", 1)[0], t))
+        return
+    m = re.match(r"dense<(.*)>\s*:\s*tensor<.*>$", raw, re.S)
+    if not m:
+        raise f.unsupported(f"constant {raw[:60]}")
+    body = m.group(1).strip()
+    if not body.startswith("["):
+        f.values[res] = Val(t, "splat", _literal(body, t))
+        return
+    items = [x for x in re.split(r"[\[\],\s]+", body) if x]
+    if len(items) != t.numel:
+        raise f.fail(f"dense constant has {len(items)} elements, its type {t} needs {t.numel}")
+    name = f.cname(res)
+    f.emit(f"static const {c_type(t)} {name}[{t.numel}] = {{{', '.join(_literal(x, t) for x in items)}}};")
+    f.values[res] = Val(t, "buf", name, _contig(t.shape or ()), 0, None)
+
+
+@handles("ub.poison")
+def op_poison(f: _Func, op: Op) -> None:
+    t = op.result_types[0]
+    f.values[op.results[0]] = Val(t, "splat" if t.is_tensor else "scalar", f"(({c_type(t)})0)")
+
+
+# ---- program ids, ranges and shape views ---------------------------------------------------------------
+
+
+@handles("tt.get_program_id", "tt.get_num_programs")
+def op_program_id(f: _Func, op: Op) -> None:
+    axis = "xyz"[op.int_attr("axis")]
+    expr = f"pid_{axis}" if op.name == "tt.get_program_id" else f"((int32_t)grid_{axis})"
+    f.values[op.results[0]] = Val(op.result_types[0], "scalar", expr)
+
+
+@handles("tt.make_range")
+def op_make_range(f: _Func, op: Op) -> None:
+    t = op.result_types[0]
+    f.values[op.results[0]] = Val(t, "iota", "", (1,), op.int_attr("start"))
+
+
+@handles("tt.splat")
+def op_splat(f: _Func, op: Op) -> None:
+    src = f.get(op.operands[0])
+    f.values[op.results[0]] = Val(op.result_types[0], "splat", src.expr)
+
+
+@handles("tt.broadcast")
+def op_broadcast(f: _Func, op: Op) -> None:
+    src, t = f.get(op.operands[0]), op.result_types[0]
+    if src.kind in ("scalar", "splat"):
+        f.values[op.results[0]] = Val(t, "splat", src.expr)
+        return
+    shape = t.shape or ()
+    strides = tuple(0 if s == 1 and d != 1 else st for s, d, st in zip(src.shape, shape, src.strides, strict=False))
+    f.values[op.results[0]] = f.view(src, t, strides)
+
+
+@handles("tt.expand_dims")
+def op_expand_dims(f: _Func, op: Op) -> None:
+    src, t, axis = f.get(op.operands[0]), op.result_types[0], op.int_attr("axis")
+    if src.kind in ("scalar", "splat"):
+        f.values[op.results[0]] = Val(t, "splat", src.expr)
+        return
+    f.values[op.results[0]] = f.view(src, t, (*src.strides[:axis], 0, *src.strides[axis:]))
+
+
+@handles("tt.reshape")
+def op_reshape(f: _Func, op: Op) -> None:
+    src, t = f.get(op.operands[0]), op.result_types[0]
+    if src.kind in ("scalar", "splat"):
+        f.values[op.results[0]] = Val(t, "splat", src.expr)
+        return
+    if src.strides != _contig(src.shape):
+        src = f.materialize(src, f.cname(op.results[0]) + "_src")
+    f.values[op.results[0]] = f.view(src, t, _contig(t.shape or ()))
+
+
+@handles("tt.trans")
+def op_trans(f: _Func, op: Op) -> None:
+    src, t = f.get(op.operands[0]), op.result_types[0]
+    if src.kind in ("scalar", "splat"):
+        f.values[op.results[0]] = Val(t, "splat", src.expr)
+        return
+    order = parse_int_array(op.props["order"])
+    f.values[op.results[0]] = f.view(src, t, tuple(src.strides[o] for o in order))
+
+
+@handles("tt.join")
+def op_join(f: _Func, op: Op) -> None:
+    a, b = f.get(op.operands[0]), f.get(op.operands[1])
+    t = op.result_types[0]
+    out = f.new_buf(op.results[0], t)
+    inner = _contig(t.shape or ())[:-1]
+    for k, src in enumerate((a, b)):
+        f.copy_into(Val(src.type, "buf", out.expr, inner, k, out.storage), src)
+    f.values[op.results[0]] = out
+
+
+@handles("tt.split")
+def op_split(f: _Func, op: Op) -> None:
+    src = f.get(op.operands[0])
+    for k, (res, t) in enumerate(zip(op.results, op.result_types, strict=False)):
+        if src.kind in ("scalar", "splat"):
+            f.values[res] = Val(t, "splat", src.expr)
+            continue
+        base = src if src.kind == "buf" else f.materialize(src)
+        f.values[res] = f.view(base, t, base.strides[:-1], base.offset + k * base.strides[-1])
+
+
+# ---- memory -------------------------------------------------------------------------------------------
+
+
+def _segments(op: Op, names: int) -> list[int]:
+    raw = op.attr("operandSegmentSizes")
+    return parse_int_array(raw) if raw else [1] * names
+
+
+@handles("tt.load")
+def op_load(f: _Func, op: Op) -> None:
+    seg = _segments(op, 3)
+    ops = iter(op.operands)
+    ptr = f.get(next(ops))
+    mask = f.get(next(ops)) if len(seg) > 1 and seg[1] else None
+    other = f.get(next(ops)) if len(seg) > 2 and seg[2] else None
+    t = op.result_types[0]
+    zero = "0"
+
+    def element(at):  # masked-off lanes read `other`, or 0 (Triton leaves them undefined)
+        load = f"*{at(ptr)}"
+        if mask is None:
+            return load
+        return f"({at(mask)} ? {load} : {at(other) if other is not None else zero})"
+
+    if not t.is_tensor:
+        f.values[op.results[0]] = f.scalar(op.results[0], t, element(lambda v: v.expr))
+        return
+    out = f.new_buf(op.results[0], t)
+    vals = [v for v in (ptr, mask, other) if v is not None]
+    f.loop(t.shape or (), [out, *vals], lambda at, flat: f"{out.expr}[{flat}] = {element(at)};")
+    f.values[op.results[0]] = out
+
+
+@handles("tt.store")
+def op_store(f: _Func, op: Op) -> None:
+    ptr, val = f.get(op.operands[0]), f.get(op.operands[1])
+    mask = f.get(op.operands[2]) if len(op.operands) > 2 else None
+
+    def stmt(at, _flat=None):
+        s = f"*{at(ptr)} = {at(val)};"
+        return f"if ({at(mask)}) {s}" if mask is not None else s
+
+    t = op.operand_types[0]
+    if not t.is_tensor:
+        f.emit(stmt(lambda v: v.expr))
+        return
+    f.loop(t.shape or (), [v for v in (ptr, val, mask) if v is not None], stmt)
+
+
+# ---- dot ----------------------------------------------------------------------------------------------
+
+
+@handles("tt.dot")
+def op_dot(f: _Func, op: Op) -> None:
+    a, b, c = (f.get(o) for o in op.operands[:3])
+    t = op.result_types[0]
+    ea, rt = op.operand_types[0].element.elem or "", t.element.elem or ""
+    shape = t.shape or ()
+    if rt not in ("f32", "f64") and not (rt == "i32" and ea == "i8"):
+        raise f.unsupported(f"tt.dot with {ea} inputs and {rt} result")
+    out = f.new_buf(op.results[0], t)
+    f.copy_into(out, c)
+    batch = shape[:-2]
+    m_, n_ = shape[-2], shape[-1]
+    k_ = (op.operand_types[0].shape or ())[-1]
+    conv = {"f16": "rv_f16_to_f32", "bf16": "rv_bf16_to_f32"}
+
+    def elem(v: Val, idx: list[str]) -> str:
+        e = f.access(v, idx, "")
+        return f"{conv[ea]}({e})" if ea in conv else e
+
+    acc_t = "int32_t" if rt == "i32" else c_type(t)
+    f.emit(f"/* {out.expr} = dot({m_}x{k_} , {k_}x{n_}) + acc: i-k-j order, the j loop vectorises */")
+    bi = ["b_"] if batch else []
+    with (f.block(f"for (int32_t b_ = 0; b_ < {_prod(batch)}; ++b_)") if batch else contextlib.nullcontext(),
+          f.block(f"for (int32_t m_ = 0; m_ < {m_}; ++m_)"),
+          f.block(f"for (int32_t k_ = 0; k_ < {k_}; ++k_)")):
+        f.emit(f"const {acc_t} a_ = {elem(a, [*bi, 'm_', 'k_'])};")
+        row = f"{'b_ * ' + str(m_ * n_) + ' + ' if batch else ''}m_ * {n_} + n_"
+        with f.block(f"for (int32_t n_ = 0; n_ < {n_}; ++n_)"):
+            if rt == "i32":
+                f.emit(f"{out.expr}[{row}] = (int32_t)((uint32_t){out.expr}[{row}] + "
+                       f"(uint32_t)(a_ * (int32_t){elem(b, [*bi, 'k_', 'n_'])}));")
+            else:
+                f.emit(f"{out.expr}[{row}] += a_ * {elem(b, [*bi, 'k_', 'n_'])};")
+    f.values[op.results[0]] = out
+
+
+# ---- reduce and scan ----------------------------------------------------------------------------------
+
+
+def _bind_region_args(f: _Func, block: Block, exprs: list[str]) -> None:
+    for (ssa, t, _loc), e in zip(block.args, exprs, strict=False):
+        if t.is_tensor:
+            raise f.unsupported("a tensor-valued combiner region")
+        f.values[ssa] = f.scalar(ssa, t, e)
+
+
+def _region_result(f: _Func, block: Block, terminator: str) -> list[str]:
+    *body, term = block.ops
+    if term.name != terminator:
+        raise f.fail(f"region does not end in {terminator}")
+    f.lower_ops(body)
+    f.pos += 1
+    return [f.get(o).expr for o in term.operands]
+
+
+@handles("tt.reduce", "tt.scan")
+def op_reduce(f: _Func, op: Op) -> None:
+    is_scan = op.name == "tt.scan"
+    axis = op.int_attr("axis")
+    reverse = is_scan and op.attr("reverse") not in (None, "false")
+    srcs = [f.get(o) for o in op.operands]
+    in_shape = op.operand_types[0].shape or ()
+    length = in_shape[axis]
+    outer = in_shape[:axis] + in_shape[axis + 1:]
+    block = op.regions[0].blocks[0]
+    n = len(srcs)
+    outs: list[Val] = []
+    for res, t in zip(op.results, op.result_types, strict=False):
+        if t.is_tensor:
+            outs.append(f.new_buf(res, t))
+        else:
+            name = f.cname(res)
+            f.emit(f"{c_type(t)} {name};")
+            outs.append(Val(t, "scalar", name))
+    elem_types = [t.element for t in op.operand_types]
+    idx = [f"o{d}_" for d in range(len(outer))]
+    accs = [f.temp(f"acc{k}") for k in range(n)]
+    term = "tt.scan.return" if is_scan else "tt.reduce.return"
+
+    def in_idx(r: str) -> list[str]:
+        return [*idx[:axis], r, *idx[axis:]]
+
+    def out_at(v: Val, r: str) -> str:
+        if v.kind == "scalar":
+            return v.expr
+        lin_idx = in_idx(r) if is_scan else idx
+        shape = in_shape if is_scan else outer
+        terms = [f"{i} * {s}" if s != 1 else i for i, s in zip(lin_idx, _contig(shape), strict=False)] or ["0"]
+        return f"{v.expr}[{' + '.join(terms)}]"
+
+    first, rest = (str(length - 1), f"int32_t r_ = {length - 2}; r_ >= 0; --r_") if reverse else \
+        ("0", f"int32_t r_ = 1; r_ < {length}; ++r_")
+    with contextlib.ExitStack() as stack:
+        for i, size in zip(idx, outer, strict=False):
+            stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {size}; ++{i})"))
+        for k in range(n):
+            f.emit(f"{c_type(elem_types[k])} {accs[k]} = {f.access(srcs[k], in_idx(first), '')};")
+            if is_scan:
+                f.emit(f"{out_at(outs[k], first)} = {accs[k]};")
+        with f.block(f"for ({rest})"):
+            _bind_region_args(f, block, [*accs, *(f.access(s, in_idx("r_"), "") for s in srcs)])
+            results = _region_result(f, block, term)
+            for k in range(n):
+                f.emit(f"{accs[k]} = {results[k]};")
+                if is_scan:
+                    f.emit(f"{out_at(outs[k], 'r_')} = {accs[k]};")
+        if not is_scan:
+            for k in range(n):
+                f.emit(f"{out_at(outs[k], '')} = {accs[k]};")
+    for res, v in zip(op.results, outs, strict=False):
+        f.values[res] = v
+
+
+# ---- structured control flow --------------------------------------------------------------------------
+
+
+def _declare(f: _Func, ssa: str, t: Type, init: Val | None = None) -> Val:
+    """A mutable home for a loop-carried / branch-merged value."""
+    if t.is_tensor:
+        v = f.new_buf(ssa, t)
+        if init is not None:
+            f.copy_into(v, init)
+        return v
+    name = f.cname(ssa)
+    f.emit(f"{c_type(t)} {name}{' = ' + init.expr if init is not None else ''};")
+    return Val(t, "scalar", name)
+
+
+def assign(f: _Func, targets: list[Val], sources: list[Val]) -> None:
+    """Parallel assignment targets := sources (a yield): every source is read before any target changes."""
+    for v in targets:
+        f.touch(v)
+    homes = {id(v.storage) for v in targets if v.storage is not None}
+    scalar_tmp: list[tuple[Val, str]] = []
+    staged: list[tuple[Val, Val]] = []
+    direct: list[tuple[Val, Val]] = []
+    for dst, src in zip(targets, sources, strict=False):
+        if dst.kind == "scalar":
+            if src.expr != dst.expr:
+                tmp = f.temp(dst.expr + "_next")
+                f.emit(f"{c_type(dst.type)} {tmp} = {src.expr};")
+                scalar_tmp.append((dst, tmp))
+        elif src.storage is dst.storage and src.strides == dst.strides and src.offset == dst.offset:
+            continue
+        elif src.storage is not None and id(src.storage) in homes:
+            tmp = f.new_buf(None, dst.type, "stage")
+            f.copy_into(tmp, src)
+            staged.append((dst, tmp))
+        else:
+            direct.append((dst, src))
+    for dst, src in direct + staged:
+        f.copy_into(dst, src)
+    for dst, tmp in scalar_tmp:
+        f.emit(f"{dst.expr} = {tmp};")
+
+
+def _lower_body(f: _Func, block: Block, on_terminator) -> None:
+    *body, term = block.ops
+    f.lower_ops(body)
+    f.pos += 1
+    f.op = term
+    on_terminator(term)
+
+
+@handles("scf.for")
+def op_for(f: _Func, op: Op) -> None:
+    lb, ub, step = (f.get(o) for o in op.operands[:3])
+    inits = [f.get(o) for o in op.operands[3:]]
+    block = op.regions[0].blocks[0]
+    (iv_ssa, iv_t, _), *carried = block.args
+    homes = [_declare(f, ssa, t, init) for (ssa, t, _), init in zip(carried, inits, strict=False)]
+    for (ssa, _t, _), v in zip(carried, homes, strict=False):
+        f.values[ssa] = v
+    iv = f.cname(iv_ssa)
+    wide = "int64_t"  # an i32 induction variable never overflows in 64 bits
+    start = f.pos + 1
+    with f.block(f"for ({wide} {iv}_it_ = {lb.expr}; {iv}_it_ < {ub.expr}; {iv}_it_ += {step.expr})"):
+        f.emit(f"const {c_type(iv_t)} {iv} = ({c_type(iv_t)}){iv}_it_;")
+        f.values[iv_ssa] = Val(iv_t, "scalar", iv)
+        _lower_body(f, block, lambda term: assign(f, homes, [f.get(o) for o in term.operands]))
+    f.loops.append((start, f.pos))
+    for res, v in zip(op.results, homes, strict=False):
+        f.values[res] = v
+
+
+@handles("scf.if")
+def op_if(f: _Func, op: Op) -> None:
+    cond = f.get(op.operands[0])
+    homes = [_declare(f, res, t) for res, t in zip(op.results, op.result_types, strict=False)]
+    for k, region in enumerate(op.regions):
+        if not region.blocks or not region.blocks[0].ops:
+            continue
+        header = f"if ({cond.expr})" if k == 0 else "else"
+        with f.block(header):
+            _lower_body(f, region.blocks[0], lambda term: assign(f, homes, [f.get(o) for o in term.operands]))
+    for res, v in zip(op.results, homes, strict=False):
+        f.values[res] = v
+
+
+@handles("scf.while")
+def op_while(f: _Func, op: Op) -> None:
+    inits = [f.get(o) for o in op.operands]
+    before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    before_homes = [_declare(f, ssa, t, init) for (ssa, t, _), init in zip(before.args, inits, strict=False)]
+    after_homes = [_declare(f, ssa, t) for ssa, t, _ in after.args]
+    results = [_declare(f, res, t) for res, t in zip(op.results, op.result_types, strict=False)]
+    for (ssa, _t, _), v in zip(before.args, before_homes, strict=False):
+        f.values[ssa] = v
+    for (ssa, _t, _), v in zip(after.args, after_homes, strict=False):
+        f.values[ssa] = v
+    start = f.pos + 1
+
+    def on_condition(term: Op) -> None:
+        cond, *vals = (f.get(o) for o in term.operands)
+        with f.block(f"if (!({cond.expr}))"):
+            assign(f, results, vals)
+            f.emit("break;")
+        assign(f, after_homes, vals)
+
+    with f.block("for (;;)"):
+        _lower_body(f, before, on_condition)
+        _lower_body(f, after, lambda term: assign(f, before_homes, [f.get(o) for o in term.operands]))
+    f.loops.append((start, f.pos))
+    for res, v in zip(op.results, results, strict=False):
+        f.values[res] = v
+
+
+# ---- unstructured control flow (early returns) --------------------------------------------------------
+
+
+def _branch(f: _Func, target: str, args: list[str]) -> None:
+    block = next(b for b in f.func.regions[0].blocks if b.label == target)
+    assign(f, [f.values[ssa] for ssa, _t, _l in block.args], [f.get(a) for a in args])
+    if target in f.block_start:  # a backward branch: everything live in between stays live
+        f.loops.append((f.block_start[target], f.pos))
+    f.emit(f"goto {f.block_labels[target]};")
+
+
+@handles("cf.br")
+def op_br(f: _Func, op: Op) -> None:
+    _branch(f, op.successors[0], op.operands)
+
+
+@handles("cf.cond_br")
+def op_cond_br(f: _Func, op: Op) -> None:
+    seg = _segments(op, 3)
+    cond = f.get(op.operands[0])
+    t_args = op.operands[1:1 + seg[1]]
+    f_args = op.operands[1 + seg[1]:]
+    with f.block(f"if ({cond.expr})"):
+        _branch(f, op.successors[0], t_args)
+    with f.block("else"):
+        _branch(f, op.successors[1], f_args)
+
+
+@handles("tt.return")
+def op_return(f: _Func, op: Op) -> None:
+    if op.operands:
+        raise f.unsupported("tt.return with values (a noinline function)")
+    f.emit("return;")
+
+
+@handles("tt.assert", "tt.print", "tt.device_assert", "tt.device_print", "tt.call", "tt.atomic_rmw",
+         "tt.atomic_cas", "tt.histogram", "tt.gather", "tt.elementwise_inline_asm", "tt.extern_elementwise")
+def op_rejected(f: _Func, op: Op) -> None:
+    raise f.unsupported(f"operation {op.name}")

@@ -1,0 +1,185 @@
+/* rvtune_rt.h: the small runtime the generated kernel C includes.
+ *
+ * Plain C11, only stdint/stddef/math/string, so a kernel compiles in a fraction of a second.
+ * Everything here gives a DEFINED result where MLIR says "poison" and C says "undefined behaviour":
+ * generated code must never hit C UB (clang would exploit it), and tests compare against Triton's
+ * interpreter, so the choices follow RISC-V hardware where MLIR leaves them open:
+ *   x / 0 = -1 (all ones), x % 0 = x, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0;
+ *   shifts by >= width give 0 (shli, shrui) or the sign fill (shrsi);
+ *   float -> int conversions saturate, NaN -> 0.
+ * f16 and bf16 are stored as uint16_t bit patterns and computed in float: one f32 op on two rounded
+ * 16-bit inputs then rounding back is exactly the correctly rounded 16-bit op (24 >= 2*11+2 bits).
+ */
+#ifndef RVTUNE_RT_H
+#define RVTUNE_RT_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define RV_INLINE static inline __attribute__((always_inline))
+
+/* ---- bit casts ---------------------------------------------------------------------------------- */
+RV_INLINE uint32_t rv_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+RV_INLINE float rv_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+RV_INLINE uint64_t rv_f64_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
+RV_INLINE double rv_bits_f64(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
+
+/* ---- f16 / bf16 <-> f32 ------------------------------------------------------------------------- */
+RV_INLINE float rv_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return rv_bits_f32(sign | 0x7f800000u | (m << 13)); /* inf / NaN */
+    if (e != 0) return rv_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+    float sub = (float)m * 0x1p-24f; /* zero or subnormal: exact */
+    return sign ? -sub : sub;
+}
+
+/* Round to nearest even (what arith.truncf does by default). */
+RV_INLINE uint16_t rv_f32_to_f16(float f) {
+    uint32_t x = rv_f32_bits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* quiet NaN */
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);                        /* rounds to inf */
+    if (ax < 0x38800000u) {                      /* below 2^-14: f16 subnormal or zero */
+        float r = (rv_bits_f32(ax) * 0x1p24f + 0x1p23f) - 0x1p23f; /* RNE to an integer count of 2^-24 */
+        return (uint16_t)(sign | (uint32_t)r);
+    }
+    ax += 0xc8000fffu + ((ax >> 13) & 1u);       /* rebias exponent 127 -> 15, round half to even */
+    return (uint16_t)(sign | (ax >> 13));
+}
+
+/* Round toward zero (tt.fp_to_fp with rounding = rtz). */
+RV_INLINE uint16_t rv_f32_to_f16_rtz(float f) {
+    uint32_t x = rv_f32_bits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    if (ax == 0x7f800000u) return (uint16_t)(sign | 0x7c00u);
+    if (ax >= 0x47800000u) return (uint16_t)(sign | 0x7bffu); /* largest finite */
+    if (ax < 0x38800000u) return (uint16_t)(sign | (uint32_t)(rv_bits_f32(ax) * 0x1p24f));
+    return (uint16_t)(sign | ((ax - 0x38000000u) >> 13));
+}
+
+RV_INLINE float rv_bf16_to_f32(uint16_t h) { return rv_bits_f32((uint32_t)h << 16); }
+
+RV_INLINE uint16_t rv_f32_to_bf16(float f) {
+    uint32_t x = rv_f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+RV_INLINE uint16_t rv_f32_to_bf16_rtz(float f) {
+    uint32_t x = rv_f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)(x >> 16);
+}
+
+/* ---- integer division, remainder and shifts: defined for every input ---------------------------- */
+#define RV_INT_OPS(W, UW)                                                                                \
+    RV_INLINE int##W##_t rv_divsi##W(int##W##_t a, int##W##_t b) {                                       \
+        if (b == 0) return -1;                                                                           \
+        if (b == -1) return (int##W##_t)(UW)(0u - (UW)(uint##W##_t)a);                                   \
+        return (int##W##_t)(a / b);                                                                      \
+    }                                                                                                    \
+    RV_INLINE int##W##_t rv_remsi##W(int##W##_t a, int##W##_t b) {                                       \
+        if (b == 0) return a;                                                                            \
+        if (b == -1) return 0;                                                                           \
+        return (int##W##_t)(a % b);                                                                      \
+    }                                                                                                    \
+    RV_INLINE int##W##_t rv_divui##W(int##W##_t a, int##W##_t b) {                                       \
+        if (b == 0) return -1;                                                                           \
+        return (int##W##_t)((uint##W##_t)a / (uint##W##_t)b);                                            \
+    }                                                                                                    \
+    RV_INLINE int##W##_t rv_remui##W(int##W##_t a, int##W##_t b) {                                       \
+        if (b == 0) return a;                                                                            \
+        return (int##W##_t)((uint##W##_t)a % (uint##W##_t)b);                                           \
+    }                                                                                                    \
+    RV_INLINE int##W##_t rv_floordivsi##W(int##W##_t a, int##W##_t b) {                                  \
+        int##W##_t q = rv_divsi##W(a, b);                                                                \
+        if (b != 0 && b != -1 && (a % b) != 0 && ((a < 0) != (b < 0))) q = (int##W##_t)(q - 1);          \
+        return q;                                                                                        \
+    }                                                                                                    \
+    RV_INLINE int##W##_t rv_ceildivsi##W(int##W##_t a, int##W##_t b) {                                   \
+        int##W##_t q = rv_divsi##W(a, b);                                                                \
+        if (b != 0 && b != -1 && (a % b) != 0 && ((a < 0) == (b < 0))) q = (int##W##_t)(q + 1);          \
+        return q;                                                                                        \
+    }                                                                                                    \
+    RV_INLINE int##W##_t rv_ceildivui##W(int##W##_t a, int##W##_t b) {                                   \
+        if (b == 0) return -1;                                                                           \
+        uint##W##_t ua = (uint##W##_t)a, ub = (uint##W##_t)b;                                            \
+        return (int##W##_t)(uint##W##_t)(ua / ub + (ua % ub != 0));                                      \
+    }                                                                                                    \
+    RV_INLINE int##W##_t rv_shli##W(int##W##_t a, int##W##_t b) {                                        \
+        return (uint##W##_t)b >= W ? 0 : (int##W##_t)(uint##W##_t)((UW)(uint##W##_t)a << b);            \
+    }                                                                                                    \
+    RV_INLINE int##W##_t rv_shrui##W(int##W##_t a, int##W##_t b) {                                       \
+        return (uint##W##_t)b >= W ? 0 : (int##W##_t)((uint##W##_t)a >> b);                              \
+    }                                                                                                    \
+    RV_INLINE int##W##_t rv_shrsi##W(int##W##_t a, int##W##_t b) {                                       \
+        return (uint##W##_t)b >= W ? (int##W##_t)(a < 0 ? -1 : 0) : (int##W##_t)(a >> b);               \
+    }                                                                                                    \
+    RV_INLINE int##W##_t rv_absi##W(int##W##_t a) {                                                      \
+        return (int##W##_t)(uint##W##_t)(a < 0 ? (UW)0u - (UW)(uint##W##_t)a : (UW)(uint##W##_t)a);     \
+    }
+
+RV_INT_OPS(8, uint32_t)
+RV_INT_OPS(16, uint32_t)
+RV_INT_OPS(32, uint32_t)
+RV_INT_OPS(64, uint64_t)
+#undef RV_INT_OPS
+
+RV_INLINE int32_t rv_mulhiui32(int32_t a, int32_t b) {
+    return (int32_t)(uint32_t)(((uint64_t)(uint32_t)a * (uint32_t)b) >> 32);
+}
+RV_INLINE int64_t rv_mulhiui64(int64_t a, int64_t b) {
+    return (int64_t)(uint64_t)(((unsigned __int128)(uint64_t)a * (uint64_t)b) >> 64);
+}
+
+/* ---- float -> int: saturating, NaN -> 0 (C leaves out-of-range conversions undefined) ------------ */
+#define RV_FPTOSI(W, LO, HI)                                                                             \
+    RV_INLINE int##W##_t rv_fptosi##W(double x) {                                                        \
+        if (x != x) return 0;                                                                            \
+        if (x >= HI) return INT##W##_MAX;                                                                \
+        if (x <= LO) return INT##W##_MIN;                                                                \
+        return (int##W##_t)x;                                                                            \
+    }                                                                                                    \
+    RV_INLINE int##W##_t rv_fptoui##W(double x) {                                                        \
+        if (x != x || x <= -1.0) return 0;                                                               \
+        if (x >= 2.0 * (HI)) return (int##W##_t)UINT##W##_MAX;                                           \
+        return (int##W##_t)(uint##W##_t)x;                                                               \
+    }
+RV_FPTOSI(8, -129.0, 128.0)
+RV_FPTOSI(16, -32769.0, 32768.0)
+RV_FPTOSI(32, -2147483649.0, 2147483648.0)
+RV_FPTOSI(64, -9223372036854775808.0 * 1.0000000000000002, 9223372036854775808.0)
+#undef RV_FPTOSI
+
+/* ---- float min / max flavours ---------------------------------------------------------------------- */
+/* maximumf / minimumf: NaN propagates, -0.0 < +0.0 (IEEE 754-2019 maximum / minimum). */
+RV_INLINE float rv_maximumf(float a, float b) {
+    if (a != a || b != b) return a + b;
+    if (a == b) return signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+RV_INLINE float rv_minimumf(float a, float b) {
+    if (a != a || b != b) return a + b;
+    if (a == b) return signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+RV_INLINE double rv_maximum(double a, double b) {
+    if (a != a || b != b) return a + b;
+    if (a == b) return signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+RV_INLINE double rv_minimum(double a, double b) {
+    if (a != a || b != b) return a + b;
+    if (a == b) return signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+
+/* tt.clampf: propagate_nan=none returns the bound for NaN (like fmax/fmin), =all returns NaN. */
+RV_INLINE float rv_clampf(float x, float lo, float hi, int propagate_nan) {
+    if (propagate_nan && x != x) return x;
+    return fminf(fmaxf(x, lo), hi);
+}
+
+#endif /* RVTUNE_RT_H */

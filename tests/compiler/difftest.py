@@ -1,0 +1,218 @@
+"""Differential testing of the rvtune lowering against Triton's interpreter.
+
+    outs = run_c_kernel(kernel, signature, constexprs, args, grid, isa="host")   # our TTIR -> C -> clang
+    want = run_interpreter(kernel, args, grid, constexprs)                       # TRITON_INTERPRET semantics
+    assert_match(outs, want)
+
+``args`` are the kernel's non-constexpr arguments in order: numpy arrays for pointer parameters (bf16 as
+uint16 bit patterns), Python ints/floats for scalars. Both runners return a copy of every array argument
+after the launch, in order. ``run_c_kernels`` builds many launches in ONE C file and ONE compile: the host
+build is a shared library called through ctypes, the rv64gcv build a static ELF with a tiny test main that
+reads the arrays from a binary file and writes them back, run under qemu-riscv64.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_rvtune.compiler.frontend import kernel_to_ttir
+from pytest_rvtune.compiler.lower import RUNTIME_DIR, LoweredKernel, lower_ttir
+from pytest_rvtune.compiler.lower_ops import float_literal
+from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, Toolchain, qemu_command
+
+Arg = np.ndarray | int | float
+BUILD_DIR = Path(tempfile.gettempdir()) / "rvtune-difftest"
+
+
+@dataclass
+class KernelCall:
+    fn: Any
+    signature: dict[str, str]
+    constexprs: dict[str, object]
+    args: list[Arg]
+    grid: tuple[int, ...]
+    lowered: LoweredKernel | None = field(default=None, repr=False)
+
+
+_lowered: dict[str, LoweredKernel] = {}
+
+
+def lower_kernel(fn: Any, signature: dict[str, str], constexprs: dict[str, object]) -> LoweredKernel:
+    """Triton frontend + our lowering, memoised per (kernel, signature, constexprs)."""
+    key = f"{fn.fn.__module__}.{fn.__name__}|{sorted(signature.items())}|{sorted(constexprs.items())}"
+    if key not in _lowered:
+        _lowered[key] = lower_ttir(kernel_to_ttir(fn, signature, constexprs))
+    return _lowered[key]
+
+
+def _grid3(grid: Sequence[int]) -> tuple[int, int, int]:
+    g = (*grid, 1, 1, 1)
+    return g[0], g[1], g[2]
+
+
+def _scalar_literal(value: int | float, triton_type: str) -> str:
+    if triton_type in ("fp32", "fp64"):
+        return float_literal(float(value), "f32" if triton_type == "fp32" else "f64")
+    ctype = {"i1": "uint8_t", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t"}[triton_type]
+    return f"(({ctype}){int(value)}ll)"
+
+
+def _driver_source(calls: list[KernelCall]) -> str:
+    """One `rvtest_call<i>(void **arrays)` per launch: walks the grid (x fastest) with the scalars baked in."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for c in calls:
+        assert c.lowered is not None
+        if c.lowered.name not in seen:
+            seen.add(c.lowered.name)
+            out.append(c.lowered.c_source)
+    for i, c in enumerate(calls):
+        assert c.lowered is not None
+        gx, gy, gz = _grid3(c.grid)
+        args, k = [], 0
+        for p, a in zip(c.lowered.params, c.args, strict=True):
+            if p.triton_type.startswith("*"):
+                args.append(f"({p.c_type})arrays[{k}]")
+                k += 1
+            else:
+                args.append(_scalar_literal(a, p.triton_type))  # type: ignore[arg-type]
+        out.append(f"void rvtest_call{i}(void **arrays) {{\n"
+                   f"    for (int z = 0; z < {gz}; ++z) for (int y = 0; y < {gy}; ++y) for (int x = 0; x < {gx}; ++x)\n"
+                   f"        {c.lowered.name}({', '.join(args)}, x, y, z, {gx}, {gy}, {gz});\n}}\n")
+    return "\n".join(out)
+
+
+def _arrays(c: KernelCall) -> list[np.ndarray]:
+    return [np.ascontiguousarray(a).copy() for a in c.args if isinstance(a, np.ndarray)]
+
+
+def _main_source(calls: list[KernelCall]) -> str:
+    """Test-only main for the ELF: read every array (call by call) from argv[1], run, write them to argv[2]."""
+    body = []
+    for i, c in enumerate(calls):
+        sizes = [a.nbytes for a in _arrays(c)]
+        counts = ", ".join(map(str, sizes)) or "0"
+        body.append(f"    {{ static const long n[] = {{{counts}}}; void *a[{len(sizes) or 1}];\n"
+                    f"      for (int k = 0; k < {len(sizes)}; ++k) {{ a[k] = malloc(n[k] + 1);"
+                    f" if (fread(a[k], 1, n[k], in) != (size_t)n[k]) return 2; }}\n"
+                    f"      rvtest_call{i}(a);\n"
+                    f"      for (int k = 0; k < {len(sizes)}; ++k) fwrite(a[k], 1, n[k], out); }}")
+    decls = "\n".join(f"void rvtest_call{i}(void **arrays);" for i in range(len(calls)))
+    return ("#include <stdio.h>\n#include <stdlib.h>\n" + decls + "\nint main(int argc, char **argv) {\n"
+            "    if (argc != 3) return 2;\n    FILE *in = fopen(argv[1], \"rb\"), *out = fopen(argv[2], \"wb\");\n"
+            "    if (!in || !out) return 2;\n" + "\n".join(body) + "\n    fclose(out);\n    return 0;\n}\n")
+
+
+def _build(source: str, tc: Toolchain, extra_objects: list[Path], output: Path, shared: bool) -> None:
+    obj = output.with_suffix(".o")
+    src = output.with_suffix(".c")
+    src.write_text(source)
+    tc.compile(src, obj, extra=("-I", str(RUNTIME_DIR)))
+    libs = ("-shared", "-lm") if shared else ("-lm", "-lpthread")
+    tc.link([obj, *extra_objects], output, libs=libs)
+
+
+def run_c_kernels(calls: list[KernelCall], isa: str = HOST_ISA) -> list[list[np.ndarray]]:
+    """Run every launch in ``calls`` from one compiled C file; the arrays of each launch after it ran."""
+    for c in calls:
+        c.lowered = c.lowered or lower_kernel(c.fn, c.signature, c.constexprs)
+    source = _driver_source(calls)
+    tc = Toolchain.for_isa(isa)
+    key = hashlib.sha256((source + tc.fingerprint()).encode()).hexdigest()[:16]
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    results = [_arrays(c) for c in calls]
+    if isa == HOST_ISA:
+        lib_path = BUILD_DIR / f"k{key}.so"
+        if not lib_path.exists():
+            _build(source, tc, [], lib_path, shared=True)
+        lib = ctypes.CDLL(str(lib_path))
+        for i, arrays in enumerate(results):
+            ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+            getattr(lib, f"rvtest_call{i}")(ptrs)
+        return results
+    if isa != RISCV_ISA:
+        raise ValueError(f"unknown ISA {isa!r}")
+    elf = BUILD_DIR / f"k{key}.rv"
+    if not elf.exists():
+        main_obj = BUILD_DIR / f"m{key}.o"
+        (BUILD_DIR / f"m{key}.c").write_text(_main_source(calls))
+        tc.compile(BUILD_DIR / f"m{key}.c", main_obj)
+        _build(source, tc, [main_obj], elf, shared=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        inp, outp = Path(tmp) / "in.bin", Path(tmp) / "out.bin"
+        inp.write_bytes(b"".join(a.tobytes() for arrays in results for a in arrays))
+        proc = subprocess.run([*qemu_command(), str(elf), str(inp), str(outp)], capture_output=True,
+                              text=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{elf} under QEMU exited {proc.returncode}: {proc.stderr[-2000:]}")
+        data, pos = outp.read_bytes(), 0
+    for arrays in results:
+        for a in arrays:
+            a[...] = np.frombuffer(data, dtype=a.dtype, count=a.size, offset=pos).reshape(a.shape)
+            pos += a.nbytes
+    return results
+
+
+def run_c_kernel(fn: Any, signature: dict[str, str], constexprs: dict[str, object], args: list[Arg],
+                 grid: tuple[int, ...], isa: str = HOST_ISA) -> list[np.ndarray]:
+    return run_c_kernels([KernelCall(fn, signature, constexprs, args, grid)], isa)[0]
+
+
+def run_interpreter(fn: Any, args: list[Arg], grid: tuple[int, ...], constexprs: dict[str, object],
+                    signature: dict[str, str] | None = None) -> list[np.ndarray]:
+    """Triton's interpreter (exact Triton semantics on CPU torch). ``signature`` marks bf16 arrays
+    (stored as uint16 in numpy); without it uint16 arrays are taken as bf16."""
+    import torch
+    from triton.runtime.interpreter import InterpretedFunction
+
+    names = [n for n in fn.arg_names if n not in constexprs]
+    tensors: list[Any] = []
+    for name, a in zip(names, args, strict=True):
+        if isinstance(a, np.ndarray):
+            t = torch.from_numpy(np.ascontiguousarray(a).copy())
+            is_bf16 = (signature or {}).get(name, "*bf16" if a.dtype == np.uint16 else "") == "*bf16"
+            if is_bf16:
+                t = t.view(torch.int16).view(torch.bfloat16)
+            tensors.append(t)
+        else:
+            tensors.append(a)
+    InterpretedFunction(fn.fn)[tuple(grid)](*tensors, **constexprs)
+    out = []
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            out.append(t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy())
+    return out
+
+
+def assert_match(got: list[np.ndarray], want: list[np.ndarray], *, rtol: float = 1e-5, atol: float = 1e-6,
+                 what: str = "") -> None:
+    """Integers bit-exact; floats NaN-aware (NaN only where NaN, infinities equal) within rtol/atol."""
+    assert len(got) == len(want), f"{what}: {len(got)} arrays vs {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        label = f"{what} array {k}"
+        assert g.shape == w.shape, f"{label}: shape {g.shape} != {w.shape}"
+        if np.issubdtype(g.dtype, np.floating):
+            g64, w64 = g.astype(np.float64), w.astype(np.float64)
+            nan_g, nan_w = np.isnan(g64), np.isnan(w64)
+            assert (nan_g == nan_w).all(), f"{label}: NaN mismatch at {np.argwhere(nan_g != nan_w)[:5].tolist()}"
+            ok = np.isclose(g64, w64, rtol=rtol, atol=atol) | nan_g
+            if not ok.all():
+                i = np.argwhere(~ok)[:5].tolist()
+                raise AssertionError(f"{label}: {int((~ok).sum())} mismatches, first at {i}: "
+                                     f"got {g[tuple(i[0])]}, want {w[tuple(i[0])]}")
+        else:
+            diff = g.view(np.uint8) != w.view(np.uint8) if g.dtype == w.dtype else np.ones(1, bool)
+            if diff.any():
+                bad = np.argwhere(g != w)[:5].tolist()
+                raise AssertionError(f"{label}: {int((g != w).sum())} mismatches, first at {bad}: "
+                                     f"got {g[tuple(bad[0])] if bad else g.dtype}, "
+                                     f"want {w[tuple(bad[0])] if bad else w.dtype}")
