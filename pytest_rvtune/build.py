@@ -1,0 +1,206 @@
+"""One item (kernel x case x config x ISA) -> a runnable ELF and the argv that runs it.
+
+    kernel + launcher + per-config consts   (compiler.api.compile_kernel: cached by the compiler)
+  + harness object                          (main_cpp/<name>.cpp, or the generated generic one; compiled
+                                             once per kernel and ISA: sizes, scalars and grid are argv)
+  -> link (static for rv64) into ``cache_dir()/elf/<key>/``, key = hash of every object linked and of the
+     toolchain, so a second build of the same item does no compiler work at all.
+
+Nothing here knows pytest. Errors name the kernel and the config and carry clang's message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pytest_rvtune.compiler.cache import BuildCache, cache_key
+from pytest_rvtune.harness import HEADER, HEADER_DIR
+from pytest_rvtune.harness import generate as generic
+from pytest_rvtune.paths import REPO_ROOT, cache_dir
+from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, ToolchainError, find_tool
+
+HarnessKind = Literal["generic", "main_cpp"]
+
+#: Bump when the way objects are combined changes (link flags, argv layout, harness generation).
+BUILD_VERSION = "1"
+
+#: Where custom harnesses live: ``main_cpp/<kernel module name>.cpp`` (the seeds' convention).
+MAIN_CPP_DIR = REPO_ROOT / "main_cpp"
+
+#: Extra flags for harness objects: C++17 for main_cpp files; warnings are errors nowhere (user code).
+CXX_FLAGS = ("-std=c++17",)
+
+
+class BuildError(RuntimeError):
+    """A build that failed; the message names kernel and config and carries the compiler's output."""
+
+
+@dataclass(frozen=True)
+class BuildArtifact:
+    """A built item: what a target needs to run it and what a report needs to describe it."""
+
+    elf: Path
+    elf_sha256: str
+    harness_kind: HarnessKind
+    argv: list[str | Path]  # after the run options; Path = a golden file the ELF reads
+    cache_hit: bool  # the ELF came from the cache (no compile, no link)
+    seconds: float  # wall time build_item spent
+    asm: Path  # llvm-objdump-19 disassembly of the kernel (and its wrapper) in the linked ELF
+    kernel_symbol: str  # e.g. "matmul_kernel": the QEMU counter plugin's symbol
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _cache() -> BuildCache:
+    return BuildCache(cache_dir())
+
+
+# ------------------------------------------------------------------------------------------ harness argv
+def harness_args_of(launch: Any, inputs: Mapping[str, Path], expected: Mapping[str, Path]) -> list[generic.HarnessArg]:
+    """The launch's non-constexpr args with their role: a tensor with an expected file is written by the
+    kernel ("out", or "inout" when it also has an input file); other tensors are read ("in")."""
+    out: list[generic.HarnessArg] = []
+    for a in launch.args:
+        if not a.is_pointer:
+            out.append(generic.HarnessArg(a.name, a.type, "scalar"))
+            continue
+        written, read = a.tensor in expected, a.tensor in inputs
+        role: generic.Role = ("inout" if read else "out") if written else "in"
+        out.append(generic.HarnessArg(a.name, a.type, role, label=a.tensor))
+    return out
+
+
+def main_cpp_argv(harness_args: Sequence[generic.HarnessArg], inputs: Mapping[str, Path],
+                  expected: Mapping[str, Path], tolerance: Mapping[str, float]) -> list[str | Path]:
+    """argv of a main_cpp harness: tolerances, then input files in kernel parameter order, then expected
+    files in kernel parameter order (docs/contracts.md, "Harness")."""
+    ins = [Path(inputs[a.shown]) for a in harness_args if a.role in ("in", "inout")]
+    exps = [Path(expected[a.shown]) for a in harness_args if a.role in ("out", "inout")]
+    return ["--atol", repr(float(tolerance["atol"])), "--rtol", repr(float(tolerance["rtol"])), *ins, *exps]
+
+
+def generic_argv(launch: Any, harness_args: Sequence[generic.HarnessArg], inputs: Mapping[str, Path],
+                 expected: Mapping[str, Path], tolerance: Mapping[str, float]) -> list[str | Path]:
+    scalars = {a.name: a.value for a in launch.args if not a.is_pointer}
+    by_param_in = {a.name: inputs[a.shown] for a in harness_args if a.role in ("in", "inout")}
+    by_param_exp = {a.name: expected[a.shown] for a in harness_args if a.role in ("out", "inout")}
+    return generic.argv(harness_args, launch.grid, scalars, by_param_in, by_param_exp,
+                        tolerance["atol"], tolerance["rtol"])
+
+
+# ------------------------------------------------------------------------------------------ objects
+def _compile_object(tc: Toolchain, kind: str, key: str, source_name: str, source_text: str,
+                    include_dirs: Sequence[Path], extra: tuple[str, ...] = ()) -> tuple[Path, bool]:
+    """Compile one source text to ``<entry>/obj.o`` in the cache (entry keyed by ``key``)."""
+
+    def build(tmp: Path) -> None:
+        src = tmp / source_name
+        src.write_text(source_text)
+        flags = (*extra, *(f"-I{d}" for d in include_dirs))
+        tc.compile(src, tmp / "obj.o", flags)
+
+    entry, hit = _cache().get_or_build(kind, key, build)
+    return entry / "obj.o", hit
+
+
+def cxx_toolchain(tc: Toolchain) -> Toolchain:
+    """The same flags with clang++-19 as driver: C++ sources, and links that need libstdc++."""
+    return dataclasses.replace(tc, cc=find_tool("clang++-19"))
+
+
+def harness_object(tc: Toolchain, symbol: str, launcher_header: Path, main_cpp: Path | None,
+                   harness_args: Sequence[generic.HarnessArg]) -> tuple[Path, bool]:
+    """The harness object of a kernel for one ISA: built once, whatever the config or case."""
+    header_text = launcher_header.read_text()
+    if main_cpp is not None:
+        source, name, driver, extra = main_cpp.read_text(), main_cpp.name, cxx_toolchain(tc), CXX_FLAGS
+    else:
+        source, name, driver, extra = generic.generate(symbol, harness_args), f"{symbol}_harness.c", tc, ()
+    key = cache_key(kind="harness", version=BUILD_VERSION, source=source, name=name,
+                    support=HEADER.read_text(), launcher_header=header_text, toolchain=tc.fingerprint(),
+                    driver=driver.cc, extra=extra)
+    return _compile_object(driver, "harness", key, name, source, [HEADER_DIR, launcher_header.parent], extra)
+
+
+def disassemble(tc: Toolchain, elf: Path, symbols: Sequence[str], out: Path) -> None:
+    """The kernel's code as linked, for a kernel author (the whole static ELF would be megabytes of libc)."""
+    cmd = [tc.objdump, "-d", "--no-show-raw-insn", f"--disassemble-symbols={','.join(symbols)}", str(elf)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise ToolchainError(f"disassembling {elf} failed ({' '.join(cmd)}):\n{proc.stderr.strip()}")
+    out.write_text(proc.stdout)
+
+
+def link_elf(tc: Toolchain, objects: Sequence[Path], symbol: str, cxx: bool) -> tuple[Path, Path, bool]:
+    """Link objects into the content-addressed ELF cache: (elf, asm, cache_hit)."""
+    linker = cxx_toolchain(tc) if cxx else tc
+    key = cache_key(kind="elf", version=BUILD_VERSION, objects=[_sha256(o) for o in objects],
+                    toolchain=tc.fingerprint(), linker=linker.cc)
+    elf_name = f"{symbol}.{'rv64' if tc.isa == RISCV_ISA else 'host'}.elf"
+
+    def build(tmp: Path) -> None:
+        # objects are read from their own cache entries, which are immutable once published
+        linker.link(list(objects), tmp / elf_name)
+        disassemble(tc, tmp / elf_name, [symbol, f"{symbol}_wrap"], tmp / f"{elf_name}.s")
+
+    entry, hit = _cache().get_or_build("elf", key, build)
+    return entry / elf_name, entry / f"{elf_name}.s", hit
+
+
+# ------------------------------------------------------------------------------------------ the item
+def _golden_files(golden: Any) -> tuple[dict[str, Path], dict[str, Path]]:
+    """(input files, expected files) by tensor name, from a golden.GoldenSet."""
+    inputs: dict[str, Path] = {}
+    expected: dict[str, Path] = {}
+    for f in golden.files:
+        (expected if f.role == "expected" else inputs)[f.tensor] = Path(f.path)
+    return inputs, expected
+
+
+def _compiled_objects(ck: Any) -> tuple[list[Path], Path]:
+    """(objects to link, launcher header) of a compiler.api.CompiledKernel."""
+    return list(ck.objects), Path(ck.header)
+
+
+def build_item(spec: Any, case_name: str, config: Mapping[str, Any], isa: str = RISCV_ISA) -> BuildArtifact:
+    """Build (or fetch) the ELF of one item; raises BuildError naming kernel and config."""
+    from pytest_rvtune.compiler.api import compile_kernel
+    from pytest_rvtune.golden import golden_set
+
+    started = time.perf_counter()
+    config = dict(config)
+    what = f"kernel {spec.name} [case {case_name}, config {spec.config_id(config)}, ISA {isa}]"
+    try:
+        tc = Toolchain.for_isa(isa)
+        launch = spec.capture_launch(case_name, config)
+        inputs, expected = _golden_files(golden_set(spec, case_name, config))
+        harness_args = harness_args_of(launch, inputs, expected)
+        ck = compile_kernel(spec.kernel, launch.signature, launch.constexprs, isa)
+        objects, launcher_header = _compiled_objects(ck)
+        main_cpp = MAIN_CPP_DIR / f"{spec.name}.cpp"
+        custom = main_cpp.is_file()
+        harness_obj, _ = harness_object(tc, launch.kernel, launcher_header, main_cpp if custom else None,
+                                        harness_args)
+        elf, asm, hit = link_elf(tc, [*objects, harness_obj], launch.kernel, cxx=custom)
+        if custom:
+            argv = main_cpp_argv(harness_args, inputs, expected, spec.tolerance)
+        else:
+            argv = generic_argv(launch, harness_args, inputs, expected, spec.tolerance)
+    except Exception as exc:  # lowering, launch capture, golden data, clang: all fail this item's build
+        raise BuildError(f"{what}: {type(exc).__name__}: {exc}") from exc
+    return BuildArtifact(elf=elf, elf_sha256=_sha256(elf), harness_kind="main_cpp" if custom else "generic",
+                         argv=argv, cache_hit=hit and bool(getattr(ck, "cache_hit", True)),
+                         seconds=time.perf_counter() - started, asm=asm, kernel_symbol=launch.kernel)

@@ -1,0 +1,127 @@
+"""build_item: real Triton frontend + our lowering + clang-19 + the harness, run under QEMU (and natively).
+
+Every build goes to a cache private to this module, so the first build of an item really compiles and the
+second one must be a cache hit.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_rvtune import build
+from pytest_rvtune.paths import REPO_ROOT
+from pytest_rvtune.spec import KernelSpec, load_kernel_module
+from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, qemu_command
+
+RUN_OPTS = ["--warmup", "0", "--runs", "2"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RVTUNE_CACHE_DIR", str(tmp_path_factory.mktemp("rvtune_cache")))
+        yield
+
+
+@pytest.fixture(scope="module")
+def matmul() -> KernelSpec:
+    return load_kernel_module(REPO_ROOT / "kernels" / "matmul.py")
+
+
+@pytest.fixture(scope="module")
+def fused_moe() -> KernelSpec:
+    return load_kernel_module(REPO_ROOT / "kernels" / "fused_moe.py")
+
+
+MATMUL_CONFIG = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 8}
+
+
+def run_elf(art: build.BuildArtifact, isa: str, *extra: str, argv: list | None = None) -> subprocess.CompletedProcess:
+    prefix = qemu_command() if isa == RISCV_ISA else []
+    args = [*prefix, str(art.elf), *RUN_OPTS, *extra, *map(str, art.argv if argv is None else argv)]
+    return subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+
+
+def checks(stdout: str) -> list[str]:
+    return [ln for ln in stdout.splitlines() if ln.startswith("RVTUNE check ")]
+
+
+@pytest.fixture(scope="module")
+def matmul_rv(matmul: KernelSpec) -> build.BuildArtifact:
+    return build.build_item(matmul, "small", MATMUL_CONFIG, RISCV_ISA)
+
+
+def test_generic_harness_matmul_small_under_qemu(matmul_rv: build.BuildArtifact):
+    art = matmul_rv
+    assert art.harness_kind == "generic"
+    assert not art.cache_hit
+    assert art.kernel_symbol == "matmul_kernel"
+    assert art.elf.is_file() and len(art.elf_sha256) == 64
+    assert "matmul_kernel>:" in art.asm.read_text()  # the kernel's code as linked, for its author
+    # grid = cdiv(67, 16) * cdiv(45, 32) = 5 * 2, scalars M N K and the strides on argv
+    assert art.argv[:2] == ["--grid", "10,1,1"]
+    scalars = [a for a in art.argv if not isinstance(a, Path)][6:]
+    assert scalars == ["67", "45", "33", "33", "1", "45", "1", "45", "1"]
+    proc = run_elf(art, RISCV_ISA)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len([ln for ln in proc.stdout.splitlines() if ln.startswith("RVTUNE sample ")]) == 2
+    assert checks(proc.stdout) and all(" ok " in c for c in checks(proc.stdout))
+
+
+def test_second_build_is_a_cache_hit(matmul: KernelSpec, matmul_rv: build.BuildArtifact):
+    again = build.build_item(matmul, "small", MATMUL_CONFIG, RISCV_ISA)
+    assert again.cache_hit
+    assert (again.elf, again.elf_sha256, again.argv) == (matmul_rv.elf, matmul_rv.elf_sha256, matmul_rv.argv)
+
+
+def test_generic_harness_matmul_small_on_host(matmul: KernelSpec):
+    art = build.build_item(matmul, "small", MATMUL_CONFIG, HOST_ISA)
+    proc = run_elf(art, HOST_ISA, "--threads", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert checks(proc.stdout) and all(" ok " in c for c in checks(proc.stdout))
+
+
+def test_corrupted_golden_file_fails_the_run_naming_the_file(matmul_rv: build.BuildArtifact, tmp_path: Path):
+    argv = list(matmul_rv.argv)
+    i = next(k for k, a in enumerate(argv) if isinstance(a, Path))  # the first input file: a
+    bad = tmp_path / argv[i].name
+    shutil.copyfile(argv[i], bad)
+    lines = bad.read_text().splitlines()
+    lines[3] = lines[3].replace(" ", " 0.1x ", 1)  # one malformed value on line 4
+    bad.write_text("\n".join(lines) + "\n")
+    argv[i] = bad
+    proc = run_elf(matmul_rv, RISCV_ISA, argv=argv)
+    assert proc.returncode == 2
+    assert f"RVTUNE error {bad}:4: malformed number '0.1x'" in proc.stdout
+    assert checks(proc.stdout) == []
+
+
+def test_wrong_expected_output_fails_the_check(matmul_rv: build.BuildArtifact, tmp_path: Path):
+    argv = list(matmul_rv.argv)
+    i = max(k for k, a in enumerate(argv) if isinstance(a, Path))  # the last file: expected c
+    lines = Path(argv[i]).read_text().splitlines()
+    row = lines[2].split()
+    row[5] = str(float(row[5]) + 1.0)  # element (1, 5)
+    lines[2] = " ".join(row)
+    bad = tmp_path / "expected_c.txt"
+    bad.write_text("\n".join(lines) + "\n")
+    argv[i] = bad
+    proc = run_elf(matmul_rv, RISCV_ISA, argv=argv)
+    assert proc.returncode == 1
+    (check,) = checks(proc.stdout)
+    assert " bad " in check and "first_bad=50 " in check and check.endswith("count=1")  # 1 * N(45) + 5
+
+
+def test_build_error_names_kernel_and_config_and_carries_clang_message(
+        matmul: KernelSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "matmul.cpp").write_text("int main() { return undeclared_thing; }\n")
+    monkeypatch.setattr(build, "MAIN_CPP_DIR", tmp_path)
+    with pytest.raises(build.BuildError) as err:
+        build.build_item(matmul, "small", MATMUL_CONFIG, RISCV_ISA)
+    msg = str(err.value)
+    assert "kernel matmul" in msg and "BLOCK_SIZE_M=16-BLOCK_SIZE_N=32-BLOCK_SIZE_K=16-GROUP_SIZE_M=8" in msg
+    assert "use of undeclared identifier 'undeclared_thing'" in msg
