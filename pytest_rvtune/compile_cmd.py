@@ -112,7 +112,7 @@ def _signature_and_constexprs(spec: Any, config: dict[str, Any], case: str,
     return sig, config
 
 
-def compile_main(args: argparse.Namespace, out: Any = sys.stdout) -> int:
+def compile_main(args: argparse.Namespace, out: Any = None) -> int:
     from pytest_rvtune.compiler.api import compile_kernel
     from pytest_rvtune.spec import load_kernel_module
 
@@ -125,6 +125,7 @@ def compile_main(args: argparse.Namespace, out: Any = sys.stdout) -> int:
     isa = isa_of_target(args.target)
     signature, constexprs = _signature_and_constexprs(spec, config, case, args.signature)
     emits = args.emit or ["c"]
+    out = out or sys.stdout
     ck = compile_kernel(spec.kernel, signature, constexprs, isa)
     for emit in emits:
         if len(emits) > 1:

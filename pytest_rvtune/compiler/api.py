@@ -33,9 +33,9 @@ COMPILER_DIR = Path(__file__).resolve().parent
 #: The C runtime header the generated kernels include (rvtune_rt.h).
 RUNTIME_DIR = COMPILER_DIR / "runtime"
 
-#: Flags added to the toolchain's for generated code. -fwrapv: Triton integer ops wrap; in C signed overflow
-#: is undefined, and the lowering's index arithmetic must not be "optimised" on that assumption.
-KERNEL_CFLAGS: tuple[str, ...] = ("-fwrapv", "-I", str(RUNTIME_DIR))
+#: Flags added to the toolchain's for generated code. No -fwrapv: the lowering computes integer ops in
+#: unsigned types (defined wrap-around), and -fwrapv would stop clang widening 32-bit loop indices.
+KERNEL_CFLAGS: tuple[str, ...] = ("-I", str(RUNTIME_DIR))
 
 #: Warnings are noise for generated code (unused values after CSE etc.); clang errors still fail the build.
 _QUIET = ("-w",)
@@ -120,7 +120,7 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[st
     cache = BuildCache((cache_root or paths.cache_dir()) / "compile")
 
     kernel_key = cache_key(
-        kind="kernel", name=name, fn=fn.cache_key, signature=sig,
+        kind="kernel", name=name, isa=isa, fn=fn.cache_key, signature=sig,
         constexprs={k: repr(v) for k, v in constexprs.items()},
         lowering=LOWERING_VERSION, compiler=compiler_source_hash(),
         toolchain=tc.fingerprint(), flags=[*KERNEL_CFLAGS, *_QUIET],
@@ -156,7 +156,7 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[st
     params = tuple(Param(*p) for p in meta["params"])
 
     sources = launcher.launcher_sources(name, params, list(consts))
-    launcher_key = cache_key(kind="launcher", header=sources.header, c=sources.launcher_c,
+    launcher_key = cache_key(kind="launcher", isa=isa, header=sources.header, c=sources.launcher_c,
                              toolchain=tc.fingerprint())
 
     def build_launcher(tmp: Path) -> None:

@@ -25,8 +25,9 @@ _SCALAR_C_TYPES = {
     "u16": "uint16_t",
     "u32": "uint32_t",
     "u64": "uint64_t",
-    "fp16": "_Float16",
-    "bf16": "__bf16",
+    # 16-bit floats are bit patterns in the kernel ABI (computed in float by rvtune_rt.h)
+    "fp16": "uint16_t",
+    "bf16": "uint16_t",
     "fp32": "float",
     "f32": "float",
     "fp64": "double",
