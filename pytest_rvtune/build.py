@@ -175,13 +175,13 @@ def _compiled_objects(ck: Any) -> tuple[list[Path], Path]:
     return list(ck.objects), Path(ck.header)
 
 
-def build_item(spec: Any, case_name: str, config: Mapping[str, Any], isa: str = RISCV_ISA) -> BuildArtifact:
+def build_item(spec: Any, case_name: str, config: Any, isa: str = RISCV_ISA) -> BuildArtifact:
     """Build (or fetch) the ELF of one item; raises BuildError naming kernel and config."""
     from pytest_rvtune.compiler.api import compile_kernel
     from pytest_rvtune.golden import golden_set
 
     started = time.perf_counter()
-    config = dict(config)
+    config = dict(getattr(config, "kwargs", config))  # a triton.Config or its kwargs dict
     what = f"kernel {spec.name} [case {case_name}, config {spec.config_id(config)}, ISA {isa}]"
     try:
         tc = Toolchain.for_isa(isa)
