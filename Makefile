@@ -34,8 +34,9 @@ setup:
 test: $(SETUP_STAMP)
 	$(VENV)/bin/pytest tests -n 2 --dist loadfile $(PYTEST_ARGS)
 
+# The kernel suite on the default target (local QEMU) with the small emulation-sized problem case.
 bench: $(SETUP_STAMP)
-	$(VENV)/bin/pytest kernels $(PYTEST_ARGS)
+	$(VENV)/bin/pytest kernels --rvtune-case emu $(PYTEST_ARGS)
 
 lint: $(SETUP_STAMP)
 	$(VENV)/bin/ruff check .
