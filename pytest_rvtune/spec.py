@@ -302,8 +302,8 @@ class KernelSpec:
         where = f"kernel module {self.path} (case {case_name}, config {config_id(config)})"
         try:
             self.module.launch(recorder, dict(inputs), case)
-        except KernelModuleError:
-            raise
+        except LaunchError as e:
+            raise LaunchError(f"{where}: {e}") from e
         except Exception as e:
             raise LaunchError(f"{where}: launch() failed: {type(e).__name__}: {e}") from e
         if len(recorder.calls) != 1:

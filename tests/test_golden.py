@@ -1,0 +1,229 @@
+"""Golden data: TXT format, moe_align_block_size, generation, manifest, verify, golden_set, the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from pytest_rvtune import cli
+from pytest_rvtune.golden import (
+    GoldenError,
+    GoldenFormatError,
+    Store,
+    format_txt,
+    generate_case,
+    golden_set,
+    read_tensor,
+    read_txt,
+    verify_kernel,
+    write_txt,
+)
+from pytest_rvtune.moe_align import moe_align_block_size
+from pytest_rvtune.spec import discover, load_kernel_module
+
+REPO = Path(__file__).resolve().parent.parent
+KERNELS = REPO / "kernels"
+
+
+@pytest.fixture(scope="module")
+def moe():
+    return load_kernel_module(KERNELS / "fused_moe.py")
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(root=tmp_path / "golden", cache=tmp_path / "cache")
+
+
+# ---- TXT format ----------------------------------------------------------------------------------
+def test_txt_round_trip_is_exact(tmp_path):
+    g = torch.Generator().manual_seed(1)
+    special = torch.tensor([0.0, -0.0, 1e-45, -3.4028235e38, 1 / 3, 16777217.0, 1.17549435e-38])
+    x = torch.cat([torch.randn(61, generator=g) * 1e3, special]).reshape(4, 17)
+    write_txt(tmp_path / "x.txt", x)
+    back = read_txt(tmp_path / "x.txt", "fp32")
+    assert back.dtype == np.float32 and back.tobytes() == x.numpy().tobytes()  # bit-exact, -0.0 included
+
+    ids = torch.tensor([[-(2**31), 0, 2**31 - 1]], dtype=torch.int32)
+    write_txt(tmp_path / "i.txt", ids)
+    assert (read_txt(tmp_path / "i.txt", "i32") == ids.numpy()).all()
+
+
+def test_txt_shapes_follow_the_seeds():
+    assert format_txt(torch.tensor([1, 2, 3], dtype=torch.int32)) == b"1 3\n1 2 3\n"
+    three_d = format_txt(torch.arange(24, dtype=torch.float32).reshape(2, 3, 4))
+    lines = three_d.decode().splitlines()
+    assert lines[0] == "6 4" and lines[1] == "0 1 2 3" and len(lines) == 7
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "cause"),
+    [
+        ("", 1, "first line must be `rows cols`"),
+        ("2 x\n1 2\n", 1, "first line must be `rows cols`"),
+        ("3 2\n1 2\n3 4\n", 4, "short file: 3 rows declared, only 2 present"),
+        ("2 2\n1 2\n3\n", 3, "row 1 has 1 values, 2 declared"),
+        ("2 2\n1 2\n3 abc\n", 3, "'abc' is not a valid fp32 value"),
+        ("1 2\n1 2\n5 6\n", 3, "extra data after the 1 declared rows"),
+    ],
+)
+def test_txt_reader_names_file_and_line(tmp_path, content, line, cause):
+    path = tmp_path / "matrix_2x2_1.txt"
+    path.write_text(content)
+    with pytest.raises(GoldenFormatError) as info:
+        read_txt(path)
+    assert info.value.line == line
+    assert f"{path}:{line}" in str(info.value) and cause in str(info.value)
+
+
+def test_txt_reader_missing_file_and_bad_ints(tmp_path):
+    with pytest.raises(GoldenFormatError, match=r"nope\.txt: missing"):
+        read_txt(tmp_path / "nope.txt")
+    (tmp_path / "i.txt").write_text("1 2\n1 2.5\n")
+    with pytest.raises(GoldenFormatError, match=r"i\.txt:2: '2\.5' is not a valid i32 value"):
+        read_txt(tmp_path / "i.txt", "i32")
+
+
+# ---- moe_align_block_size ------------------------------------------------------------------------
+def test_moe_align_pads_each_expert_to_the_block():
+    # The seeds' example: tokens per expert [7, 5, 2, 2], BLOCK_SIZE_M 4 -> [8, 8, 4, 4].
+    topk_ids = torch.tensor([0] * 7 + [1] * 5 + [2] * 2 + [3] * 2)[
+        torch.randperm(16, generator=torch.Generator().manual_seed(0))
+    ]
+    sorted_ids, expert_ids, em = moe_align_block_size(topk_ids.reshape(-1, 1), 4, 4)
+    assert em.tolist() == [24] and sorted_ids.shape == (24,)
+    assert expert_ids.tolist() == [0, 0, 1, 1, 2, 3]
+    pad = topk_ids.numel()
+    for e, (start, padded) in enumerate([(0, 8), (8, 8), (16, 4), (20, 4)]):
+        block = sorted_ids[start : start + padded]
+        real = block[block != pad]
+        assert real.tolist() == torch.nonzero(topk_ids == e).reshape(-1).tolist()  # ascending slot ids
+        assert (block[len(real) :] == pad).all()
+    # Already multiples of the block: no padding.
+    _, _, em = moe_align_block_size(torch.arange(4).repeat_interleave(4).reshape(-1, 2), 4, 4)
+    assert em.tolist() == [16]
+
+
+def test_moe_align_expert_without_tokens_gets_no_block():
+    topk_ids = torch.tensor([[0, 2], [2, 0], [0, 2]])  # expert 1 idle, top_k 2
+    sorted_ids, expert_ids, em = moe_align_block_size(topk_ids, 4, 3)
+    assert expert_ids.tolist() == [0, 2] and em.tolist() == [8]
+    assert sorted_ids.tolist() == [0, 3, 4, 6, 1, 2, 5, 6]  # flat ids i * top_k + k; pad = 6
+    with pytest.raises(ValueError, match=r"expert ids must be in \[0, 2\)"):
+        moe_align_block_size(topk_ids, 4, 2)
+
+
+# ---- generation, manifest, golden_set ------------------------------------------------------------
+def test_generate_moe_variants_and_golden_set(moe, store):
+    entry = generate_case(moe, "small", store)
+    assert sorted(entry["variants"]) == [f"BLOCK_SIZE_M={bm}" for bm in (16, 32, 4, 64, 8)]
+    case_dir = store.root / "fused_moe" / "small"
+    names = {p.name for p in case_dir.iterdir()}
+    small = moe.cases["small"]
+    # Shared across variants: A, B, expected C, topk weights; per BLOCK_SIZE_M: the aligned routing.
+    assert f"matrix_{small['M']}x{small['K']}_1.txt" in names
+    assert f"matrix_{small['E']}x{small['N']}x{small['K']}_2.txt" in names
+    assert f"matrix_{small['M']}x{small['top_k']}x{small['N']}_3.txt" in names
+    assert sum(n.startswith("matrix_BLOCK_SIZE_M_") for n in names) == 5 * 3
+
+    config = {"BLOCK_SIZE_M": 8, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 8, "GROUP_SIZE_M": 8}
+    gs = golden_set(moe, "small", config, store)
+    launch = moe.capture_launch("small", config)
+    assert [f.arg for f in gs.files] == [a.name for a in launch.tensor_args]
+    assert [f.tensor for f in gs.expected] == ["c"]
+    assert gs.scalars["EM"] == next(a.value for a in launch.args if a.name == "EM")
+    sorted_ids = next(f for f in gs.files if f.tensor == "sorted_token_ids")
+    assert sorted_ids.path.name.startswith("matrix_BLOCK_SIZE_M_8_1x") and sorted_ids.dtype == "i32"
+    inputs = moe.make_inputs("small", {"BLOCK_SIZE_M": 8})
+    assert (read_tensor(sorted_ids) == inputs["sorted_token_ids"].numpy()).all()
+    # Expert 2 is idle in the small case and expert counts are ragged (padding present).
+    expert_ids = read_tensor(next(f for f in gs.files if f.tensor == "expert_ids"))
+    assert 2 not in expert_ids.tolist() and (read_tensor(sorted_ids) == small["M"] * small["top_k"]).any()
+
+    other = golden_set(moe, "small", {**config, "BLOCK_SIZE_M": 16}, store)
+    assert other.sha256 != gs.sha256
+    assert golden_set(moe, "small", {**config, "BLOCK_SIZE_N": 32}, store).sha256 == gs.sha256
+
+
+def test_generation_is_deterministic(moe, store, tmp_path):
+    generate_case(moe, "small", store)
+    first = {p.name: p.read_bytes() for p in (store.root / "fused_moe" / "small").iterdir()}
+    again = Store(root=tmp_path / "again", cache=tmp_path / "cache2")
+    generate_case(moe, "small", again)
+    assert first == {p.name: p.read_bytes() for p in (again.root / "fused_moe" / "small").iterdir()}
+    assert store.manifest_path("fused_moe").read_text() == again.manifest_path("fused_moe").read_text()
+
+
+def test_verify_detects_a_flipped_byte(moe, store):
+    generate_case(moe, "small", store)
+    assert verify_kernel(moe, store, ["small"]) == []
+    victim = store.root / "fused_moe" / "small" / "matrix_BLOCK_SIZE_M_4_1x8_6.txt"
+    data = bytearray(victim.read_bytes())
+    data[-2] ^= 0x01  # one digit of the last expert id
+    victim.write_bytes(bytes(data))
+    problems = verify_kernel(moe, store, ["small"], regenerate=False)
+    assert len(problems) == 1 and str(victim) in problems[0] and "corrupted" in problems[0]
+    config = {"BLOCK_SIZE_M": 4, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 8, "GROUP_SIZE_M": 8}
+    with pytest.raises(GoldenError, match=r"matrix_BLOCK_SIZE_M_4_1x8_6\.txt was corrupted"):
+        golden_set(moe, "small", config, store)
+    victim.unlink()
+    assert "missing (committed data)" in verify_kernel(moe, store, ["small"], regenerate=False)[0]
+
+
+def test_cache_cases_are_generated_on_demand_and_checked(tmp_path):
+    spec = load_kernel_module(KERNELS / "jacobi.py")
+    store = Store(root=tmp_path / "golden", cache=tmp_path / "cache")
+    generate_case(spec, "emu", store)  # records the hashes; files go to the cache
+    cache_dir = tmp_path / "cache" / "jacobi" / "emu"
+    assert not (tmp_path / "golden" / "jacobi" / "emu").exists() and any(cache_dir.iterdir())
+    shutil.rmtree(cache_dir)
+    gs = golden_set(spec, "emu", spec.configs[0], store)  # regenerated, and matching the manifest
+    assert all(f.path.parent == cache_dir and f.path.exists() for f in gs.files)
+    # A manifest that does not match what the module generates: named as drift, not silently used.
+    manifest = json.loads(store.manifest_path("jacobi").read_text())
+    manifest["cases"]["emu"]["variants"][""]["files"][0]["sha256"] = "0" * 64
+    store.manifest_path("jacobi").write_text(json.dumps(manifest))
+    shutil.rmtree(cache_dir)
+    with pytest.raises(GoldenError, match="differs from the manifest"):
+        golden_set(spec, "emu", spec.configs[0], store)
+
+
+def test_verify_detects_drift_of_the_module(tmp_path):
+    kdir = tmp_path / "kernels"
+    kdir.mkdir()
+    shutil.copy(KERNELS / "jacobi.py", kdir / "jacobi.py")
+    store = Store(root=tmp_path / "golden", cache=tmp_path / "cache")
+    generate_case(load_kernel_module(kdir / "jacobi.py"), "small", store)
+    src = (kdir / "jacobi.py").read_text()
+    (kdir / "jacobi.py").write_text(src.replace("torch.rand(shape, generator=g)", "torch.rand(shape, generator=g) + 1"))
+    problems = verify_kernel(load_kernel_module(kdir / "jacobi.py"), store, ["small"])
+    assert len(problems) == 1 and "drift" in problems[0] and "matrix_23x37_1.txt" in problems[0]
+    (kdir / "jacobi.py").write_text(src.replace('"small": dict(M=23', '"small": dict(M=24'))
+    assert "drift: the manifest records params" in verify_kernel(load_kernel_module(kdir / "jacobi.py"), store)[0]
+
+
+def test_cli_generate_and_verify(tmp_path, capsys):
+    golden = tmp_path / "golden"
+    args = ["--kernel", "softmax", "--case", "small", "--golden-dir", str(golden)]
+    assert cli.main(["golden", "generate", *args]) == 0
+    assert cli.main(["golden", "verify", *args]) == 0
+    victim = next((golden / "softmax" / "small").glob("matrix_*_1.txt"))
+    victim.write_bytes(victim.read_bytes().replace(b"1", b"2", 1))
+    assert cli.main(["golden", "verify", *args]) == 1
+    err = capsys.readouterr().err
+    assert f"PROBLEM golden file {victim}: corrupted" in err
+    assert cli.main(["golden", "verify", "--kernel", "nosuch", "--golden-dir", str(golden)]) == 2
+    assert "no kernel module 'nosuch'" in capsys.readouterr().err
+
+
+def test_committed_golden_data_matches_the_kernel_modules():
+    """The small cases in golden/ are intact and are what the modules generate today (no drift)."""
+    store = Store(root=REPO / "golden")
+    for path in discover(KERNELS):
+        spec = load_kernel_module(path)
+        assert verify_kernel(spec, store, ["small"]) == [], spec.name

@@ -1,0 +1,252 @@
+"""Kernel-module contract: loading, validation errors, config ids and filters, launch capture."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import triton
+
+from pytest_rvtune.spec import (
+    KernelModuleError,
+    LaunchError,
+    config_id,
+    discover,
+    filter_configs,
+    load_kernel_module,
+)
+
+KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+
+# A minimal valid module; tests replace pieces of it to make it invalid in one way at a time.
+GOOD = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}_kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr, FLAG: tl.constexpr = False):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, x * scale, mask=offs < n)
+
+
+def get_{name}_kernel_autotune_config():
+    return {configs}
+
+
+CASES = {{"small": dict(n=10)}}
+TOLERANCE = dict(atol=1e-6, rtol=1e-6)
+
+
+def make_inputs(case, seed):
+    g = torch.Generator().manual_seed(seed)
+    return {{"x": torch.rand(case["n"], generator=g), "y": torch.empty(case["n"])}}
+
+
+def reference(inputs, case):
+    return {{"y": inputs["x"] * 2}}
+
+
+def launch(kernel, inputs, case):
+    {launch}
+"""
+GOOD_CONFIGS = '[triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8, "FLAG": True})]'
+GOOD_LAUNCH = 'kernel[lambda META: (triton.cdiv(case["n"], META["BLOCK"]),)](inputs["x"], inputs["y"], case["n"], 2.0)'
+
+
+def write_module(tmp_path: Path, name: str = "scale", body: str | None = None, **parts: str) -> Path:
+    text = body or GOOD.format(
+        name=name, configs=parts.get("configs", GOOD_CONFIGS), launch=parts.get("launch", GOOD_LAUNCH)
+    )
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def load_error(path: Path) -> str:
+    with pytest.raises(KernelModuleError) as info:
+        load_kernel_module(path)
+    message = str(info.value)
+    assert str(path) in message  # every error names the module
+    return message
+
+
+# ---- loading -------------------------------------------------------------------------------------
+def test_every_kernel_of_the_suite_loads_with_its_cases():
+    paths = discover(KERNELS)
+    names = {p.stem for p in paths}
+    assert {"matmul", "fused_moe", "flash_attention_fwd", "softmax", "layer_norm", "jacobi"} <= names
+    for path in paths:
+        spec = load_kernel_module(path)
+        assert {"small", "emu", "bench"} <= set(spec.cases), path
+        assert spec.configs and spec.kernel_name == f"{path.stem}_kernel"
+        for config in spec.configs:
+            assert set(config) <= set(spec.constexpr_names)
+
+
+def test_config_spaces_are_the_seeds():
+    matmul = load_kernel_module(KERNELS / "matmul.py")
+    assert len(matmul.configs) == 150
+    assert {c["BLOCK_SIZE_M"] for c in matmul.configs} == {4, 8, 16, 32, 64, 128}
+    assert {c["BLOCK_SIZE_K"] for c in matmul.configs} == {8, 16, 32, 64, 128}
+    moe = load_kernel_module(KERNELS / "fused_moe.py")
+    assert {c["BLOCK_SIZE_M"] for c in moe.configs} == {4, 8, 16, 32, 64}
+    assert moe.variant_keys == ("BLOCK_SIZE_M",)
+    flash = load_kernel_module(KERNELS / "flash_attention_fwd.py")
+    assert {(c["BLOCK_SIZE_M"], c["IS_CAUSAL"]) for c in flash.configs} >= {(4, False), (64, True)}
+
+
+def test_a_good_module_loads(tmp_path):
+    spec = load_kernel_module(write_module(tmp_path))
+    assert spec.name == "scale" and spec.constexpr_names == ["BLOCK", "FLAG"]
+    assert spec.configs == [{"BLOCK": 4}, {"BLOCK": 8, "FLAG": True}]
+    assert spec.tolerance == {"atol": 1e-6, "rtol": 1e-6} and spec.variant_keys == ()
+
+
+def test_import_failure_is_named(tmp_path):
+    path = write_module(tmp_path, body="import torch\nraise RuntimeError('boom in module')\n")
+    assert "import failed" in load_error(path) and "boom in module" in load_error(path)
+
+
+def test_missing_kernel_function(tmp_path):
+    path = write_module(tmp_path, name="other")
+    renamed = tmp_path / "scale.py"
+    path.rename(renamed)  # the functions say other_kernel, the file says scale
+    assert "no @triton.jit function scale_kernel" in load_error(renamed)
+
+
+@pytest.mark.parametrize(
+    ("configs", "cause"),
+    [
+        ("[]", "returned no configs"),
+        ('[triton.Config({"BLOCK": 4.0})]', "BLOCK=4.0 must be an int or a bool"),
+        ('[triton.Config({"BLOCK": 4, "WARP": 2})]', "WARP is not a tl.constexpr parameter"),
+        ('[triton.Config({"BLOCK": 4, "n": 2})]', "n is not a tl.constexpr parameter"),
+        ('[triton.Config({"BLOCK": 12})]', "BLOCK=12 is used as a tl.arange length: it must be a power of two"),
+        ('[triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 4})]', "listed twice"),
+        ('[{"BLOCK": 4}]', "is not a triton.Config"),
+    ],
+)
+def test_invalid_configs(tmp_path, configs, cause):
+    assert cause in load_error(write_module(tmp_path, configs=configs))
+
+
+def test_missing_contract_pieces(tmp_path):
+    base = GOOD.format(name="scale", configs=GOOD_CONFIGS, launch=GOOD_LAUNCH)
+    cases = [
+        (base.replace("def make_inputs(", "def make_inputs_renamed("), "no function make_inputs()"),
+        (base.replace("def reference(inputs, case)", "def reference(inputs)"), "reference() must take 2"),
+        (base.replace('CASES = {"small": dict(n=10)}', "CASES = {}"), "CASES must be a non-empty dict"),
+        (base.replace("TOLERANCE = dict(atol=1e-6, rtol=1e-6)", "TOLERANCE = dict(atol=-1)"), "TOLERANCE must"),
+        (base + '\nVARIANT_KEYS = ("FLAG",)\n', "VARIANT_KEYS names FLAG, which not every config sets"),
+        (base.replace("def get_scale_kernel_autotune_config", "def configs"), "no get_scale_kernel_autotune_config"),
+    ]
+    for body, cause in cases:
+        assert cause in load_error(write_module(tmp_path, body=body)), cause
+
+
+# ---- config ids and filters ----------------------------------------------------------------------
+def test_config_id_keeps_the_written_key_order():
+    assert config_id({"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32}) == (
+        "BLOCK_SIZE_M=16-BLOCK_SIZE_N=64-BLOCK_SIZE_K=32"
+    )
+    assert config_id({"BLOCK_SIZE_N": 8, "IS_CAUSAL": True}) == "BLOCK_SIZE_N=8-IS_CAUSAL=True"
+    matmul = load_kernel_module(KERNELS / "matmul.py")
+    ids = [matmul.config_id(c) for c in matmul.configs]
+    assert len(set(ids)) == len(ids)
+    assert ids[0] == "BLOCK_SIZE_M=4-BLOCK_SIZE_N=8-BLOCK_SIZE_K=8-GROUP_SIZE_M=8"
+
+
+def test_filter_configs():
+    configs = [{"M": m, "N": n, "C": c} for m in (16, 32, 64) for n in (8, 64) for c in (False, True)]
+    got = filter_configs(configs, "M=16,32;N=64")
+    assert got == [c for c in configs if c["M"] in (16, 32) and c["N"] == 64] and len(got) == 4
+    assert filter_configs(configs, " C=True ") == [c for c in configs if c["C"] is True]
+    assert filter_configs(configs, "C=1") == []  # a bool key is matched by True/False, not by 1
+    assert filter_configs(configs, "") == configs
+    with pytest.raises(ValueError, match="no config has key X"):
+        filter_configs(configs, "X=1")
+    with pytest.raises(ValueError, match="is not KEY=V1,V2"):
+        filter_configs(configs, "M16")
+    with pytest.raises(ValueError, match="values of M must be integers"):
+        filter_configs(configs, "M=big")
+
+
+# ---- launch capture ------------------------------------------------------------------------------
+def test_capture_launch_matmul():
+    spec = load_kernel_module(KERNELS / "matmul.py")
+    config = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 8, "GROUP_SIZE_M": 8}
+    launch = spec.capture_launch("small", config)
+    case = spec.cases["small"]
+    assert launch.kernel == "matmul_kernel"
+    assert [(a.name, a.tensor, a.type) for a in launch.tensor_args] == [
+        ("a_ptr", "a", "*fp32"), ("b_ptr", "b", "*fp32"), ("c_ptr", "c", "*fp32"),
+    ]  # fmt: skip
+    scalars = {a.name: (a.value, a.type) for a in launch.scalar_args}
+    assert scalars["M"] == (case["M"], "i32") and scalars["stride_am"] == (case["K"], "i32")
+    assert scalars["stride_ak"] == (1, "i32")  # no specialisation of 1s: our ABI keeps every argument
+    assert launch.constexprs == config and launch.kwargs_constexprs == {}
+    assert launch.grid == (triton.cdiv(case["M"], 16) * triton.cdiv(case["N"], 32), 1, 1)
+    assert list(launch.signature) == spec.param_names
+    assert launch.signature["BLOCK_SIZE_M"] == "constexpr" and launch.signature["K"] == "i32"
+    assert spec.signature("small", config) == launch.signature
+
+
+def test_capture_launch_variant_inputs_follow_the_config():
+    spec = load_kernel_module(KERNELS / "fused_moe.py")
+    small = spec.cases["small"]
+    grids, ems = {}, {}
+    for bm in (4, 64):
+        config = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 8, "GROUP_SIZE_M": 8}
+        launch = spec.capture_launch("small", config)
+        ems[bm] = next(a.value for a in launch.args if a.name == "EM")
+        grids[bm] = launch.grid
+        assert ems[bm] % bm == 0 and grids[bm] == (ems[bm] // bm * triton.cdiv(small["N"], 16), 1, 1)
+        assert launch.kwargs_constexprs == {"MUL_ROUTED_WEIGHT": True, "top_k": small["top_k"]}
+        assert list(launch.constexprs) == ["BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M",
+                                           "MUL_ROUTED_WEIGHT", "top_k"]  # fmt: skip
+        assert launch.signature["sorted_token_ids_ptr"] == "*i32"
+    assert ems[64] > ems[4]  # more padding with bigger blocks
+
+
+def test_capture_launch_grid_tuple_and_kwargs(tmp_path):
+    spec = load_kernel_module(KERNELS / "flash_attention_fwd.py")
+    launch = spec.capture_launch("small", {"BLOCK_SIZE_M": 8, "BLOCK_SIZE_N": 16, "IS_CAUSAL": True})
+    case = spec.cases["small"]
+    assert launch.grid == (triton.cdiv(case["N_CTX"], 8), case["Z"] * case["H"], 1)
+    assert launch.constexprs["IS_CAUSAL"] is True
+    assert launch.kwargs_constexprs == {"BLOCK_SIZE_DMODEL": 16}
+    assert {a.name: a.type for a in launch.scalar_args}["sm_scale"] == "fp32"
+
+    # A plain tuple grid and a defaulted constexpr.
+    path = write_module(tmp_path, launch='kernel[(3,)](inputs["x"], inputs["y"], case["n"], 2.0)')
+    launch = load_kernel_module(path).capture_launch("small", {"BLOCK": 4})
+    assert launch.grid == (3, 1, 1) and launch.constexprs == {"BLOCK": 4, "FLAG": False}
+
+
+@pytest.mark.parametrize(
+    ("launch_src", "cause"),
+    [
+        ('kernel[(1,)](inputs["x"], inputs["y"], case["n"], 2.0, BLOCK=4)', "which the config also sets"),
+        ('kernel[(1,)](inputs["x"][1:], inputs["y"], case["n"], 2.0)', "not one of make_inputs' tensors"),
+        ('kernel[(1,)](inputs["x"], inputs["y"], case["n"])', "do not match scale_kernel's parameters"),
+        ("pass", "exactly once, it did 0"),
+        ('kernel(inputs["x"])', "write kernel[grid](...)"),
+        ('kernel[lambda META: (META["NOPE"],)](inputs["x"], inputs["y"], case["n"], 2.0)', "evaluating the grid"),
+        ('kernel[(1,)](inputs["x"], inputs["y"], case["n"], "two")', "unsupported argument type str"),
+    ],
+)
+def test_capture_launch_errors(tmp_path, launch_src, cause):
+    spec = load_kernel_module(write_module(tmp_path, launch=launch_src))
+    with pytest.raises(LaunchError) as info:
+        spec.capture_launch("small", {"BLOCK": 4})
+    assert cause in str(info.value) and "config BLOCK=4" in str(info.value)
+
+
+def test_unknown_case_is_named(tmp_path):
+    spec = load_kernel_module(write_module(tmp_path))
+    with pytest.raises(KernelModuleError, match="no case 'huge'; cases are"):
+        spec.capture_launch("huge", {"BLOCK": 4})
