@@ -193,6 +193,7 @@ class HostTarget:
 
     def __init__(self, perf_events: Sequence[str] = DEFAULT_HOST_PERF_EVENTS) -> None:
         self.perf_events = perf_events_that_count(tuple(perf_events))
+        self.perf = shutil.which("perf") if self.perf_events else None
 
     @functools.cache  # noqa: B019 (one target object per session: caching on self is intended)
     def identity(self) -> dict[str, str]:
@@ -215,11 +216,11 @@ class HostTarget:
             kernel_symbol: str | None = None) -> RunResult:
         argv = [str(elf.resolve()), *_local_args(args)]
         with tempfile.TemporaryDirectory(prefix="rvtune-host-") as tmp:
-            if not self.perf_events:
+            if self.perf is None:
                 return _result(run_process(argv, timeout, Path(tmp)), {})
             # -o keeps perf's CSV apart from the ELF's own stderr.
             csv = Path(tmp) / "perf.csv"
-            cmd = ["perf", "stat", "-x,", "-o", str(csv), "-e", ",".join(self.perf_events), "--", *argv]
+            cmd = [self.perf, "stat", "-x,", "-o", str(csv), "-e", ",".join(self.perf_events), "--", *argv]
             done = run_process(cmd, timeout, Path(tmp))
             counters = parse_perf_stat_csv(csv.read_text()) if csv.exists() and not done.timed_out else {}
         signum = _perf_child_signal(done.stderr, argv[0])
