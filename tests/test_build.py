@@ -6,8 +6,11 @@ second one must be a cache hit.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +128,27 @@ def test_build_error_names_kernel_and_config_and_carries_clang_message(
     msg = str(err.value)
     assert "kernel matmul" in msg and "BLOCK_SIZE_M=16-BLOCK_SIZE_N=32-BLOCK_SIZE_K=16-GROUP_SIZE_M=8" in msg
     assert "use of undeclared identifier 'undeclared_thing'" in msg
+
+
+BUILD_ONE = """
+import json, sys
+from pytest_rvtune import build
+from pytest_rvtune.spec import load_kernel_module
+art = build.build_item(load_kernel_module(sys.argv[1]), "small", json.loads(sys.argv[2]), "rv64gcv_zvl256b")
+print(json.dumps({"elf": str(art.elf), "sha": art.elf_sha256, "hit": art.cache_hit}))
+"""
+
+
+def test_concurrent_builds_of_one_item_share_one_elf(tmp_path: Path):
+    # two processes (as two xdist workers) build the same item into one fresh cache at the same time
+    env = {**os.environ, "RVTUNE_CACHE_DIR": str(tmp_path / "cache")}
+    config = {"BLOCK_SIZE_M": 8, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 8, "GROUP_SIZE_M": 8}
+    cmd = [sys.executable, "-c", BUILD_ONE, str(REPO_ROOT / "kernels" / "matmul.py"), json.dumps(config)]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    assert results[0]["elf"] == results[1]["elf"] and results[0]["sha"] == results[1]["sha"]
+    assert sorted(r["hit"] for r in results) == [False, True]  # one built, the other waited and reused
+    assert not list((tmp_path / "cache" / "elf").glob("*/.*tmp*"))  # no half-built entry left behind
