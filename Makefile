@@ -41,7 +41,9 @@ bench: $(SETUP_STAMP)
 lint: $(SETUP_STAMP)
 	$(VENV)/bin/ruff check .
 
-doctor: $(SETUP_STAMP)
+# No setup first: the doctor is how you find out what is missing (it names `make setup` as the fix).
+doctor:
+	@test -x $(VENV)/bin/rvtune || { echo "no $(VENV)/bin/rvtune: run \`make setup\` first"; exit 1; }
 	$(VENV)/bin/rvtune doctor
 
 clean:
