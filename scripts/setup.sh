@@ -74,7 +74,7 @@ fi
 venv_key=$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)
 venv_stamp=$VENV/.rvtune-setup-stamp
 if [ ! -x "$VENV/bin/python" ] && plan "create $VENV"; then
-    "$PYTHON" -m venv "$VENV"
+    "$PYTHON" -m venv --clear "$VENV"  # --clear: a venv whose python is gone is broken anyway
 fi
 if [ "$(cat "$venv_stamp" 2>/dev/null)" != "$venv_key" ] \
     && plan "install torch==$TORCH_VERSION (CPU) and pytest-rvtune[dev] into $VENV"; then
