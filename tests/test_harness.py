@@ -293,3 +293,97 @@ def test_scalar_tokens_round_trip_floats():
     assert toks[:2] == ["--grid", "5,2,1"]
     assert float(toks[-1]) == 0.1 and not math.isnan(float(toks[-1]))
     assert toks[6:] == [Path("x"), Path("i"), Path("o"), Path("a"), Path("e"), "3", "0.1"]
+
+
+# ---------------------------------------------------------------------------------- main_cpp/fused_moe.cpp
+# A plain scalar C fused_moe_kernel (same pid grouping and masking as kernels/fused_moe.py), so the custom
+# harness is checked against the committed golden data of every BLOCK_SIZE_M on its own; the Triton-compiled
+# kernel under the same harness is tests/test_build.py's job.
+MOE_KERNEL_C = r"""
+#include <stdint.h>
+#include "fused_moe_kernel_launcher.h"
+void fused_moe_kernel(float *a, float *b, float *c, float *w, int32_t *sorted, int32_t *eids, int32_t *ntpp,
+                      int32_t N, int32_t K, int32_t EM, int32_t nvalid, int32_t sam, int32_t sak, int32_t sbe,
+                      int32_t sbk, int32_t sbn, int32_t scm, int32_t scn, int32_t pid, int32_t py, int32_t pz,
+                      uint32_t gx, uint32_t gy, uint32_t gz) {
+  (void)py; (void)pz; (void)gx; (void)gy; (void)gz;
+  const int BM = fused_moe_kernel_BLOCK_SIZE_M, BN = fused_moe_kernel_BLOCK_SIZE_N;
+  const int G = fused_moe_kernel_GROUP_SIZE_M, TK = fused_moe_kernel_top_k;
+  int npm = (EM + BM - 1) / BM, npn = (N + BN - 1) / BN, npig = G * npn;
+  int fpm = pid / npig * G, gsm = npm - fpm < G ? npm - fpm : G;
+  int pm = fpm + (pid % npig) % gsm, pn = (pid % npig) / gsm;
+  if (pm * BM >= ntpp[0]) return;
+  for (int i = 0; i < BM; i++) {
+    int t = sorted[pm * BM + i];
+    if (t >= nvalid) continue;
+    for (int j = pn * BN; j < pn * BN + BN && j < N; j++) {
+      float acc = 0;
+      for (int k = 0; k < K; k++) acc += a[t / TK * sam + k * sak] * b[eids[pm] * sbe + k * sbk + j * sbn];
+      c[t * scm + j * scn] = acc * w[t];
+    }
+  }
+}
+"""
+
+_C_TYPES = {"*fp32": "float *", "*i32": "int32_t *", "i32": "int32_t"}
+
+
+@pytest.fixture(scope="module")
+def moe_objects(tmp_path_factory: pytest.TempPathFactory):
+    """(spec, dir, toolchain, C++ toolchain, objects shared by every config): kernel, launcher, harness."""
+    from pytest_rvtune.build import MAIN_CPP_DIR, cxx_toolchain
+    from pytest_rvtune.paths import REPO_ROOT
+    from pytest_rvtune.spec import load_kernel_module
+
+    spec = load_kernel_module(REPO_ROOT / "kernels" / "fused_moe.py")
+    launch = spec.capture_launch("small", spec.configs[0])
+    d = tmp_path_factory.mktemp("moe")
+    tc = Toolchain.for_isa(RISCV_ISA)
+    src = launcher_sources("fused_moe_kernel", [_Param(a.name, _C_TYPES[a.type]) for a in launch.args],
+                           list(launch.constexprs))
+    (d / src.header_name).write_text(src.header)
+    (d / src.launcher_name).write_text(src.launcher_c)
+    (d / "kernel.c").write_text(MOE_KERNEL_C)
+    flags = ("-Wall", "-Wextra", "-Werror", f"-I{HEADER_DIR}", f"-I{d}")
+    tc.compile(d / "kernel.c", d / "kernel.o", flags)
+    tc.compile(d / src.launcher_name, d / "launcher.o", flags)
+    cxx = cxx_toolchain(tc)
+    cxx.compile(MAIN_CPP_DIR / "fused_moe.cpp", d / "harness.o", ("-std=c++17", *flags))
+    return spec, d, tc, cxx, [d / "kernel.o", d / "launcher.o", d / "harness.o"]
+
+
+def moe_elf(moe_objects, config: dict) -> Path:
+    spec, d, tc, cxx, objects = moe_objects
+    bm = config["BLOCK_SIZE_M"]
+    launch = spec.capture_launch("small", config)
+    (d / f"consts{bm}.c").write_text(consts_source("fused_moe_kernel", launch.constexprs))
+    tc.compile(d / f"consts{bm}.c", d / f"consts{bm}.o")
+    cxx.link([*objects, d / f"consts{bm}.o"], d / f"moe{bm}.elf")
+    return d / f"moe{bm}.elf"
+
+
+def moe_argv(spec, config: dict) -> list[str | Path]:
+    from pytest_rvtune.build import _golden_files, harness_args_of, main_cpp_argv
+    from pytest_rvtune.golden import golden_set
+
+    inputs, expected = _golden_files(golden_set(spec, "small", config))
+    return main_cpp_argv(harness_args_of(spec.capture_launch("small", config), inputs, expected),
+                         inputs, expected, spec.tolerance)
+
+
+@pytest.mark.parametrize("bm", [4, 8, 16, 32, 64])
+def test_fused_moe_cpp_one_file_for_every_block_size_m(moe_objects, bm):
+    spec = moe_objects[0]
+    config = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 8, "GROUP_SIZE_M": 8}
+    r = run(moe_elf(moe_objects, config), "--warmup", "1", "--runs", "2", "--threads", "2", *moe_argv(spec, config))
+    assert r.returncode == 0, r.stdout
+    assert r.checks["c"]["status"] == "ok"
+    assert len(r.lines("sample")) == 2
+
+
+def test_fused_moe_cpp_rejects_the_data_of_another_block_size_m(moe_objects):
+    spec = moe_objects[0]
+    config = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 8, "GROUP_SIZE_M": 8}
+    r = run(moe_elf(moe_objects, config), *moe_argv(spec, {**config, "BLOCK_SIZE_M": 8}))
+    assert r.returncode == 2
+    assert "do not fit BLOCK_SIZE_M=16: use the golden variant generated for BLOCK_SIZE_M=16" in r.error
