@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,13 @@ def test_console_script_prints_c():
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "void matmul_kernel(" in proc.stdout
+
+
+def test_emit_elf_links_riscv_executable(capsys):
+    code, out, err = rvtune(capsys, MATMUL, "--config", CONFIG, "--target", "qemu", "--emit", "elf")
+    assert code == 0, err
+    elf = Path(out.strip())
+    header = elf.read_bytes()[:20]
+    assert header[:4] == b"\x7fELF"
+    assert int.from_bytes(header[18:20], "little") == 243  # EM_RISCV
+    assert "--grid" in err  # how to run it
