@@ -148,6 +148,14 @@ def test_crash_reports_its_signal(target_and_elf) -> None:
     assert not result.timed_out and result.samples_ns == [7]
 
 
+def test_an_elf_that_cannot_run_is_a_result_not_an_exception(tmp_path: Path) -> None:
+    rv64 = _build(tmp_path, RISCV_ISA)  # a RISC-V ELF is not executable on this host
+    result = HostTarget().run(rv64, ["ok"], timeout=60)
+    assert result.returncode == 126 and "Exec format error" in result.stderr
+    missing = QemuTarget().run(tmp_path / "no-such.elf", [], timeout=60)
+    assert missing.returncode == 127 and "no-such.elf: no such file" in missing.stderr
+
+
 def test_host_perf_wrapper_counts_and_keeps_the_crash_signal(tmp_path: Path) -> None:
     # task-clock is a software event: perf counts it even where the VM has no PMU (cycles are unsupported).
     if perf_events_that_count(("task-clock",)) != ("task-clock",):

@@ -48,10 +48,14 @@ class _Completed:
 def run_process(cmd: Sequence[str], timeout: float, cwd: Path) -> _Completed:
     """Run ``cmd`` in a new session; at ``timeout`` kill its whole process group and keep what it printed."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        list(cmd), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, errors="replace", start_new_session=True,
-    )
+    try:
+        proc = subprocess.Popen(
+            list(cmd), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, errors="replace", start_new_session=True,
+        )
+    except OSError as exc:  # not executable, wrong architecture, gone: a failed run, as a shell reports it
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        return _Completed(code, "", f"cannot run {cmd[0]}: {exc}", False, time.monotonic() - start)
     try:
         out, err = proc.communicate(timeout=timeout)
         return _Completed(proc.returncode, out, err, False, time.monotonic() - start)
@@ -124,6 +128,8 @@ class QemuTarget:
 
     def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
             kernel_symbol: str | None = None) -> RunResult:
+        if not elf.is_file():  # qemu-user exits 1 without a word for a missing file: say what happened
+            return _result(_Completed(127, "", f"cannot run {elf}: no such file", False, 0.0), {})
         with tempfile.TemporaryDirectory(prefix="rvtune-qemu-") as tmp:
             icount = Path(tmp) / "icount.txt"
             cmd = [self.qemu, "-cpu", QEMU_CPU]
