@@ -469,7 +469,8 @@ static inline int rvtune_check(const char *name, const rvtune_tensor *got, const
     printf("RVTUNE check %s %s max_abs=%.9g max_rel=%.9g first_bad=%lld count=%lld\n", name, bad ? "bad" : "ok",
            max_abs, max_rel, (long long)first_bad, (long long)bad);
     if (bad) {  /* free text for a human reading the log: where the first mismatch is */
-        printf("  %s[%lld] (row %lld, col %lld) = %.9g, expected %.9g (%s)\n", name, (long long)first_bad,
+        printf("  %s: %lld of %lld elements differ; first %s[%lld] (row %lld, col %lld) = %.9g, expected %.9g (%s)\n",
+               name, (long long)bad, (long long)n, name, (long long)first_bad,
                (long long)(exp->cols ? first_bad / exp->cols : 0), (long long)(exp->cols ? first_bad % exp->cols : 0),
                rvtune_get(got, first_bad), rvtune_get(exp, first_bad), exp->path);
     }
