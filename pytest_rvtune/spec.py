@@ -32,6 +32,24 @@ from typing import Any
 
 ConfigValue = int | bool
 Config = dict[str, ConfigValue]
+
+
+class BlockConfig(dict):
+    """One block config: the dict of its constexprs, in the order the module wrote them.
+
+    ``.kwargs`` gives the same dict, so code written against ``triton.Config`` works unchanged.
+    """
+
+    @property
+    def kwargs(self) -> dict[str, ConfigValue]:
+        return self
+
+
+def as_config(config: Any) -> dict[str, ConfigValue]:
+    """A config as a plain dict, from a dict, a BlockConfig or a ``triton.Config``."""
+    return dict(config.kwargs) if hasattr(config, "kwargs") else dict(config)
+
+
 Scalar = int | float | bool
 
 DEFAULT_TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
@@ -96,7 +114,7 @@ class Launch:
 
 def config_id(config: Mapping[str, ConfigValue]) -> str:
     """``BLOCK_SIZE_M=16-BLOCK_SIZE_N=64-...`` in the config's own key order (stable across runs)."""
-    return "-".join(f"{k}={v}" for k, v in config.items())
+    return "-".join(f"{k}={v}" for k, v in as_config(config).items())
 
 
 def variant_id(variant: Mapping[str, ConfigValue]) -> str:
@@ -116,34 +134,34 @@ def _parse_value(text: str) -> ConfigValue:
     return int(text)
 
 
-def filter_configs(configs: Iterable[Config], spec: str) -> list[Config]:
+def filter_configs(configs: Iterable[Any], spec: str) -> list[Any]:
     """Keep the configs matching ``"BLOCK_SIZE_M=16,32;BLOCK_SIZE_N=64"`` (values ORed, keys ANDed).
 
     Raises ValueError naming the bad clause or the unknown key (with the keys that exist).
     """
     configs = list(configs)
-    wanted: dict[str, set[ConfigValue]] = {}
+    wanted: dict[str, list[ConfigValue]] = {}  # lists: a set would merge True and 1
     for clause in filter(None, (c.strip() for c in spec.split(";"))):
         key, sep, values = clause.partition("=")
         key = key.strip()
         if not sep or not key or not values.strip():
             raise ValueError(f"config filter {spec!r}: clause {clause!r} is not KEY=V1,V2")
         try:
-            wanted[key] = {_parse_value(v.strip()) for v in values.split(",") if v.strip()}
+            wanted[key] = [_parse_value(v.strip()) for v in values.split(",") if v.strip()]
         except ValueError:
             raise ValueError(
                 f"config filter {spec!r}: values of {key} must be integers or True/False, got {values!r}"
             ) from None
-    known = {k for c in configs for k in c}
+    known = {k for c in configs for k in as_config(c)}
     for key in wanted:
         if configs and key not in known:
             raise ValueError(f"config filter {spec!r}: no config has key {key}; keys are {sorted(known)}")
+
     # A bool compares equal to 0/1: compare with types so IS_CAUSAL=1 does not match True by accident.
-    return [
-        c
-        for c in configs
-        if all(any(type(c.get(k)) is type(v) and c.get(k) == v for v in vs) for k, vs in wanted.items())
-    ]
+    def matches(config: dict[str, ConfigValue]) -> bool:
+        return all(any(type(config.get(k)) is type(v) and config.get(k) == v for v in vs) for k, vs in wanted.items())
+
+    return [c for c in configs if matches(as_config(c))]
 
 
 def _triton_type_of(value: Any, where: str) -> str:
@@ -205,7 +223,7 @@ class KernelSpec:
     path: Path
     module: Any
     kernel: Any  # triton JITFunction (or InterpretedFunction when TRITON_INTERPRET=1 was set at import)
-    configs: list[Config]
+    configs: list[BlockConfig]
     cases: dict[str, dict[str, Any]]
     tolerance: dict[str, float]
     variant_keys: tuple[str, ...]
@@ -238,6 +256,7 @@ class KernelSpec:
         return config_id(config)
 
     def variant_of(self, config: Mapping[str, ConfigValue]) -> Config:
+        config = as_config(config)
         return {k: config[k] for k in self.variant_keys}
 
     def variants(self) -> list[Config]:
@@ -293,7 +312,7 @@ class KernelSpec:
         self, case_name: str, config: Mapping[str, ConfigValue], inputs: Mapping[str, Any] | None = None
     ) -> Launch:
         """Run the module's launch() against a recorder: arguments, constexprs and grid of the call."""
-        config = dict(config)
+        config = as_config(config)
         variant = self.variant_of(config)
         if inputs is None:
             inputs = self._cached_inputs(case_name, variant)
@@ -395,7 +414,9 @@ class KernelSpec:
         with tempfile.TemporaryDirectory(prefix="rvtune-interp-") as tmp:
             job = Path(tmp) / "job.pt"
             result = Path(tmp) / "result.pt"
-            torch.save({"path": str(self.path), "case": case_name, "runs": [(dict(c), dict(i)) for c, i in runs]}, job)
+            torch.save(
+                {"path": str(self.path), "case": case_name, "runs": [(as_config(c), dict(i)) for c, i in runs]}, job
+            )
             env = {**os.environ, "TRITON_INTERPRET": "1"}
             proc = subprocess.run(
                 [sys.executable, "-m", "pytest_rvtune.spec", str(job), str(result)],
@@ -469,7 +490,7 @@ def _validate_configs(path: Path, name: str, raw: Any, constexprs: list[str], fn
         if cid in seen:
             raise KernelModuleError(f"kernel module {path}: config {cid} is listed twice")
         seen.add(cid)
-        configs.append(dict(kw))
+        configs.append(BlockConfig(kw))
     return configs
 
 

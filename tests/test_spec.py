@@ -250,3 +250,13 @@ def test_unknown_case_is_named(tmp_path):
     spec = load_kernel_module(write_module(tmp_path))
     with pytest.raises(KernelModuleError, match="no case 'huge'; cases are"):
         spec.capture_launch("huge", {"BLOCK": 4})
+
+
+def test_configs_work_as_dicts_and_as_triton_configs():
+    spec = load_kernel_module(KERNELS / "matmul.py")
+    config = spec.configs[7]
+    assert config.kwargs == dict(config)  # what code written against triton.Config reads
+    upstream = triton.Config(dict(config))
+    assert spec.config_id(upstream) == spec.config_id(config)
+    assert spec.capture_launch("small", upstream) == spec.capture_launch("small", config)
+    assert filter_configs([upstream], f"BLOCK_SIZE_M={config['BLOCK_SIZE_M']}") == [upstream]
