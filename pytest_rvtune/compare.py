@@ -1,0 +1,310 @@
+"""Is run B worse than run A? A per-item verdict with a significance test, and the ``rvtune compare`` gate.
+
+Time: Mann-Whitney U on the raw samples (as asv, LNT and google-benchmark do: no normality assumed), and a
+change counts only when it is both significant (p < alpha) and larger than the kernel's threshold. With too few
+samples no test is meaningful: the verdict says so as a warning, it never passes silently.
+Counters: QEMU instruction counts are deterministic, so any change is real and only the threshold applies.
+A board's perf counters are one reading per item (no noise estimate); they gate only with ``--counters all``.
+Emulated (QEMU) wall time is not performance: it is shown, never gated.
+
+The plugin calls :func:`compare_record` for ``--rvtune-compare BASE`` and fails the regressed items with
+``Verdict.message``. Nothing here knows pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy.stats import mannwhitneyu
+
+from pytest_rvtune.report import format_metric, render_rows
+from pytest_rvtune.runs import DETERMINISTIC_COUNTERS, Record, Run, RunFileError, load_run
+
+DEFAULT_THRESHOLD_PCT = 5.0
+#: Significance level. asv uses 0.002 with many samples; 0.01 keeps the false-alarm rate low at 10-30 samples.
+DEFAULT_ALPHA = 0.01
+#: Below this many samples per side Mann-Whitney cannot reach p < 0.01 (n=m=4 gives p >= 0.029).
+DEFAULT_MIN_SAMPLES = 5
+
+COUNTER_GATES = ("deterministic", "all", "none")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """How much change matters: a default percentage, per-kernel overrides, and the test's parameters."""
+
+    default_pct: float = DEFAULT_THRESHOLD_PCT
+    per_kernel: Mapping[str, float] = field(default_factory=dict)
+    alpha: float = DEFAULT_ALPHA
+    min_samples: int = DEFAULT_MIN_SAMPLES
+    counters: str = "deterministic"  # which counters gate: deterministic (QEMU) | all | none
+
+    def for_kernel(self, kernel: str) -> float:
+        return self.per_kernel.get(kernel, self.default_pct)
+
+    @classmethod
+    def parse(cls, specs: Sequence[str], **kwargs: Any) -> Thresholds:
+        """``["5", "matmul=10"]`` -> default 5 %, matmul 10 %. Raises ValueError naming the bad spec."""
+        default = DEFAULT_THRESHOLD_PCT
+        per_kernel: dict[str, float] = {}
+        for spec in specs:
+            kernel, sep, value = spec.rpartition("=")
+            try:
+                pct = float(value.rstrip("%"))
+            except ValueError:
+                raise ValueError(f"threshold {spec!r}: expected PERCENT or KERNEL=PERCENT, e.g. 5 or "
+                                 "matmul=10") from None
+            if pct < 0 or not math.isfinite(pct):
+                raise ValueError(f"threshold {spec!r}: the percentage must be a finite number >= 0")
+            if sep:
+                if not kernel:
+                    raise ValueError(f"threshold {spec!r}: kernel name missing before '='")
+                per_kernel[kernel] = pct
+            else:
+                default = pct
+        return cls(default_pct=default, per_kernel=per_kernel, **kwargs)
+
+
+@dataclass
+class Change:
+    """One metric of one item, base vs new."""
+
+    metric: str  # "time" or a counter name
+    base: float | None
+    new: float | None
+    status: str  # regressed | improved | same | changed | too few samples | not gated | only in one run
+    p_value: float | None = None
+    gated: bool = False
+    note: str = ""
+
+    @property
+    def change_pct(self) -> float | None:
+        if self.base is None or self.new is None or self.base == 0:
+            return None
+        return (self.new / self.base - 1.0) * 100.0
+
+
+@dataclass
+class Verdict:
+    """The outcome of comparing one item; ``message`` is what a failed item shows."""
+
+    key: tuple[str, str, str, str]  # (target, kernel, case, config_id)
+    status: str  # regressed | broken | improved | unchanged | too few samples | fixed | still failing | new | missing
+    changes: list[Change] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    message: str = ""
+
+    @property
+    def regressed(self) -> bool:
+        return self.status in ("regressed", "broken")
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float], alternative: str = "two-sided") -> float:
+    """p-value of Mann-Whitney U; 1.0 when every sample is equal (no evidence of any difference)."""
+    if len(set(a) | set(b)) <= 1:
+        return 1.0
+    return float(mannwhitneyu(a, b, alternative=alternative).pvalue)
+
+
+def _label(key: tuple[str, str, str, str]) -> str:
+    target, kernel, case, config_id = key
+    return f"{kernel}[{case}-{config_id}] on {target}"
+
+
+def _time_change(base: Record, new: Record, threshold: float, t: Thresholds) -> tuple[Change, str | None]:
+    change = Change("time", base.median_ns, new.median_ns, "same")
+    if base.emulated or new.emulated:
+        change.status, change.note = "not gated", "emulated time (QEMU) is not performance"
+        return change, None
+    n_base, n_new = len(base.samples_ns), len(new.samples_ns)
+    if min(n_base, n_new) < t.min_samples:
+        change.status = "too few samples"
+        change.note = f"n={n_base}/{n_new}"
+        return change, (f"{_label(new.key)}: too few samples for a significance test (base {n_base}, new "
+                        f"{n_new}; need >= {t.min_samples} each): time change not judged; run more rounds")
+    change.gated = True
+    change.p_value = mann_whitney_p(base.samples_ns, new.samples_ns)
+    pct = change.change_pct or 0.0
+    significant = change.p_value < t.alpha
+    if significant and pct > threshold:
+        change.status = "regressed"
+    elif significant and pct < -threshold:
+        change.status = "improved"
+    change.note = f"n={n_base}/{n_new}"
+    return change, None
+
+
+def _counter_change(name: str, base: Record, new: Record, threshold: float, t: Thresholds) -> Change:
+    b, n = base.counters.get(name), new.counters.get(name)
+    change = Change(name, b, n, "same")
+    if b is None or n is None:
+        change.status = "only in one run"
+        return change
+    deterministic = name in DETERMINISTIC_COUNTERS and base.emulated and new.emulated
+    change.gated = t.counters == "all" or (t.counters == "deterministic" and deterministic)
+    pct = change.change_pct
+    if pct is None:  # base 0: any new count is an increase of unknown size
+        pct = 0.0 if n == 0 else math.inf
+    if deterministic:
+        change.note = "exact count"
+    if not change.gated:
+        change.status = "not gated" if pct != 0 else "same"
+    elif pct > threshold:
+        change.status = "regressed"
+    elif pct < -threshold:
+        change.status = "improved"
+    elif pct != 0:
+        change.status = "changed"  # real (deterministic) but within the threshold
+    return change
+
+
+def _describe(change: Change, threshold: float) -> str:
+    pct = change.change_pct
+    text = (f"{change.metric} {format_metric(change.metric, change.base)} -> "
+            f"{format_metric(change.metric, change.new)}")
+    text += f" ({pct:+.1f}%, threshold {threshold:g}%" if pct is not None else f" (threshold {threshold:g}%"
+    if change.p_value is not None:
+        text += f", Mann-Whitney p={change.p_value:.2g}"
+    if change.note:
+        text += f", {change.note}"
+    return text + ")"
+
+
+def compare_record(base: Record, new: Record, thresholds: Thresholds | None = None) -> Verdict:
+    """Compare one item's base and new results; ``Verdict.regressed`` says whether to fail it.
+
+    ``thresholds`` None means the defaults (5 %, alpha 0.01, QEMU instruction counts gate)."""
+    thresholds = thresholds or Thresholds()
+    verdict = Verdict(key=new.key, status="unchanged")
+    label = _label(new.key)
+    threshold = thresholds.for_kernel(new.kernel)
+    if base.machine and new.machine and base.machine != new.machine:
+        verdict.warnings.append(f"{label}: base and new ran on different machines ({base.machine} vs "
+                                f"{new.machine}): the comparison may say more about the machines")
+    if not new.valid:
+        verdict.status = "broken" if base.valid else "still failing"
+        verdict.message = f"{label}: {'passed in base, now' if base.valid else 'still'} {new.outcome}"
+        verdict.message += f": {new.message}" if new.message else ""
+        return verdict
+    if not base.valid:
+        verdict.status, verdict.message = "fixed", f"{label}: was {base.outcome} in base, now passes"
+        return verdict
+
+    time_change, warning = _time_change(base, new, threshold, thresholds)
+    verdict.changes.append(time_change)
+    if warning:
+        verdict.warnings.append(warning)
+    for name in sorted(set(base.counters) | set(new.counters)):
+        verdict.changes.append(_counter_change(name, base, new, threshold, thresholds))
+    if base.emulated and new.emulated and not any(c.gated for c in verdict.changes):
+        verdict.warnings.append(f"{label}: emulated timing and no gated instruction counts: nothing to judge")
+
+    regressed = [c for c in verdict.changes if c.status == "regressed"]
+    improved = [c for c in verdict.changes if c.status == "improved"]
+    if regressed:
+        verdict.status = "regressed"
+        verdict.message = f"{label}: regression: " + "; ".join(_describe(c, threshold) for c in regressed)
+    elif improved:
+        verdict.status = "improved"
+        verdict.message = f"{label}: improved: " + "; ".join(_describe(c, threshold) for c in improved)
+    elif time_change.status == "too few samples" and not any(c.gated for c in verdict.changes):
+        verdict.status = "too few samples"
+        verdict.message = verdict.warnings[-1]
+    else:
+        shown = [c for c in verdict.changes if c.gated] or [time_change]
+        verdict.message = f"{label}: no significant change: " + "; ".join(_describe(c, threshold) for c in shown)
+    return verdict
+
+
+def compare_runs(base: Run, new: Run, thresholds: Thresholds) -> list[Verdict]:
+    """Every item of either run, matched by (target, kernel, case, config id)."""
+    base_items, new_items = base.by_key(), new.by_key()
+    verdicts: list[Verdict] = []
+    for key, record in new_items.items():
+        if key in base_items:
+            verdicts.append(compare_record(base_items[key], record, thresholds))
+        else:
+            verdicts.append(Verdict(key, "new", message=f"{_label(key)}: not in the base run"))
+    for key in base_items.keys() - new_items.keys():
+        verdicts.append(Verdict(key, "missing", message=f"{_label(key)}: in the base run but not in the new one",
+                                warnings=[f"{_label(key)}: missing from the new run (not compared)"]))
+    return verdicts
+
+
+# --- the `rvtune compare` subcommand ----------------------------------------------------------------------
+
+_ORDER = ["regressed", "broken", "too few samples", "improved", "changed", "not gated", "same"]
+
+
+def verdict_rows(verdicts: Sequence[Verdict], thresholds: Thresholds, show_all: bool) -> list[dict[str, Any]]:
+    """One row per item and metric worth showing: gated metrics, and anything that changed."""
+    rows: list[dict[str, Any]] = []
+    for v in verdicts:
+        target, kernel, case, config_id = v.key
+        base = {"kernel": kernel, "case": case, "config": config_id, "target": target}
+        if not v.changes:
+            rows.append({**base, "metric": "", "base": "", "new": "", "change": "", "p": "", "verdict": v.status})
+            continue
+        for c in v.changes:
+            if not show_all and not c.gated and c.status in ("same", "only in one run"):
+                continue
+            pct = c.change_pct
+            rows.append({**base, "metric": c.metric, "base": format_metric(c.metric, c.base),
+                         "new": format_metric(c.metric, c.new),
+                         "change": "" if pct is None else f"{pct:+.1f}%",
+                         "p": "" if c.p_value is None else f"{c.p_value:.2g}",
+                         "verdict": c.status + (f" ({c.note})" if c.note else "")})
+    rank = {s: i for i, s in enumerate(_ORDER)}
+    rows.sort(key=lambda r: rank.get(str(r["verdict"]).split(" (")[0], len(_ORDER)))
+    return rows
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "compare", help="compare two runs; exit 1 on a significant regression",
+        description="Compare run B against base run A item by item: Mann-Whitney U on time samples, "
+                    "thresholds per kernel, instruction counts under QEMU. Exit 1 on a significant regression.")
+    p.add_argument("base", help="base run: results .jsonl or pytest-benchmark .json")
+    p.add_argument("new", help="new run, same formats")
+    p.add_argument("--threshold", action="append", default=[], metavar="[KERNEL=]PCT",
+                   help=f"change that matters, in percent (default {DEFAULT_THRESHOLD_PCT:g}); repeat as "
+                        "KERNEL=PCT for per-kernel values, e.g. --threshold 5 --threshold matmul=10")
+    p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                   help=f"significance level of the Mann-Whitney test (default {DEFAULT_ALPHA})")
+    p.add_argument("--min-samples", type=int, default=DEFAULT_MIN_SAMPLES,
+                   help=f"fewer samples per side than this: a warning instead of a test "
+                        f"(default {DEFAULT_MIN_SAMPLES})")
+    p.add_argument("--counters", choices=COUNTER_GATES, default="deterministic",
+                   help="counters that gate: QEMU instruction counts (default), all (board perf too), none")
+    p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
+    p.add_argument("--all", action="store_true", help="show unchanged, ungated metrics too")
+    p.set_defaults(func=run_compare)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    try:
+        thresholds = Thresholds.parse(args.threshold, alpha=args.alpha, min_samples=args.min_samples,
+                                      counters=args.counters)
+        base, new = load_run(args.base), load_run(args.new)
+    except (ValueError, RunFileError) as exc:
+        print(f"rvtune compare: {exc}", file=sys.stderr)
+        return 2
+    verdicts = compare_runs(base, new, thresholds)
+    print(render_rows(verdict_rows(verdicts, thresholds, args.all), args.format))
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[v.status] = counts.get(v.status, 0) + 1
+    warnings = [w for v in verdicts for w in v.warnings]
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    print(f"\n{len(verdicts)} items: {summary}; {len(warnings)} warnings", file=sys.stderr)
+    regressions = [v for v in verdicts if v.regressed]
+    for v in regressions:
+        print(f"REGRESSION {v.message}", file=sys.stderr)
+    return 1 if regressions else 0

@@ -1,0 +1,81 @@
+"""Which counters move with kernel time? Spearman and Pearson of every counter against median time.
+
+Per target, kernel and case, over the valid configs only (a wrong answer's time means nothing), like the seeds'
+analysis_correlation.py but with Spearman too: a monotonic but non-linear relation (cache misses vs time
+often is) shows up there when Pearson misses it. Counters that never vary are skipped (r is undefined).
+Also printed by ``rvtune report``; ``rvtune correlate RUN`` lists every counter, strongest first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from scipy.stats import pearsonr, spearmanr
+
+from pytest_rvtune.report import FORMATS, counter_names, render_rows
+from pytest_rvtune.runs import Record, RunFileError, group_by_case, load_run
+
+#: The seeds' cut-off for "high correlation".
+STRONG = 0.7
+#: Fewer points than this give a correlation coefficient that means little.
+MIN_POINTS = 3
+
+
+def correlation_rows(records: Iterable[Record]) -> list[dict[str, Any]]:
+    """One row per (target, kernel, case, counter): n, Spearman rho, Pearson r and their p-values."""
+    rows: list[dict[str, Any]] = []
+    for (target, kernel, case), group in group_by_case(records).items():
+        valid = [r for r in group if r.valid and r.median_ns is not None]
+        for name in counter_names(valid):
+            pairs = [(r.counters[name], r.median_ns) for r in valid if name in r.counters]
+            if len(pairs) < MIN_POINTS:
+                continue
+            xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+            if len(set(xs)) < 2 or len(set(ys)) < 2:
+                continue  # a constant has no correlation
+            rho, p_rho = spearmanr(xs, ys)
+            r, p_r = pearsonr(xs, ys)
+            rows.append({"target": target, "kernel": kernel, "case": case, "counter": name, "n": len(pairs),
+                         "spearman": round(float(rho), 3), "spearman p": float(f"{p_rho:.2g}"),
+                         "pearson": round(float(r), 3), "pearson p": float(f"{p_r:.2g}"),
+                         "emulated time": any(rec.emulated for rec in valid)})
+    rows.sort(key=lambda row: (row["target"], row["kernel"], row["case"],
+                               -max(abs(row["spearman"]), abs(row["pearson"]))))
+    return rows
+
+
+def strong(rows: Iterable[dict[str, Any]], cutoff: float = STRONG) -> list[dict[str, Any]]:
+    """Rows where either coefficient exceeds the cut-off in magnitude (NaN never does)."""
+    return [row for row in rows
+            if any(not math.isnan(row[k]) and abs(row[k]) > cutoff for k in ("spearman", "pearson"))]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "correlate", help="Spearman and Pearson of every counter against kernel time",
+        description="Per target, kernel and case, over valid configs: Spearman and Pearson correlation of each "
+                    f"counter with median kernel time, strongest first; |r| > {STRONG} listed by --strong.")
+    p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("--strong", action="store_true", help=f"only counters with |r| > {STRONG}")
+    p.set_defaults(func=run_correlate)
+
+
+def run_correlate(args: argparse.Namespace) -> int:
+    try:
+        run = load_run(args.run)
+    except RunFileError as exc:
+        print(f"rvtune correlate: {exc}", file=sys.stderr)
+        return 2
+    rows = correlation_rows(run.records)
+    if args.strong:
+        rows = strong(rows)
+    print(render_rows(rows, args.format))
+    if any(row["emulated time"] for row in rows):
+        print("note: some times are emulated (QEMU): correlation with emulated time is not with performance",
+              file=sys.stderr)
+    return 0

@@ -1,0 +1,195 @@
+"""``rvtune export-best RUN``: the tuned configs, as JSON (or a C header) per target and kernel.
+
+Per case the winner (smallest median time; smallest kernel_insns under QEMU), its runner-up, and whether the
+win is real: a one-sided Mann-Whitney test of winner vs runner-up; not significant -> ``"tie": true`` with the
+configs it ties with (exact counts tie only when equal). Users pinning configs for determinism need to know
+when the choice is a coin toss (Triton autotuner issue #9368).
+
+The default config is the most common winner across the kernel's cases. Where a kernel has cases at several
+M sizes, the configs are also keyed by aiter's M buckets (small M<32, medium_M32/64/128 for 32<=M<=128 by the
+next power of two, large M<=256, xlarge M>256, any = the default), so a caller can pick one by M.
+M comes from the record's ``case_params["M"]``, else from the case name (``M64``, ``M=64``, ``m_64``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_rvtune.compare import DEFAULT_ALPHA, DEFAULT_MIN_SAMPLES, mann_whitney_p
+from pytest_rvtune.report import mean_slowdown, ranked
+from pytest_rvtune.runs import Record, RunFileError, group_by_case, load_run, metric_samples, metric_value, rank_metric
+
+_M_IN_NAME = re.compile(r"(?:^|[^A-Za-z])[Mm][=_]?(\d+)(?![0-9])")
+
+
+def m_bucket(m: int) -> str:
+    """aiter's M bucket of a problem size."""
+    if m < 32:
+        return "small"
+    if m <= 128:
+        return f"medium_M{1 << (m - 1).bit_length()}"  # next power of two: 32, 64 or 128
+    return "large" if m <= 256 else "xlarge"
+
+
+def case_m(record: Record) -> int | None:
+    if "M" in record.case_params:
+        return int(record.case_params["M"])
+    match = _M_IN_NAME.search(record.case)
+    return int(match.group(1)) if match else None
+
+
+def case_winner(group: Sequence[Record], alpha: float = DEFAULT_ALPHA,
+                min_samples: int = DEFAULT_MIN_SAMPLES) -> dict[str, Any] | None:
+    """The best config of one case and whether it is significantly better than the others."""
+    metric = rank_metric(group)
+    order = ranked(group, metric)
+    if not order:
+        return None
+    best = order[0]
+    entry: dict[str, Any] = {"config_id": best.config_id, "config": best.config, "ranked_by": metric,
+                             "value": metric_value(best, metric), "runner_up": None, "tie": False, "tie_with": []}
+    if len(order) == 1:
+        entry["note"] = "only one valid config"
+        return entry
+    runner = order[1]
+    entry["runner_up"] = runner.config_id
+    entry["runner_up_value"] = metric_value(runner, metric)
+    if metric != "time":  # exact counts: equal is a tie, anything else is a real difference
+        entry["tie_with"] = [r.config_id for r in order[1:] if metric_value(r, metric) == entry["value"]]
+    elif min(len(best.samples_ns), len(runner.samples_ns)) < min_samples:
+        entry["tie"] = None
+        entry["note"] = (f"too few samples to test the win (need >= {min_samples}): not known whether "
+                         f"{best.config_id} beats {runner.config_id}")
+        return entry
+    else:
+        samples = metric_samples(best, metric)
+        p_values = {r.config_id: mann_whitney_p(samples, metric_samples(r, metric), "less") for r in order[1:]}
+        entry["p_value"] = p_values[runner.config_id]
+        entry["tie_with"] = [cid for cid, p in p_values.items() if p >= alpha]
+    entry["tie"] = bool(entry["tie_with"])
+    if entry["tie"]:
+        entry["note"] = "not significantly better than: " + ", ".join(entry["tie_with"])
+    return entry
+
+
+def most_common(configs: Sequence[str], groups: Sequence[Sequence[Record]]) -> str:
+    """The most frequent winner; ties go to the smallest mean slowdown over the groups, then the id."""
+    counts = Counter(configs)
+    top = max(counts.values())
+    return min((c for c, n in counts.items() if n == top), key=lambda c: (mean_slowdown(c, groups), c))
+
+
+def export_kernel(records: Sequence[Record], alpha: float = DEFAULT_ALPHA,
+                  min_samples: int = DEFAULT_MIN_SAMPLES, source: str = "") -> dict[str, Any] | None:
+    """The tuned-config document of one kernel on one target (records of that kernel and target only)."""
+    groups = group_by_case(records)
+    cases: dict[str, dict[str, Any]] = {}
+    configs: dict[str, dict[str, Any]] = {}
+    for (_t, _k, case), group in groups.items():
+        entry = case_winner(group, alpha, min_samples)
+        if entry:
+            cases[case] = entry
+            configs[entry["config_id"]] = entry["config"]
+    if not cases:
+        return None
+    first = records[0]
+    default_id = most_common([e["config_id"] for e in cases.values()], list(groups.values()))
+    doc: dict[str, Any] = {
+        "kernel": first.kernel, "target": first.target, "machine": first.machine, "source": source,
+        "ranked_by": sorted({e["ranked_by"] for e in cases.values()}),
+        "default": {"config_id": default_id, "config": configs[default_id],
+                    "wins": sum(e["config_id"] == default_id for e in cases.values()), "of_cases": len(cases)},
+        "cases": cases,
+    }
+    m_of_case = {g[0].case: case_m(g[0]) for g in groups.values()}
+    sizes = {m for case, m in m_of_case.items() if case in cases and m is not None}
+    if len(sizes) > 1:
+        by_bucket: dict[str, list[str]] = {}
+        for case, m in m_of_case.items():
+            if case in cases and m is not None:
+                by_bucket.setdefault(m_bucket(m), []).append(case)
+        buckets: dict[str, Any] = {}
+        for bucket, names in by_bucket.items():
+            winner = most_common([cases[c]["config_id"] for c in names],
+                                 [g for (_t, _k, c), g in groups.items() if c in names])
+            buckets[bucket] = configs[winner]
+        buckets["any"] = configs[default_id]
+        doc["buckets"] = buckets
+    return doc
+
+
+def _c_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").upper() or "X"
+
+
+def header_text(doc: dict[str, Any]) -> str:
+    """A C header of #defines: RVTUNE_<KERNEL>_<CASE|DEFAULT|BUCKET_x>_<PARAM>."""
+    kernel, target = _c_name(doc["kernel"]), _c_name(doc["target"])
+    guard = f"RVTUNE_TUNED_{target}_{kernel}_H"
+    lines = [f"/* Tuned configs of {doc['kernel']} on {doc['target']} (ranked by {', '.join(doc['ranked_by'])}),",
+             f"   written by `rvtune export-best {doc['source']}`. TIE: not significantly better than the",
+             "   runner-up. */", f"#ifndef {guard}", f"#define {guard}", ""]
+
+    def block(prefix: str, config: dict[str, Any], comment: str) -> None:
+        lines.append(f"/* {comment} */")
+        for param, value in config.items():
+            if isinstance(value, bool | int):
+                lines.append(f"#define RVTUNE_{kernel}_{prefix}_{_c_name(param)} {int(value)}")
+        lines.append("")
+
+    d = doc["default"]
+    block("DEFAULT", d["config"], f"default: {d['config_id']}, the most common winner ({d['wins']} of "
+                                  f"{d['of_cases']} cases)")
+    for case, entry in doc["cases"].items():
+        tie = " TIE with " + ", ".join(entry["tie_with"]) if entry["tie"] else ""
+        block(_c_name(case), entry["config"], f"case {case}: {entry['config_id']}{tie}")
+    for bucket, config in doc.get("buckets", {}).items():
+        block(f"BUCKET_{_c_name(bucket)}", config, f"M bucket {bucket}")
+    lines.append(f"#endif /* {guard} */")
+    return "\n".join(lines) + "\n"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "export-best", help="tuned configs per target and kernel (JSON or a C header)",
+        description="Write the best config per case (ties marked), aiter-style M buckets and a default config "
+                    "(most common winner) to <out>/<target>/<kernel>.json or .h.")
+    p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
+    p.add_argument("--out", type=Path, default=Path("tuned-configs"), help="directory (default tuned-configs)")
+    p.add_argument("--format", choices=("json", "header"), default="json")
+    p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                   help=f"significance level of the winner-vs-runner-up test (default {DEFAULT_ALPHA})")
+    p.set_defaults(func=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    try:
+        run = load_run(args.run)
+    except RunFileError as exc:
+        print(f"rvtune export-best: {exc}", file=sys.stderr)
+        return 2
+    by_kernel: dict[tuple[str, str], list[Record]] = {}
+    for record in run.records:
+        by_kernel.setdefault((record.target, record.kernel), []).append(record)
+    written = 0
+    for (target, kernel), records in by_kernel.items():
+        doc = export_kernel(records, args.alpha, source=str(args.run))
+        if doc is None:
+            print(f"warning: {kernel} on {target}: no valid config in any case: nothing exported", file=sys.stderr)
+            continue
+        path = args.out / target / f"{kernel}.{'h' if args.format == 'header' else 'json'}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(header_text(doc) if args.format == "header" else json.dumps(doc, indent=2) + "\n",
+                        encoding="utf-8")
+        ties = [case for case, e in doc["cases"].items() if e["tie"]]
+        print(f"{path}: {len(doc['cases'])} cases, default {doc['default']['config_id']}"
+              + (f"; ties in {', '.join(ties)}" if ties else ""))
+        written += 1
+    return 0 if written else 1

@@ -1,0 +1,149 @@
+"""PNG plots beside the report: a BLOCK_SIZE_M x BLOCK_SIZE_N heatmap and counters against time, per case.
+
+Heatmap cells hold the case's rank metric (median time, or kernel_insns under QEMU) with the other parameters
+at their best for that cell, annotated, the winner boxed; cells where every config failed say "fail".
+matplotlib's object API (Figure, no pyplot) renders with Agg and keeps no global state, so it is safe in
+any process and needs no display.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from scipy.stats import spearmanr
+
+from pytest_rvtune.report import counter_names, ranked
+from pytest_rvtune.runs import Record, Run, group_by_case, metric_value, rank_metric
+
+MAX_SCATTER_PANELS = 12
+
+
+def _axes_params(records: Sequence[Record]) -> list[str]:
+    """The two parameters to plot: BLOCK_SIZE_M (rows) x BLOCK_SIZE_N (columns) when present, else the
+    parameters with the most distinct values."""
+    params = list(dict.fromkeys(k for r in records for k in r.config))
+    varied = [p for p in params if len({str(r.config.get(p)) for r in records}) > 1]
+    if "BLOCK_SIZE_M" in varied and "BLOCK_SIZE_N" in varied:
+        return ["BLOCK_SIZE_M", "BLOCK_SIZE_N"]
+    return sorted(varied, key=lambda p: -len({str(r.config.get(p)) for r in records}))[:2]
+
+
+def _scale(metric: str, values: Sequence[float]) -> tuple[float, str]:
+    """Divisor and axis unit so numbers print short: time in us/ms/s, counts in thousands/millions."""
+    top = max(values) if values else 1.0
+    if metric == "time":
+        for unit, div in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+            if top >= div:
+                return div, f"median time ({unit})"
+        return 1.0, "median time (ns)"
+    for unit, div in (("billions", 1e9), ("millions", 1e6), ("thousands", 1e3)):
+        if top >= div:
+            return div, f"{metric} ({unit})"
+    return 1.0, metric
+
+
+def _sort_values(values: set) -> list:
+    return sorted(values, key=lambda v: (not isinstance(v, int | float), v if isinstance(v, int | float) else str(v)))
+
+
+def heatmap(group: Sequence[Record], path: Path) -> Path | None:
+    params = _axes_params(group)
+    if not params:
+        return None
+    metric = rank_metric(group)
+    order = ranked(group, metric)
+    if not order:
+        return None
+    row_p = params[0]
+    col_p = params[1] if len(params) > 1 else None
+    rows = _sort_values({r.config.get(row_p) for r in group})
+    cols = _sort_values({r.config.get(col_p) for r in group}) if col_p else [None]
+    best_in_cell: dict[tuple, Record] = {}
+    for record in order:  # best first: the first record seen per cell is that cell's best
+        best_in_cell.setdefault((record.config.get(row_p), record.config.get(col_p) if col_p else None), record)
+    tried = {(r.config.get(row_p), r.config.get(col_p) if col_p else None) for r in group}
+    div, unit = _scale(metric, [metric_value(r, metric) for r in order])
+
+    import numpy as np
+
+    grid = np.full((len(rows), len(cols)), np.nan)
+    for (rv, cv), record in best_in_cell.items():
+        grid[rows.index(rv), cols.index(cv)] = metric_value(record, metric) / div
+    fig = Figure(figsize=(1.2 * len(cols) + 3.5, 0.7 * len(rows) + 2.5), dpi=110, layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap="YlOrRd", aspect="auto")
+    fig.colorbar(image, ax=ax, label=f"{unit}, lower is better")
+    ax.set_xticks(range(len(cols)), [str(c) for c in cols] if col_p else [""])
+    ax.set_yticks(range(len(rows)), [str(r) for r in rows])
+    ax.set_xlabel(col_p or "")
+    ax.set_ylabel(row_p)
+    lo, hi = np.nanmin(grid), np.nanmax(grid)
+    for i, rv in enumerate(rows):
+        for j, cv in enumerate(cols):
+            value = grid[i, j]
+            if np.isnan(value):
+                text, colour = ("fail" if (rv, cv) in tried else ""), "black"
+            else:
+                text = f"{value:.4g}"
+                colour = "white" if hi > lo and (value - lo) / (hi - lo) > 0.6 else "black"
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
+    best = order[0]
+    bi, bj = rows.index(best.config.get(row_p)), cols.index(best.config.get(col_p) if col_p else None)
+    ax.add_patch(Rectangle((bj - 0.5, bi - 0.5), 1, 1, fill=False, edgecolor="blue", linewidth=2.5))
+    first = group[0]
+    what = "in-kernel instructions (QEMU)" if metric != "time" else "median time" + (
+        " (emulated)" if first.emulated else "")
+    others = [p for p in dict.fromkeys(k for r in group for k in r.config) if p not in params]
+    subtitle = f"other params at their best ({', '.join(others)})" if others else ""
+    ax.set_title(f"{first.kernel} / {first.case} on {first.target}: {what}\n"
+                 f"best (boxed): {best.config_id}" + (f"\n{subtitle}" if subtitle else ""), fontsize=9)
+    fig.savefig(path)
+    return path
+
+
+def counters_scatter(group: Sequence[Record], path: Path) -> Path | None:
+    valid = [r for r in group if r.valid and r.median_ns is not None]
+    names = [n for n in counter_names(valid) if len({r.counters.get(n) for r in valid}) > 1][:MAX_SCATTER_PANELS]
+    if not names or len(valid) < 2:
+        return None
+    time_div, time_unit = _scale("time", [r.median_ns for r in valid])
+    best = ranked(valid, rank_metric(valid))[0]
+    cols = min(3, len(names))
+    n_rows = -(-len(names) // cols)
+    fig = Figure(figsize=(4.2 * cols, 3.4 * n_rows), dpi=100, layout="constrained")
+    first = group[0]
+    fig.suptitle(f"{first.kernel} / {first.case} on {first.target}: counters vs {time_unit}"
+                 + (" (emulated time)" if first.emulated else "") + f"\nred star = best config {best.config_id}",
+                 fontsize=10)
+    for index, name in enumerate(names):
+        ax = fig.add_subplot(n_rows, cols, index + 1)
+        points = [r for r in valid if name in r.counters]
+        div, unit = _scale(name, [r.counters[name] for r in points])
+        ax.scatter([r.counters[name] / div for r in points], [r.median_ns / time_div for r in points], s=18)
+        if name in best.counters:
+            ax.scatter([best.counters[name] / div], [best.median_ns / time_div], marker="*", s=160,
+                       color="red", zorder=3)
+        ax.set_xlabel(unit)
+        ax.set_ylabel(time_unit)
+        xs = [r.counters[name] for r in points]
+        if len(points) >= 3 and len(set(xs)) > 1:
+            rho = spearmanr(xs, [r.median_ns for r in points])[0]
+            ax.set_title(f"{name}: Spearman {rho:+.2f}", fontsize=9)
+        ax.grid(alpha=0.3)
+    fig.savefig(path)
+    return path
+
+
+def write_plots(run: Run, out: Path) -> list[Path]:
+    """All plots of a run under ``<out>/<target>/<kernel>/<case>/``; returns the files written."""
+    written: list[Path] = []
+    for (target, kernel, case), group in group_by_case(run.records).items():
+        folder = out / target / kernel / case
+        folder.mkdir(parents=True, exist_ok=True)
+        for made in (heatmap(group, folder / "heatmap.png"), counters_scatter(group, folder / "counters_vs_time.png")):
+            if made:
+                written.append(made)
+    return written

@@ -1,0 +1,342 @@
+"""``rvtune report RUN``: configs ranked per kernel and case, the best config per case, perf_stats.csv, plots.
+
+Ranking: by median time on real hardware; under QEMU (timing_source "emulated") by ``kernel_insns``, the guest
+instructions executed inside the kernel symbol, because emulated wall time is not performance. The output says
+which.
+
+"Default config" (the speed-up column "vs default") is the kernel's most common winner across its cases on that
+target, the same config ``rvtune export-best`` writes as the default: the column says what per-case tuning
+gains over shipping one config. (The first config of the space is not known from results alone: items finish
+in any order under xdist.)
+
+perf_stats.csv keeps the seeds' columns so their scripts (analysis_correlation.py, plot_making.py) keep
+working: one file per target, kernel and case at ``<out>/<target>/<kernel>/<case>/perf_stats.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from pytest_rvtune.runs import (
+    EMULATED_RANK_COUNTER,
+    Record,
+    Run,
+    RunFileError,
+    group_by_case,
+    load_run,
+    metric_value,
+    rank_metric,
+)
+
+FORMATS = ("table", "csv", "json", "markdown")
+
+# --- presentation helpers shared by every subcommand -------------------------------------------------------
+
+
+def format_ns(ns: float | None) -> str:
+    if ns is None:
+        return ""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.4g} {unit}"
+    return f"{ns:.4g} ns"
+
+
+def format_count(value: float | None) -> str:
+    if value is None:
+        return ""
+    # counts are integers; averaged or scaled counters may not be, but their fraction is noise at >= 1000
+    return f"{value:,.0f}" if float(value).is_integer() or abs(value) >= 1000 else f"{value:.4g}"
+
+
+def format_metric(metric: str, value: float | None) -> str:
+    return format_ns(value) if metric == "time" else format_count(value)
+
+
+def metric_title(metric: str) -> str:
+    return "median time" if metric == "time" else metric
+
+
+def render_rows(rows: Sequence[dict[str, Any]], fmt: str) -> str:
+    """rows (dicts with the same keys) as a text table, GitHub markdown, CSV or JSON."""
+    if fmt == "json":
+        return json.dumps(list(rows), indent=2, default=str)
+    if not rows:
+        return "(nothing to show)" if fmt in ("table", "markdown") else ""
+    headers = list(rows[0])
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=headers, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return buffer.getvalue()
+    return tabulate([list(r.values()) for r in rows], headers=headers,
+                    tablefmt="github" if fmt == "markdown" else "simple", disable_numparse=True)
+
+
+# --- ranking ----------------------------------------------------------------------------------------------
+
+
+def ranked(records: Iterable[Record], metric: str) -> list[Record]:
+    """Valid records with the metric, best (smallest) first; config id breaks ties so output is stable."""
+    usable = [r for r in records if r.valid and metric_value(r, metric) is not None]
+    return sorted(usable, key=lambda r: (metric_value(r, metric), r.config_id))
+
+
+def winners(records: Iterable[Record]) -> dict[tuple[str, str, str], Record]:
+    """(target, kernel, case) -> the best record of that case, by the case's rank metric."""
+    best: dict[tuple[str, str, str], Record] = {}
+    for key, group in group_by_case(records).items():
+        order = ranked(group, rank_metric(group))
+        if order:
+            best[key] = order[0]
+    return best
+
+
+def default_configs(records: Sequence[Record]) -> dict[tuple[str, str], str]:
+    """(target, kernel) -> config id of the most common winner across the kernel's cases.
+
+    Ties between equally common winners go to the config with the smallest mean slowdown against each case's
+    best (over the cases where it ran validly), then to the smaller config id.
+    """
+    groups = group_by_case(records)
+    wins: dict[tuple[str, str], Counter[str]] = {}
+    for (target, kernel, _case), record in winners(records).items():
+        wins.setdefault((target, kernel), Counter())[record.config_id] += 1
+    result: dict[tuple[str, str], str] = {}
+    for (target, kernel), counts in wins.items():
+        top = max(counts.values())
+        tied = [cid for cid, n in counts.items() if n == top]
+        cases = [g for (t, k, _c), g in groups.items() if (t, k) == (target, kernel)]
+        result[(target, kernel)] = min(tied, key=lambda cid: (mean_slowdown(cid, cases), cid))
+    return result
+
+
+def mean_slowdown(config_id: str, cases: Sequence[Sequence[Record]]) -> float:
+    ratios = []
+    for group in cases:
+        metric = rank_metric(group)
+        order = ranked(group, metric)
+        mine = [r for r in order if r.config_id == config_id]
+        if order and mine:
+            ratios.append(metric_value(mine[0], metric) / max(metric_value(order[0], metric), 1e-300))
+    return sum(ratios) / len(ratios) if ratios else float("inf")
+
+
+def counter_names(records: Iterable[Record]) -> list[str]:
+    """Counters present in any record: QEMU's instruction counts first, then the rest alphabetically."""
+    names = {n for r in records for n in r.counters}
+    first = [n for n in (EMULATED_RANK_COUNTER, "insns", "vector_insns") if n in names]
+    return first + sorted(names - set(first))
+
+
+@dataclass
+class CaseReport:
+    target: str
+    kernel: str
+    case: str
+    metric: str
+    emulated: bool
+    rows: list[dict[str, Any]]  # one per valid config, best first
+    failures: list[Record] = field(default_factory=list)
+
+    @property
+    def heading(self) -> str:
+        text = f"{self.kernel} / {self.case} on {self.target}: ranked by {metric_title(self.metric)}"
+        if self.metric == EMULATED_RANK_COUNTER:
+            text += (" (guest instructions inside the kernel; timing is emulated by QEMU, not performance, "
+                     "so configs are ranked by instruction count)")
+        elif self.emulated:
+            text += " (timing is emulated by QEMU and no kernel_insns counter was recorded: not performance)"
+        return text
+
+
+def case_report(group: Sequence[Record], default_id: str | None) -> CaseReport:
+    metric = rank_metric(group)
+    order = ranked(group, metric)
+    counters = counter_names(order)
+    slowest = metric_value(order[-1], metric) if order else None
+    default = next((r for r in order if r.config_id == default_id), None)
+    default_value = metric_value(default, metric) if default else None
+    rows = []
+    for rank, record in enumerate(order, 1):
+        value = metric_value(record, metric)
+        row: dict[str, Any] = {"rank": rank, "config": record.config_id, "median": format_ns(record.median_ns),
+                               "IQR": format_ns(record.iqr_ns), "n": len(record.samples_ns)}
+        for name in counters:
+            row[name] = format_count(record.counters.get(name))
+        row["vs worst"] = f"{slowest / value:.2f}x" if value else ""
+        row["vs default"] = f"{default_value / value:.2f}x" if value and default_value else ""
+        rows.append(row)
+    first = group[0]
+    return CaseReport(first.target, first.kernel, first.case, metric, any(r.emulated for r in group), rows,
+                      [r for r in group if not r.valid])
+
+
+def build_case_reports(run: Run) -> list[CaseReport]:
+    defaults = default_configs(run.records)
+    return [case_report(group, defaults.get((target, kernel)))
+            for (target, kernel, _case), group in group_by_case(run.records).items()]
+
+
+def best_rows(reports: Sequence[CaseReport], defaults: dict[tuple[str, str], str]) -> list[dict[str, Any]]:
+    rows = []
+    for rep in reports:
+        if not rep.rows:
+            rows.append({"target": rep.target, "kernel": rep.kernel, "case": rep.case, "best config": "(none valid)",
+                         "by": metric_title(rep.metric), "value": "", "vs worst": "", "default config": ""})
+            continue
+        best = rep.rows[0]
+        value = best[rep.metric] if rep.metric != "time" else best["median"]
+        rows.append({"target": rep.target, "kernel": rep.kernel, "case": rep.case, "best config": best["config"],
+                     "by": metric_title(rep.metric), "value": value, "vs worst": best["vs worst"],
+                     "default config": defaults.get((rep.target, rep.kernel), "")})
+    return rows
+
+
+def failure_rows(reports: Sequence[CaseReport]) -> list[dict[str, Any]]:
+    return [{"target": r.target, "kernel": r.kernel, "case": r.case, "config": r.config_id, "outcome": r.outcome,
+             "message": r.message[:120]} for rep in reports for r in rep.failures]
+
+
+# --- perf_stats.csv (the seeds' format) --------------------------------------------------------------------
+
+PERF_STAT_EVENTS = ("u_mode_cycle", "eu_vfpu_full", "vidu_total_cycle", "vector_micro_op", "vector_load_inst",
+                    "vector_store_inst", "vector_inst", "l1d_load_miss", "l1d_load_access", "l1d_access",
+                    "l1d_miss")
+PERF_RECORD_EVENTS = ("l2_access", "l2_miss", "l2_load_access", "l2_store_access")
+
+
+def _counter(record: Record, event: str) -> float | None:
+    # perf prints user-mode events as "name:u"; our perf record parser may keep the seeds' column name.
+    for name in (event, f"{event}:u", f"{event}(perf record)"):
+        if name in record.counters:
+            return record.counters[name]
+    return None
+
+
+def _timestamp(iso: str) -> str:
+    try:
+        return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return iso
+
+
+def perf_stats_rows(group: Sequence[Record]) -> list[dict[str, Any]]:
+    """The seeds' perf_stats.csv columns; counters we have beyond the seeds' 15 events go in extra columns."""
+    params = list(dict.fromkeys(k for r in group for k in r.config if k.startswith("BLOCK_")))
+    known = set(PERF_STAT_EVENTS) | set(PERF_RECORD_EVENTS)
+    extras = [n for n in counter_names(group) if n.removesuffix(":u").removesuffix("(perf record)") not in known]
+    rows = []
+    for r in group:
+        values = "_".join(str(r.config[p]) for p in params if p in r.config)
+        row: dict[str, Any] = {"Timestamp": _timestamp(r.time),
+                               "ELF Name": f"{r.kernel}_{values or r.config_id}_{r.elf_sha256[:12]}.elf"}
+        row.update({p: r.config.get(p, "") for p in params})
+        row["Valid Output"] = "YES" if r.valid else "NO"
+        row["Kernel Time (s)"] = f"{r.median_ns / 1e9:.9f}" if r.median_ns is not None else ""
+        row["Total Time (s)"] = f"{r.wall_s:.6f}" if r.wall_s is not None else ""
+        for event in PERF_STAT_EVENTS:
+            row[event] = format_count(_counter(r, event)).replace(",", "")
+        for event in PERF_RECORD_EVENTS:
+            row[f"{event}(perf record)"] = format_count(_counter(r, event)).replace(",", "")
+        for name in extras:
+            row[name] = format_count(r.counters.get(name)).replace(",", "")
+        rows.append(row)
+    return rows
+
+
+def write_perf_stats(run: Run, out: Path) -> list[Path]:
+    written = []
+    for (target, kernel, case), group in group_by_case(run.records).items():
+        path = out / target / kernel / case / "perf_stats.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_rows(perf_stats_rows(group), "csv"), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+# --- the `rvtune report` subcommand ------------------------------------------------------------------------
+
+
+def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlations: list[dict[str, Any]]) -> str:
+    defaults = default_configs(run.records)
+    best, failures = best_rows(reports, defaults), failure_rows(reports)
+    if fmt == "json":
+        doc = {"run": str(run.path), "cases": [
+            {"target": r.target, "kernel": r.kernel, "case": r.case, "ranked_by": r.metric, "emulated": r.emulated,
+             "configs": r.rows} for r in reports], "best": best, "failures": failures,
+            "correlations": correlations}
+        return json.dumps(doc, indent=2, default=str)
+    if fmt == "csv":  # one flat table: every ranked config with its case
+        flat = [{"target": r.target, "kernel": r.kernel, "case": r.case, "ranked_by": r.metric, **row}
+                for r in reports for row in r.rows]
+        return render_rows(flat, "csv")
+    h = "## " if fmt == "markdown" else "== "
+    parts = [f"{'# ' if fmt == 'markdown' else ''}rvtune report: {run.path} ({len(run.records)} items)"]
+    for rep in reports:
+        parts += [f"{h}{rep.heading}", render_rows(rep.rows, fmt)]
+    parts += [f"{h}Best config per case (default = most common winner of the kernel)", render_rows(best, fmt)]
+    if failures:
+        parts += [f"{h}Items without a valid result (not ranked)", render_rows(failures, fmt)]
+    if correlations:
+        parts += [f"{h}Counters correlated with kernel time (|r| > 0.7, valid configs)",
+                  render_rows(correlations, fmt)]
+    return "\n\n".join(parts) + "\n"
+
+
+def default_out_dir(run_path: Path) -> Path:
+    return run_path.parent / f"{run_path.stem}-report"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "report", help="rank configs per kernel and case; best configs, perf_stats.csv, plots",
+        description="Configs per kernel and case sorted by median time (by kernel_insns under QEMU), with IQR, "
+                    "samples, counters and speed-ups; the best config per case; perf_stats.csv in the seeds' "
+                    "columns; heatmaps and counter scatter plots.")
+    p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
+    p.add_argument("--format", choices=FORMATS, default="table", help="printed format (default table)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="directory for report.<ext>, perf_stats.csv files and plots "
+                        "(default: <run>-report beside the run file)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.set_defaults(func=run_report)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from pytest_rvtune.correlation import correlation_rows, strong
+
+    try:
+        run = load_run(args.run)
+    except RunFileError as exc:
+        print(f"rvtune report: {exc}", file=sys.stderr)
+        return 2
+    reports = build_case_reports(run)
+    correlations = strong(correlation_rows(run.records))
+    text = render_report(run, reports, args.format, correlations)
+    print(text)
+    out: Path = args.out or default_out_dir(Path(args.run))
+    out.mkdir(parents=True, exist_ok=True)
+    ext = {"table": "txt", "markdown": "md"}.get(args.format, args.format)
+    written = [out / f"report.{ext}"]
+    written[0].write_text(text, encoding="utf-8")
+    written += write_perf_stats(run, out)
+    if not args.no_plots:
+        from pytest_rvtune.plots import write_plots
+
+        written += write_plots(run, out)
+    print(f"wrote {len(written)} files under {out}", file=sys.stderr)
+    return 0

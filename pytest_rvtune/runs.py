@@ -1,0 +1,262 @@
+"""Read a finished (or killed) run into one list of records, whatever file it was saved in.
+
+Two inputs carry the same facts: our results file (JSON lines, one object per finished item, see
+docs/contracts.md) and pytest-benchmark JSON, whose ``benchmarks[].extra_info`` holds the same fields. Everything
+that analyses numbers (report, compare, export, plots, correlation) starts from :func:`load_run`, so it never
+cares which file the user pointed at. Nothing here knows pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Instruction counts from our QEMU plugin: deterministic, so any change between runs is real.
+DETERMINISTIC_COUNTERS: frozenset[str] = frozenset({"insns", "vector_insns", "kernel_insns"})
+
+#: What ranks configs under emulation: QEMU wall time is not performance, in-kernel instructions are.
+EMULATED_RANK_COUNTER = "kernel_insns"
+
+
+class RunFileError(ValueError):
+    """A results file that cannot be read; the message names the file (and line) and what to do."""
+
+
+@dataclass
+class Record:
+    """One item's outcome: kernel x case x config on one target."""
+
+    kernel: str
+    case: str
+    config: dict[str, Any]
+    config_id: str
+    target: str
+    outcome: str  # passed | wrong | build_failed | crashed | timeout | error
+    samples_ns: list[float] = field(default_factory=list)
+    counters: dict[str, float] = field(default_factory=dict)
+    timing_source: str = "real"  # "emulated" under QEMU
+    elf_sha256: str = ""
+    golden_sha256: str = ""
+    machine: dict[str, Any] = field(default_factory=dict)
+    nodeid: str = ""
+    message: str = ""
+    time: str = ""  # ISO 8601, when the item finished
+    wall_s: float | None = None  # whole-process time of the timed run, when the target reported it
+    case_params: dict[str, Any] = field(default_factory=dict)  # e.g. {"M": 64}: used for M buckets
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the object as read
+
+    # dict(record) gives the object as it was read (with fields this class does not model, e.g. checks):
+    # a resumed item re-records exactly what the earlier run wrote.
+    def keys(self) -> Iterable[str]:
+        return self.raw.keys()
+
+    def __getitem__(self, name: str) -> Any:
+        return self.raw[name]
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """What identifies the same item in two runs (pytest-benchmark matches by name the same way)."""
+        return (self.target, self.kernel, self.case, self.config_id)
+
+    @property
+    def valid(self) -> bool:
+        return self.outcome == "passed"
+
+    @property
+    def emulated(self) -> bool:
+        return self.timing_source == "emulated"
+
+    @property
+    def median_ns(self) -> float | None:
+        return statistics.median(self.samples_ns) if self.samples_ns else None
+
+    @property
+    def iqr_ns(self) -> float | None:
+        # Quartiles by the "inclusive" method, as pytest-benchmark's stats do, so our IQR matches its table.
+        if len(self.samples_ns) < 2:
+            return 0.0 if self.samples_ns else None
+        q1, _, q3 = statistics.quantiles(self.samples_ns, n=4, method="inclusive")
+        return q3 - q1
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel}[{self.case}-{self.config_id}] on {self.target}"
+
+
+@dataclass
+class Run:
+    """A loaded run: its records (last one wins when an item was recorded twice) and where it came from."""
+
+    path: Path
+    records: list[Record]
+    format: str  # "jsonl" or "pytest-benchmark"
+    machine_info: dict[str, Any] = field(default_factory=dict)
+    _index: dict[tuple[str, str, str, str], Record] | None = field(default=None, init=False, repr=False)
+
+    def by_key(self) -> dict[tuple[str, str, str, str], Record]:
+        return {r.key: r for r in self.records}
+
+    def find(self, item: Record | dict[str, Any]) -> Record | None:
+        """This run's record of the same item (target, kernel, case, config id), or None."""
+        key = item.key if isinstance(item, Record) else tuple(str(item.get(k, "")) for k in
+                                                               ("target", "kernel", "case", "config_id"))
+        if self._index is None:
+            self._index = self.by_key()
+        return self._index.get(key)
+
+
+def identity_key(identity: dict[str, Any]) -> str:
+    """A stable string for "the same target": its identity dict (ISA, VLEN, board, kernel, toolchain)."""
+    return json.dumps(identity, sort_keys=True, default=str)
+
+
+#: Outcomes whose result does not change when the same ELF runs on the same data on the same target again:
+#: a resumed run keeps them. Crashes, timeouts and errors may be a board's fault, so they run again.
+RESUMABLE_OUTCOMES: frozenset[str] = frozenset({"passed", "wrong"})
+
+
+def completed_items(run: Run) -> dict[tuple[str, str, str], Record]:
+    """Items a resumed run need not repeat, keyed by (ELF sha256, golden data sha256, identity_key of the
+    target's identity, i.e. the record's ``machine``)."""
+    done: dict[tuple[str, str, str], Record] = {}
+    for record in run.records:
+        if record.outcome in RESUMABLE_OUTCOMES and record.elf_sha256 and record.golden_sha256:
+            done[(record.elf_sha256, record.golden_sha256, identity_key(record.machine))] = record
+    return done
+
+
+def group_by_case(records: Iterable[Record]) -> dict[tuple[str, str, str], list[Record]]:
+    """(target, kernel, case) -> its records, in first-seen order: the unit every analysis ranks within."""
+    groups: dict[tuple[str, str, str], list[Record]] = {}
+    for record in records:
+        groups.setdefault((record.target, record.kernel, record.case), []).append(record)
+    return groups
+
+
+def rank_metric(records: Iterable[Record]) -> str:
+    """What to rank a group by: ``kernel_insns`` when every record is emulated and has it, else time."""
+    valid = [r for r in records if r.valid]
+    if valid and all(r.emulated and EMULATED_RANK_COUNTER in r.counters for r in valid):
+        return EMULATED_RANK_COUNTER
+    return "time"
+
+
+def metric_value(record: Record, metric: str) -> float | None:
+    """The number a config is ranked by: median time in ns, or a counter."""
+    if metric == "time":
+        return record.median_ns
+    value = record.counters.get(metric)
+    return None if value is None else float(value)
+
+
+def metric_samples(record: Record, metric: str) -> list[float]:
+    """Samples of a metric for significance tests: time samples, or the single (exact) counter value."""
+    if metric == "time":
+        return list(record.samples_ns)
+    value = metric_value(record, metric)
+    return [] if value is None else [value]
+
+
+# --- loading ---------------------------------------------------------------------------------------------
+
+
+def load_run(path: str | Path) -> Run:
+    """Read our results JSONL or a pytest-benchmark JSON file. Raises RunFileError naming the problem."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunFileError(f"{path}: no such results file (give a .jsonl results file or a "
+                           "pytest-benchmark --benchmark-json file)") from None
+    except OSError as exc:
+        raise RunFileError(f"{path}: cannot read: {exc}") from None
+    if not text.strip():
+        raise RunFileError(f"{path}: empty results file (did the run record any item?)")
+    whole = _whole_json(text)
+    if isinstance(whole, dict) and "benchmarks" in whole:
+        return _load_benchmark_json(path, whole)
+    return _load_jsonl(path, text)
+
+
+def _whole_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None  # JSON lines (several objects) or broken: the line reader names the bad line
+
+
+def _load_jsonl(path: Path, text: str) -> Run:
+    by_key: dict[tuple[str, str, str, str], Record] = {}
+    lines = text.splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == len(lines):
+                # A run killed mid-write leaves a torn last line: everything before it is still good.
+                continue
+            raise RunFileError(f"{path}:{number}: not a JSON object ({exc.msg}); each line of a results "
+                               "file is one item") from None
+        record = record_from_dict(obj, f"{path}:{number}")
+        by_key.pop(record.key, None)  # a re-recorded item (rerun) replaces the earlier line, keeping order
+        by_key[record.key] = record
+    return Run(path=path, records=list(by_key.values()), format="jsonl")
+
+
+def _load_benchmark_json(path: Path, doc: dict[str, Any]) -> Run:
+    records: list[Record] = []
+    for index, bench in enumerate(doc.get("benchmarks") or []):
+        where = f"{path}: benchmarks[{index}] ({bench.get('fullname') or bench.get('name', '?')})"
+        extra = dict(bench.get("extra_info") or {})
+        if "samples_ns" not in extra:
+            # pytest-benchmark keeps raw samples (seconds) only with --benchmark-save-data.
+            data = (bench.get("stats") or {}).get("data") or []
+            extra["samples_ns"] = [float(s) * 1e9 for s in data]
+        extra.setdefault("nodeid", bench.get("fullname", ""))
+        records.append(record_from_dict(extra, where))
+    return Run(path=path, records=records, format="pytest-benchmark", machine_info=doc.get("machine_info") or {})
+
+
+_REQUIRED = ("kernel", "case", "config_id", "target", "outcome")
+
+
+def record_from_dict(obj: Any, where: str = "record") -> Record:
+    """A Record from one results-file object (or extra_info); RunFileError names ``where`` if it is bad."""
+    if not isinstance(obj, dict):
+        raise RunFileError(f"{where}: expected a JSON object with the item's fields, got {type(obj).__name__}")
+    missing = [name for name in _REQUIRED if name not in obj]
+    if missing:
+        raise RunFileError(f"{where}: missing field(s) {', '.join(missing)}; is this a pytest-rvtune results "
+                           "file (or a pytest-benchmark JSON written with the rvtune plugin)?")
+    try:
+        samples = [float(s) for s in obj.get("samples_ns") or []]
+        counters = {str(k): float(v) for k, v in (obj.get("counters") or {}).items() if v is not None}
+    except (TypeError, ValueError) as exc:
+        raise RunFileError(f"{where}: samples_ns and counters must be numbers ({exc})") from None
+    wall = obj.get("wall_s")
+    return Record(
+        kernel=str(obj["kernel"]),
+        case=str(obj["case"]),
+        config=dict(obj.get("config") or {}),
+        config_id=str(obj["config_id"]),
+        target=str(obj["target"]),
+        outcome=str(obj["outcome"]),
+        samples_ns=samples,
+        counters=counters,
+        timing_source=str(obj.get("timing_source") or "real"),
+        elf_sha256=str(obj.get("elf_sha256") or ""),
+        golden_sha256=str(obj.get("golden_sha256") or ""),
+        machine=dict(obj.get("machine") or {}),
+        nodeid=str(obj.get("nodeid") or ""),
+        message=str(obj.get("message") or ""),
+        time=str(obj.get("time") or ""),
+        wall_s=None if wall is None else float(wall),
+        case_params=dict(obj.get("case_params") or {}),
+        raw=dict(obj),
+    )

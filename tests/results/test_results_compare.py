@@ -1,0 +1,123 @@
+"""rvtune compare and compare_record: significance on real samples, thresholds, counters, warnings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from results_data import exact_counts, make_record, measure, write_jsonl
+
+from pytest_rvtune.cli import main
+from pytest_rvtune.compare import Thresholds, compare_record, compare_runs
+from pytest_rvtune.runs import load_run, record_from_dict
+
+CONFIGS = [(16, 32), (32, 96)]
+
+
+@pytest.fixture(scope="module")
+def interleaved() -> dict[str, list[list[float]]]:
+    """Two sets of samples of the same configs, measured alternately: an A/A pair by construction."""
+    both = measure(CONFIGS * 2, rounds=60, inner=5)
+    return {"a": both[: len(CONFIGS)], "b": both[len(CONFIGS):]}
+
+
+def _run(path: Path, samples: list[list[float]], scale: dict[int, float] | None = None,
+         kernel: str = "matmul") -> Path:
+    records = []
+    for index, ((bm, bn), s) in enumerate(zip(CONFIGS, samples, strict=True)):
+        factor = (scale or {}).get(index, 1.0)
+        records.append(make_record(kernel, "M96", {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn},
+                                   [x * factor for x in s]))
+    return write_jsonl(path, records)
+
+
+def test_aa_rerun_is_not_flagged(tmp_path: Path, interleaved, capsys) -> None:
+    a = _run(tmp_path / "a.jsonl", interleaved["a"])
+    b = _run(tmp_path / "b.jsonl", interleaved["b"])
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr()
+    assert "regressed" not in out.out
+    assert "2 items" in out.err
+
+
+def test_injected_ten_percent_slowdown_is_flagged(tmp_path: Path, interleaved, capsys) -> None:
+    a = _run(tmp_path / "a.jsonl", interleaved["a"])
+    b = _run(tmp_path / "b.jsonl", interleaved["b"], scale={1: 1.10})
+    assert main(["compare", str(a), str(b)]) == 1
+    out = capsys.readouterr()
+    assert "REGRESSION matmul[M96-BLOCK_SIZE_M=32-BLOCK_SIZE_N=96]" in out.err
+    assert "Mann-Whitney p=" in out.err
+    # the other config did not change: only one regression
+    assert out.err.count("REGRESSION") == 1
+    assert "regressed" in out.out  # the table row
+
+
+def test_per_kernel_threshold_overrides_default(tmp_path: Path, interleaved) -> None:
+    a = _run(tmp_path / "a.jsonl", interleaved["a"])
+    b = _run(tmp_path / "b.jsonl", interleaved["b"], scale={1: 1.10})
+    assert main(["compare", str(a), str(b), "--threshold", "5", "--threshold", "matmul=25"]) == 0
+    assert main(["compare", str(a), str(b), "--threshold", "25", "--threshold", "matmul=5"]) == 1
+
+
+def test_improvement_is_not_a_regression(tmp_path: Path, interleaved) -> None:
+    a = _run(tmp_path / "a.jsonl", interleaved["a"])
+    b = _run(tmp_path / "b.jsonl", interleaved["b"], scale={0: 0.8})
+    verdicts = compare_runs(load_run(a), load_run(b), Thresholds())
+    assert sorted(v.status for v in verdicts) == ["improved", "unchanged"]
+
+
+def test_too_few_samples_warns_and_never_passes_silently(tmp_path: Path, interleaved, capsys) -> None:
+    a = _run(tmp_path / "a.jsonl", [s[:3] for s in interleaved["a"]])
+    b = _run(tmp_path / "b.jsonl", [s[:3] for s in interleaved["b"]], scale={0: 1.5})
+    assert main(["compare", str(a), str(b)]) == 0  # not judged, so not a regression...
+    err = capsys.readouterr().err
+    assert "too few samples for a significance test (base 3, new 3; need >= 5 each)" in err  # ...but said
+    verdict = compare_record(load_run(a).records[0], load_run(b).records[0])
+    assert verdict.status == "too few samples" and verdict.warnings
+
+
+def _qemu(kernel_insns_factor: float, samples: list[float]) -> dict:
+    counters = exact_counts(32, 96)
+    counters["kernel_insns"] = round(counters["kernel_insns"] * kernel_insns_factor)
+    return make_record("matmul", "M96", {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 96}, samples[:2], target="qemu",
+                       counters=counters)
+
+
+def test_counter_change_under_qemu_is_flagged(tmp_path: Path, interleaved, capsys) -> None:
+    # two emulated samples: time is not judged under QEMU, the exact instruction count is
+    a = write_jsonl(tmp_path / "a.jsonl", [_qemu(1.0, interleaved["a"][1])])
+    b = write_jsonl(tmp_path / "b.jsonl", [_qemu(1.08, interleaved["b"][1])])
+    same = write_jsonl(tmp_path / "same.jsonl", [_qemu(1.0, interleaved["b"][1])])
+    assert main(["compare", str(a), str(b)]) == 1
+    err = capsys.readouterr().err
+    assert "kernel_insns" in err and "+8.0%" in err and "exact count" in err
+    assert main(["compare", str(a), str(same)]) == 0
+    assert "too few samples" not in capsys.readouterr().err  # emulated time is simply not gated
+    # any real change below the threshold is still shown as a change
+    small = write_jsonl(tmp_path / "small.jsonl", [_qemu(1.01, interleaved["b"][1])])
+    verdict = compare_runs(load_run(a), load_run(small), Thresholds())[0]
+    assert verdict.status == "unchanged"
+    assert [c.status for c in verdict.changes if c.metric == "kernel_insns"] == ["changed"]
+
+
+def test_wrong_answer_after_pass_is_a_regression(tmp_path: Path, interleaved) -> None:
+    base = record_from_dict(make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, interleaved["a"][0]))
+    new = record_from_dict(make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, interleaved["b"][0],
+                                       outcome="wrong"))
+    verdict = compare_record(base, new)
+    assert verdict.regressed and "passed in base, now wrong" in verdict.message
+
+
+def test_missing_and_new_items_are_reported(tmp_path: Path, interleaved, capsys) -> None:
+    a = _run(tmp_path / "a.jsonl", interleaved["a"])
+    b = _run(tmp_path / "b.jsonl", interleaved["b"], kernel="softmax")
+    assert main(["compare", str(a), str(b)]) == 0
+    err = capsys.readouterr().err
+    assert "missing from the new run" in err and "2 new" in err
+
+
+@pytest.mark.parametrize("spec", ["abc", "matmul=", "=5", "-3"])
+def test_bad_threshold_is_named(tmp_path: Path, interleaved, capsys, spec: str) -> None:
+    a = _run(tmp_path / "a.jsonl", interleaved["a"])
+    assert main(["compare", str(a), str(a), f"--threshold={spec}"]) == 2
+    assert f"threshold {spec!r}" in capsys.readouterr().err
