@@ -35,12 +35,15 @@ def test_triton_discovers_backend_and_inactive_driver():
 
 
 def test_driver_never_hijacks_launches():
-    # No GPU here: with our driver inactive, Triton must still report no active driver instead of
-    # routing kernel[grid](...) launches to us.
+    # Our driver must never be the one kernel[grid](...) launches go to. Without a GPU (CI) that means
+    # Triton still reports no active driver at all.
     from triton.runtime.driver import driver
 
-    with pytest.raises(RuntimeError, match="0 active drivers"):
-        driver.active.get_current_target()
+    actives = [name for name, b in triton.backends.backends.items() if b.driver.is_active()]
+    assert "rvtune" not in actives
+    if not actives:
+        with pytest.raises(RuntimeError, match="0 active drivers"):
+            driver.active.get_current_target()
 
 
 def test_import_order_does_not_matter():
