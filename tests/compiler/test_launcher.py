@@ -179,3 +179,15 @@ def test_bad_names_and_values_are_named_in_errors():
         launcher.consts_source("k_kernel", {"BIG": 2**32})
     with pytest.raises(launcher.LauncherError, match=r"parameter 'a-b'"):
         launcher.launcher_sources("k_kernel", [P("a-b", "float *")], [])
+
+
+def test_header_compiles_as_cpp(tmp_path):
+    # main_cpp/<name>.cpp harnesses include the header from C++ (extern "C", no `restrict`).
+    src = launcher.launcher_sources("probe_kernel", PARAMS, ["BLOCK"])
+    (tmp_path / src.header_name).write_text(src.header)
+    main = tmp_path / "main.cpp"
+    main.write_text(f'#include "{src.header_name}"\nint main() {{ return probe_kernel_BLOCK == 0; }}\n')
+    tc = Toolchain.for_isa(HOST_ISA)
+    proc = subprocess.run([tc.cc.replace("clang-19", "clang++-19"), "-fsyntax-only", "-Wall", "-Werror",
+                           f"-I{tmp_path}", str(main)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
