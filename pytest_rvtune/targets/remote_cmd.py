@@ -1,0 +1,132 @@
+"""The shell command one timing run executes on a board, and how to read its exit status back.
+
+Three promises live in this wrapper, because sshd keeps none of them by itself:
+
+* exclusive use: ``flock -w`` on the board's lock file wraps the whole run, so two xdist workers or two CI
+  jobs never measure at once; the lock is an open file of the flock process, so it dies with its holder;
+* bounded runs: ``timeout -k`` kills a hung ELF with everything it started (perf, QEMU, the ELF);
+* abandoned runs die: ``setsid`` puts the run in a session of its own, and a watchdog reads the SSH
+  channel's stdin, which the client never closes during a run; EOF there means the client went away
+  (cancelled job, dropped connection), so it kills the whole session, lock wait included.
+
+Every word that comes from a user, a file name or a kernel name goes through ``shlex.quote``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+#: Exit status of the wrapper when the board's lock was not free within ``lock_timeout``.
+LOCK_BUSY_STATUS = 75  # EX_TEMPFAIL
+#: Exit status of the wrapper when the work directory is missing (the board was wiped under us).
+NO_WORKDIR_STATUS = 97
+#: GNU timeout's status when it killed the command with the first signal (TERM).
+TIMEOUT_STATUS = 124
+#: Seconds between timeout's TERM and its KILL (and the watchdog's).
+KILL_AFTER_S = 2
+
+#: Separates the ELF's own stderr from the perf CSV that follows it on stderr.
+PERF_MARKER = "@@RVTUNE-PERF-STAT@@"
+
+
+def quote_dir(path: str) -> str:
+    """Quote a remote directory, keeping a leading ``~/`` as the remote user's home."""
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
+@dataclass(frozen=True)
+class RemoteRun:
+    """What to run, already in the board's terms (remote paths, remote work dir)."""
+
+    argv: Sequence[str]  # the ELF's remote path, then its arguments
+    timeout: float
+    work_dir: str  # absolute
+    lock_file: str
+    lock_timeout: float
+    env: Mapping[str, str] = field(default_factory=dict)
+    taskset: str | None = None
+    exec_prefix: Sequence[str] = ()
+    perf_events: Sequence[str] = ()  # empty: plain runner
+    perf_out: str | None = None  # file perf stat writes its CSV to (inside work_dir)
+
+    def command(self) -> str:
+        """The command line for the remote login shell (which hands it to /bin/sh)."""
+        return "exec /bin/sh -c " + shlex.quote(self.script())
+
+    def script(self) -> str:
+        q = shlex.quote
+        target = [*self.exec_prefix, *self.argv]
+        if self.perf_events:
+            # perf stat exits 0 when its child dies of a signal: an sh between them turns the signal into
+            # status 128+N, which perf passes on, so a crash under perf is still seen as a crash.
+            target = [
+                "perf", "stat", "-x,", "-o", self.perf_out or "perf.csv", "-e", ",".join(self.perf_events),
+                "--", "/bin/sh", "-c", '"$@"; exit $?', "sh", *target,
+            ]
+        if self.taskset:
+            target = ["taskset", "-c", self.taskset, *target]
+        envs = [f"{k}={v}" for k, v in self.env.items()]
+        # One session (setsid) holds everything the run starts: flock, timeout, perf, QEMU, the ELF.
+        # timeout makes its own process group inside it, so the watchdog kills by session, not by group.
+        run = " ".join(q(w) for w in [
+            "setsid", "flock", "-w", f"{self.lock_timeout:g}", "-E", str(LOCK_BUSY_STATUS), self.lock_file,
+            "env", *envs, "timeout", "-k", str(KILL_AFTER_S), f"{self.timeout:g}", *target,
+        ])
+        # fd 3 is the SSH channel's stdin: a background list's stdin would otherwise be /dev/null (POSIX),
+        # and the ELF itself must not read it.
+        lines = [
+            f"cd {q(self.work_dir)} || exit {NO_WORKDIR_STATUS}",
+            "exec 3<&0",
+            f"{run} </dev/null &",
+            "pid=$!",
+            "( while read -r _; do :; done; pkill -TERM -s $pid; sleep "
+            f"{KILL_AFTER_S}; pkill -KILL -s $pid ) <&3 >/dev/null 2>&1 &",
+            "watch=$!",
+            "wait $pid; rc=$?",
+            "kill $watch 2>/dev/null",
+        ]
+        if self.perf_events:
+            out = q(self.perf_out or "perf.csv")
+            lines.append(f"printf '\\n%s\\n' {q(PERF_MARKER)} >&2; cat {out} >&2 2>/dev/null; rm -f {out}")
+        lines.append("exit $rc")
+        return "\n".join(lines)
+
+
+def split_perf(stderr: str) -> tuple[str, str]:
+    """The run's stderr -> (the ELF's own stderr, perf's CSV)."""
+    head, sep, tail = stderr.rpartition(f"\n{PERF_MARKER}\n")
+    return (head, tail) if sep else (stderr, "")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int | None  # None when killed at the timeout
+    timed_out: bool
+    signal: int | None
+
+
+def read_status(status: int | None, exit_signal: str | None, timeout: float, elapsed: float) -> Outcome:
+    """The remote exit status -> what happened to the ELF.
+
+    ``timeout`` exits 124 when TERM sufficed and 137 (128+KILL) when it had to KILL; a 137 before the
+    deadline is a real SIGKILL (e.g. the OOM killer). A signal that killed the ELF comes back as 128+N from
+    the shells in between; we report it as the ELF's signal with returncode -N, as subprocess does.
+    """
+    if exit_signal:  # the remote shell itself was killed: sshd reports the signal's name
+        sig = getattr(signal, f"SIG{exit_signal}", None)
+        num = int(sig) if sig is not None else None
+        return Outcome(returncode=-num if num else None, timed_out=False, signal=num)
+    if status is None:
+        return Outcome(returncode=None, timed_out=False, signal=None)
+    if status == TIMEOUT_STATUS or (status == 128 + signal.SIGKILL and elapsed >= timeout):
+        return Outcome(returncode=None, timed_out=True, signal=None)
+    if 128 < status < 128 + 65:
+        return Outcome(returncode=-(status - 128), timed_out=False, signal=status - 128)
+    return Outcome(returncode=status, timed_out=False, signal=None)

@@ -1,0 +1,462 @@
+"""RISC-V boards over SSH (asyncssh): one connection per board per worker for the whole session.
+
+The Target API is synchronous; asyncssh is not. One daemon thread per process runs an asyncio loop and every
+target submits its coroutines there, so a connection (and its SFTP session) lives as long as the target.
+When connecting, the board is checked: tools the run wrapper needs, the ISA in /proc/cpuinfo and the VLEN a
+tiny vector probe reads from the ``vlenb`` CSR. Anything that makes the board unusable raises
+:class:`BoardError` once, naming the host and the cause.
+
+What a run looks like on the board is in remote_cmd.py; where files go, in remote_cache.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import re
+import secrets
+import shlex
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncssh
+
+from pytest_rvtune import paths
+from pytest_rvtune.counters import parse_perf_stat_csv
+from pytest_rvtune.harness_output import parse_harness_output
+from pytest_rvtune.targets.base import RunResult, TimingSource
+from pytest_rvtune.targets.config import TargetConfig
+from pytest_rvtune.targets.remote_cache import RemoteCache, UploadError
+from pytest_rvtune.targets.remote_cmd import (
+    KILL_AFTER_S,
+    LOCK_BUSY_STATUS,
+    NO_WORKDIR_STATUS,
+    RemoteRun,
+    quote_dir,
+    read_status,
+    split_perf,
+)
+from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, ToolchainError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: What the run wrapper needs on the board (coreutils, util-linux, procps).
+REQUIRED_TOOLS = ("flock", "timeout", "setsid", "pkill", "env")
+
+#: Seconds the client waits beyond the run's own bounds before it gives up on the channel.
+_CLIENT_SLACK_S = 30.0
+
+#: The connection broke under us: reconnect and retry the run once.
+_CONNECTION_ERRORS = (asyncssh.ConnectionLost, asyncssh.DisconnectError, asyncssh.ChannelOpenError,
+                      ConnectionError, BrokenPipeError)
+
+#: Reads VLEN from the vlenb CSR; dies of SIGILL on a core without the V extension.
+_VLEN_PROBE_C = r"""
+#include <stdio.h>
+int main(void) {
+    unsigned long vlenb;
+    __asm__ volatile("csrr %0, vlenb" : "=r"(vlenb));
+    printf("RVTUNE vlen %lu\n", vlenb * 8);
+    return 0;
+}
+"""
+
+
+class BoardError(RuntimeError):
+    """A board cannot be used (unreachable, auth, host key, wrong ISA/VLEN, full disk, lost mid-run)."""
+
+
+class InsecureHostKeyWarning(UserWarning):
+    """A target runs with host key checking switched off."""
+
+
+class _LoopThread:
+    """The one asyncio loop of this process, in a daemon thread; coroutines are submitted from any thread."""
+
+    _instance: _LoopThread | None = None
+    _guard = threading.Lock()
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="rvtune-ssh", daemon=True)
+        self.thread.start()
+
+    @classmethod
+    def get(cls) -> _LoopThread:
+        with cls._guard:
+            if cls._instance is None:
+                cls._instance = cls()
+            return cls._instance
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+
+def worker_index(worker_id: str) -> int:
+    """pytest-xdist's ``gw3`` -> 3; a run without xdist (``master``) is worker 0."""
+    match = re.fullmatch(r"gw(\d+)", worker_id)
+    return int(match.group(1)) if match else 0
+
+
+def _required_letters(isa: str) -> set[str]:
+    """``rv64gcv_zvl256b`` -> {i, m, a, f, d, c, v}: the single-letter extensions a build needs."""
+    base = isa.lower().split("_", 1)[0].removeprefix("rv64").removeprefix("rv32")
+    return set(base.replace("g", "imafd"))
+
+
+@functools.cache
+def vlen_probe_elf() -> Path:
+    """The vector probe, built once per toolchain into the build cache (atomic rename: workers may race)."""
+    tc = Toolchain.for_isa(RISCV_ISA)
+    out = paths.cache_dir() / "probes" / f"vlen-{tc.fingerprint()}.elf"
+    if not out.is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+            src, obj, elf = Path(tmp) / "vlen.c", Path(tmp) / "vlen.o", Path(tmp) / "vlen.elf"
+            src.write_text(_VLEN_PROBE_C)
+            tc.compile(src, obj)
+            tc.link([obj], elf, libs=())
+            os.replace(elf, out)
+    return out
+
+
+class SshTarget:
+    """One board of a configured target, reached over one kept asyncssh connection."""
+
+    def __init__(self, cfg: TargetConfig, host: str) -> None:
+        self.cfg = cfg
+        self.host = host
+        self.name = cfg.name
+        self.isa = cfg.isa
+        self.timing_source: TimingSource = "emulated" if cfg.exec_prefix else "real"
+        self._loop = _LoopThread.get()
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._cache: RemoteCache | None = None
+        self.work_dir = ""  # absolute, resolved on the board at connect
+        self.facts: dict[str, str] = {}
+        self.reconnects = 0
+        self._uploads_before = 0  # uploads of earlier connections (a reconnect starts a new cache object)
+
+    # --- connection ---------------------------------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        who = f"{self.cfg.user}@" if self.cfg.user else ""
+        port = f":{self.cfg.port}" if self.cfg.port else ""
+        return f"{who}{self.host}{port}"
+
+    def connect(self) -> None:
+        """Connect and check the board; BoardError names the host and the cause."""
+        try:
+            self._loop.run(self._connect(probe=True))
+        except (asyncssh.Error, OSError) as exc:  # the link broke during the checks
+            raise BoardError(f"target {self.name!r}: board {self.label} lost while checking it: {exc}") from None
+
+    async def _open(self) -> asyncssh.SSHClientConnection:
+        cfg = self.cfg
+        options: dict[str, Any] = {
+            "connect_timeout": cfg.connect_timeout,
+            "keepalive_interval": cfg.keepalive,
+            "keepalive_count_max": 3,
+            # Keys and agents only: a password prompt would hang a CI job.
+            "password_auth": False,
+            "kbdint_auth": False,
+        }
+        if cfg.port is not None:
+            options["port"] = cfg.port
+        if cfg.user is not None:
+            options["username"] = cfg.user
+        if cfg.key is not None:
+            options["client_keys"] = [str(cfg.key)]
+        if not cfg.agent:
+            options["agent_path"] = None
+        if cfg.insecure_skip_host_key_check:
+            options["known_hosts"] = None
+        elif cfg.known_hosts is not None:
+            options["known_hosts"] = str(cfg.known_hosts)
+        if cfg.ssh_config is not None:
+            options["config"] = [str(cfg.ssh_config)]
+        where = f"target {cfg.name!r}: board {self.label}"
+        try:
+            return await asyncssh.connect(self.host, **options)
+        except asyncssh.HostKeyNotVerifiable as exc:
+            known = cfg.known_hosts or "~/.ssh/known_hosts"
+            raise BoardError(
+                f"{where}: host key not trusted ({exc.reason}): it is not in {known} or it changed. If the "
+                f"board was reinstalled, check its key and update {known} (ssh-keyscan); see {cfg.where()}"
+            ) from None
+        except asyncssh.PermissionDenied as exc:
+            key = f"key {cfg.key}" if cfg.key else "the agent / default keys"
+            raise BoardError(
+                f"{where}: authentication refused ({exc.reason}) with {key}; install the public key in the "
+                f"board's authorized_keys or set key/user in {cfg.where()}"
+            ) from None
+        except (OSError, TimeoutError, asyncssh.Error) as exc:
+            cause = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+            raise BoardError(
+                f"{where}: unreachable ({cause}); check that it is powered and on the network, and host/port "
+                f"in {cfg.where()}"
+            ) from None
+
+    async def _connect(self, *, probe: bool) -> None:
+        self._conn = await self._open()
+        try:
+            sftp = await self._conn.start_sftp_client()
+            facts = await self._check_board()
+            self.work_dir = facts["work"]
+            if self._cache is not None:
+                self._uploads_before += self._cache.uploads
+            self._cache = RemoteCache(sftp, f"{self.work_dir}/files", self.label, self._free_kib)
+            if probe:
+                self.facts = facts
+                self.facts["vlen"] = str(await self._probe_vlen())
+        except BaseException:
+            self._conn.close()
+            raise
+
+    async def _sh(self, script: str, timeout: float = 60.0) -> asyncssh.SSHCompletedProcess:
+        assert self._conn is not None
+        return await self._conn.run("exec /bin/sh -c " + shlex.quote(script), check=False, timeout=timeout)
+
+    async def _check_board(self) -> dict[str, str]:
+        """Work dir, host facts and missing tools in one round trip."""
+        cfg = self.cfg
+        tools = [*REQUIRED_TOOLS, *(["taskset"] if cfg.taskset else []),
+                 *(["perf"] if cfg.runner == "perf" else []), *cfg.exec_prefix[:1]]
+        script = "\n".join([
+            f"mkdir -p {quote_dir(cfg.work_dir)} && cd {quote_dir(cfg.work_dir)} || exit {NO_WORKDIR_STATUS}",
+            'printf "work=%s\\n" "$(pwd -P)"',
+            'printf "hostname=%s\\n" "$(uname -n)"',
+            'printf "kernel=%s\\n" "$(uname -r)"',
+            "printf \"board_isa=%s\\n\" \"$(sed -n 's/^isa[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n1)\"",
+            "printf \"cpu=%s\\n\" \"$(sed -n -E 's/^(uarch|model name)[[:space:]]*:[[:space:]]*//p' "
+            '/proc/cpuinfo | head -n1)"',
+            f"for t in {' '.join(shlex.quote(t) for t in tools)}; do",
+            '  command -v "$t" >/dev/null 2>&1 || printf "missing=%s\\n" "$t"',
+            "done",
+        ])
+        done = await self._sh(script)
+        where = f"target {cfg.name!r}: board {self.label}"
+        if done.exit_status == NO_WORKDIR_STATUS:
+            raise BoardError(f"{where}: cannot create work_dir {cfg.work_dir!r} ({str(done.stderr).strip()}); "
+                             f"set work_dir in {cfg.where()} to a writable directory")
+        facts: dict[str, str] = {}
+        missing: list[str] = []
+        for line in str(done.stdout).splitlines():
+            key, _, value = line.partition("=")
+            if key == "missing":
+                missing.append(value)
+            elif key:
+                facts[key] = value
+        if done.exit_status != 0 or "work" not in facts:
+            raise BoardError(f"{where}: the board check failed (exit {done.exit_status}): "
+                             f"{str(done.stderr).strip()[-500:]}")
+        if missing:
+            raise BoardError(f"{where}: missing on the board: {', '.join(missing)} (install coreutils, "
+                             "util-linux, procps, linux-perf as needed, or fix exec_prefix/runner in "
+                             f"{cfg.where()})")
+        if cfg.exec_prefix:
+            # The ELF runs under an emulator there: the host CPU's ISA says nothing, the probe below decides.
+            log.info("%s: exec_prefix set, /proc/cpuinfo ISA not checked", where)
+        else:
+            board_isa = facts.get("board_isa", "")
+            if not board_isa:
+                raise BoardError(f"{where}: no 'isa' line in /proc/cpuinfo: not a RISC-V Linux board? "
+                                 f"(to run under an emulator there, set exec_prefix in {cfg.where()})")
+            lacking = sorted(_required_letters(cfg.isa) - _required_letters(board_isa))
+            if lacking:
+                raise BoardError(f"{where}: the board's ISA {board_isa} lacks {', '.join(lacking)} needed by "
+                                 f"{cfg.isa} builds; use another board or fix isa in {cfg.where()}")
+        return facts
+
+    async def _probe_vlen(self) -> int:
+        where = f"target {self.cfg.name!r}: board {self.label}"
+        try:
+            probe = vlen_probe_elf()
+        except ToolchainError as exc:
+            raise BoardError(f"{where}: cannot build the VLEN probe: {exc}") from None
+        assert self._cache is not None
+        remote = await self._cache.ensure(probe)
+        argv = [*self.cfg.exec_prefix, remote]
+        done = await self._sh(f"timeout -k 2 30 {' '.join(shlex.quote(a) for a in argv)}")
+        match = re.search(r"^RVTUNE vlen (\d+)$", str(done.stdout), re.M)
+        if match is None:
+            raise BoardError(f"{where}: the vector probe failed (exit {done.exit_status}: "
+                             f"{str(done.stderr).strip()[-300:]}); the board has no usable V extension")
+        vlen = int(match.group(1))
+        if vlen != self.cfg.vlen:
+            raise BoardError(f"{where}: VLEN is {vlen} on the board but the target says vlen = {self.cfg.vlen}: "
+                             f"{self.cfg.isa} code computes wrong answers at any other VLEN; fix "
+                             f"{self.cfg.where('vlen')} or use a matching board")
+        return vlen
+
+    async def _free_kib(self, directory: str) -> int | None:
+        try:
+            done = await self._sh(f"df -Pk {shlex.quote(directory)} | tail -n1", timeout=30)
+            return int(str(done.stdout).split()[3])
+        except (asyncssh.Error, OSError, ValueError, IndexError):
+            return None
+
+    def _reconnect(self) -> None:
+        self.close()
+        self.reconnects += 1
+        self._loop.run(self._connect(probe=False))
+
+    # --- the Target protocol ------------------------------------------------------------------------
+
+    @functools.cache  # noqa: B019 (one target object per session: caching on self is intended)
+    def identity(self) -> dict[str, str]:
+        """Which board this is (no key paths, no env values: results files get shared)."""
+        ident = {
+            "target": self.name,
+            "isa": self.isa,
+            "vlen": self.facts.get("vlen", str(self.cfg.vlen)),
+            "board": self.facts.get("hostname", self.host),
+            "board_isa": self.facts.get("board_isa", ""),
+            "cpu": self.facts.get("cpu", ""),
+            "kernel": self.facts.get("kernel", ""),
+            "runner": self.cfg.runner,
+        }
+        if len(self.cfg.hosts) > 1:
+            ident["pool"] = ",".join(self.cfg.hosts)
+        if self.cfg.exec_prefix:
+            ident["exec_prefix"] = " ".join(self.cfg.exec_prefix)
+        if self.cfg.taskset:
+            ident["taskset"] = self.cfg.taskset
+        try:
+            from pytest_rvtune.toolchain import find_tool, tool_version
+
+            ident["toolchain"] = tool_version(find_tool("clang-19"))
+        except ToolchainError:
+            pass
+        return ident
+
+    @property
+    def uploads(self) -> int:
+        """Files sent to the board by this target so far (all connections)."""
+        return self._uploads_before + (self._cache.uploads if self._cache else 0)
+
+    def prepare(self, files: Sequence[Path]) -> None:
+        self._with_retry(lambda: self._prepare(files), f"uploading {len(files)} file(s)")
+
+    async def _prepare(self, files: Sequence[Path]) -> None:
+        assert self._cache is not None
+        try:
+            await asyncio.gather(*(self._cache.ensure(f) for f in files))
+        except UploadError as exc:
+            raise BoardError(f"target {self.name!r}: {exc}") from None
+
+    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
+            kernel_symbol: str | None = None) -> RunResult:
+        return self._with_retry(lambda: self._run(elf, args, timeout), f"running {elf.name}")
+
+    def _with_retry(self, make: Any, what: str) -> Any:
+        """Run a coroutine; if the connection breaks, reconnect and try once more, then give up."""
+        try:
+            return self._loop.run(make())
+        except _CONNECTION_ERRORS as exc:
+            log.warning("target %r: connection to %s lost while %s (%s): reconnecting", self.name, self.label,
+                        what, exc)
+            first = exc
+        try:
+            self._reconnect()
+            return self._loop.run(make())
+        except _CONNECTION_ERRORS as exc:
+            raise BoardError(f"target {self.name!r}: board {self.label} lost while {what} ({first}); the "
+                             f"retry failed too ({exc})") from None
+        except BoardError as exc:
+            raise BoardError(f"target {self.name!r}: board {self.label} lost while {what} ({first}); "
+                             f"reconnecting failed: {exc}") from None
+
+    async def _run(self, elf: Path, args: Sequence[str | Path], timeout: float) -> RunResult:
+        assert self._cache is not None and self._conn is not None
+        cfg = self.cfg
+        try:
+            remote_elf = await self._cache.ensure(elf)
+            argv = [remote_elf]
+            for arg in args:
+                argv.append(await self._cache.ensure(arg) if isinstance(arg, Path) else arg)
+        except UploadError as exc:
+            raise BoardError(f"target {self.name!r}: {exc}") from None
+        perf = cfg.runner == "perf"
+        spec = RemoteRun(
+            argv=argv, timeout=timeout, work_dir=self.work_dir, lock_file=cfg.lock_file,
+            lock_timeout=cfg.lock_timeout, env=cfg.env, taskset=cfg.taskset, exec_prefix=cfg.exec_prefix,
+            perf_events=cfg.perf_events if perf else (),
+            perf_out=f"{self.work_dir}/.perf-{secrets.token_hex(6)}.csv" if perf else None,
+        )
+        start = time.monotonic()
+        # create_process, not run: run() would close our stdin at once, and the wrapper's watchdog reads
+        # EOF on stdin as "the client is gone".
+        proc = await self._conn.create_process(spec.command(), encoding="utf-8", errors="replace")
+        try:
+            done = await proc.wait(check=False, timeout=cfg.lock_timeout + timeout + KILL_AFTER_S + _CLIENT_SLACK_S)
+        except asyncssh.TimeoutError:
+            proc.close()  # EOF for the watchdog: the board kills the run
+            raise BoardError(f"target {self.name!r}: board {self.label} did not finish {elf.name} within "
+                             f"{timeout:g}s + lock wait; the run was abandoned") from None
+        elapsed = time.monotonic() - start
+        if done.exit_status is None and done.exit_signal is None:
+            raise asyncssh.ConnectionLost("the channel closed without an exit status")
+        if done.exit_status == LOCK_BUSY_STATUS:
+            raise BoardError(f"target {self.name!r}: board {self.label} stayed busy (lock {cfg.lock_file} held "
+                             f"by another run for {cfg.lock_timeout:g}s); raise lock_timeout in {cfg.where()}")
+        if done.exit_status == NO_WORKDIR_STATUS:
+            raise BoardError(f"target {self.name!r}: work dir {self.work_dir} vanished on {self.label}")
+        stdout, stderr = str(done.stdout or ""), str(done.stderr or "")
+        stderr, perf_csv = split_perf(stderr) if perf else (stderr, "")
+        signame = done.exit_signal[0] if done.exit_signal else None
+        outcome = read_status(done.exit_status, signame, timeout, elapsed)
+        parsed = parse_harness_output(stdout)
+        return RunResult(
+            returncode=outcome.returncode, samples_ns=parsed.samples_ns, checks=parsed.checks,
+            counters=parse_perf_stat_csv(perf_csv) if perf_csv and not outcome.timed_out else {},
+            errors=parsed.errors, stdout=stdout, stderr=stderr, timed_out=outcome.timed_out,
+            signal=outcome.signal, wall_s=elapsed,
+        )
+
+    def run_shell(self, script: str, timeout: float = 60.0) -> tuple[int | None, str, str]:
+        """Run a plain shell script on the board (for checks and tools; not for timing runs)."""
+        done = self._loop.run(self._sh(script, timeout))
+        return done.exit_status, str(done.stdout or ""), str(done.stderr or "")
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
+                self._loop.run(asyncio.wait_for(conn.wait_closed(), 5))
+
+
+def connect_board(cfg: TargetConfig, *, worker_id: str) -> SshTarget:
+    """The board this worker uses: worker index modulo the pool size first, then the others in order.
+
+    Each run still takes the board's lock, so workers (or CI jobs) that end up on the same board take turns.
+    """
+    if cfg.insecure_skip_host_key_check:
+        message = (f"target {cfg.name!r}: host key checking is OFF (insecure_skip_host_key_check in "
+                   f"{cfg.source}): anyone on the network path can impersonate the board")
+        warnings.warn(message, InsecureHostKeyWarning, stacklevel=2)
+        log.warning(message)
+    start = worker_index(worker_id) % len(cfg.hosts)
+    errors: list[str] = []
+    for host in (*cfg.hosts[start:], *cfg.hosts[:start]):
+        target = SshTarget(cfg, host)
+        try:
+            target.connect()
+            return target
+        except BoardError as exc:
+            errors.append(str(exc))
+    if len(errors) == 1:
+        raise BoardError(errors[0])
+    raise BoardError(f"target {cfg.name!r}: no board of the pool is usable:\n  " + "\n  ".join(errors))
