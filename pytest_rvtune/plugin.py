@@ -202,8 +202,8 @@ SESSION_KEY = pytest.StashKey[RvtuneSession]()
 _KEY_EQ_VALUE = re.compile(r"\b([A-Za-z_]\w*)=([\w.]+)")
 
 
-def _config_keywords(config: dict[str, Any]) -> dict[str, bool]:
-    return {f"{key}:{value}": True for key, value in config.items()}
+def _config_keywords(config: dict[str, Any]) -> set[str]:
+    return {f"{key}:{value}" for key, value in config.items()}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -253,6 +253,8 @@ class KernelModule(pytest.File):
             raise self.CollectError(str(exc)) from exc
         except Exception as exc:
             raise self.CollectError(f"kernel module {self.path}: {type(exc).__name__}: {exc}") from exc
+        for marker in (spec.name, *spec.cases):  # per kernel and case, registered so --strict-markers works
+            self.config.addinivalue_line("markers", f"{marker}: pytest-rvtune kernel or case {marker}")
         for target in session.target_names:
             cases = session.cases or [session.default_case(target)]
             unknown = [c for c in cases if c not in spec.cases]
@@ -268,7 +270,7 @@ class KernelModule(pytest.File):
                     item.stash[ITEM_KEY] = info
                     for marker in (spec.name, case, "rvtune"):
                         item.add_marker(marker)
-                    item.keywords.update(_config_keywords(info.config_values))
+                    item.extra_keyword_matches.update(_config_keywords(info.config_values))
                     yield item
 
 
@@ -284,13 +286,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if not any(file_path.resolve().is_relative_to(d) for d in session.kernel_dirs):
         return None
     return KernelModule.from_parent(parent, path=file_path)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    kernels = {item.stash[ITEM_KEY].spec.name for item in items if ITEM_KEY in item.stash}
-    cases = {item.stash[ITEM_KEY].case for item in items if ITEM_KEY in item.stash}
-    for marker in sorted(kernels | cases):  # markers per kernel and case, registered so --strict-markers works
-        config.addinivalue_line("markers", f"{marker}: pytest-rvtune kernel or case {marker}")
 
 
 # --------------------------------------------------------------------------------------------- fixtures
