@@ -99,7 +99,7 @@ _FLOAT_CALL2 = {"arith.remf": "fmod", "arith.maxnumf": "fmax", "arith.minnumf": 
 _FLOAT_CALL1 = {"math.exp": "exp", "math.exp2": "exp2", "math.log": "log", "math.log2": "log2",
                 "math.log10": "log10", "math.log1p": "log1p", "math.expm1": "expm1", "math.sqrt": "sqrt",
                 "tt.precise_sqrt": "sqrt", "math.absf": "fabs", "math.floor": "floor", "math.ceil": "ceil",
-                "math.trunc": "trunc", "math.round": "round", "math.roundeven": "rint", "math.sin": "sin",
+                "math.round": "round", "math.roundeven": "rint", "math.sin": "sin",
                 "math.cos": "cos", "math.tan": "tan", "math.asin": "asin", "math.acos": "acos",
                 "math.atan": "atan", "math.sinh": "sinh", "math.cosh": "cosh", "math.tanh": "tanh",
                 "math.asinh": "asinh", "math.acosh": "acosh", "math.atanh": "atanh", "math.erf": "erf",
@@ -229,6 +229,8 @@ def _float_op(op: Op, ft: str, a: list[str], rt: str) -> str:
         e = f"rv_{name[6:13]}{'' if ft == 'f64' else 'f'}({a[0]}, {a[1]})"
     elif name in _FLOAT_CALL1:
         e = f"{_fn(_FLOAT_CALL1[name], ft)}({a[0]})"
+    elif name == "math.trunc":  # not libm truncf: see rv_truncf in rvtune_rt.h (QEMU 7.2 and vfcvt.rtz)
+        e = f"rv_trunc{'' if ft == 'f64' else 'f'}({a[0]})"
     elif name == "math.rsqrt":
         one = "1.0" if ft == "f64" else "1.0f"
         e = f"({one} / {_fn('sqrt', ft)}({a[0]}))"
@@ -294,4 +296,4 @@ def is_elementwise(name: str) -> bool:
                 "arith.select", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui", "arith.extf",
                 "arith.truncf", "tt.fp_to_fp", "arith.bitcast", "tt.bitcast", "tt.int_to_ptr",
                 "tt.ptr_to_int", "tt.addptr", "arith.negf", "arith.maximumf", "arith.minimumf",
-                "math.rsqrt", "math.fma", "tt.clampf", "math.isnan", "math.isinf", "math.isfinite"})
+                "math.rsqrt", "math.trunc", "math.fma", "tt.clampf", "math.isnan", "math.isinf", "math.isfinite"})

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
+import pickle
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -127,7 +130,8 @@ def run_c_kernels(calls: list[KernelCall], isa: str = HOST_ISA) -> list[list[np.
         c.lowered = c.lowered or lower_kernel(c.fn, c.signature, c.constexprs)
     source = _driver_source(calls)
     tc = Toolchain.for_isa(isa)
-    key = hashlib.sha256((source + tc.fingerprint()).encode()).hexdigest()[:16]
+    runtime = (RUNTIME_DIR / "rvtune_rt.h").read_text()
+    key = hashlib.sha256((source + runtime + tc.fingerprint()).encode()).hexdigest()[:16]
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     results = [_arrays(c) for c in calls]
     if isa == HOST_ISA:
@@ -169,28 +173,64 @@ def run_c_kernel(fn: Any, signature: dict[str, str], constexprs: dict[str, objec
 
 def run_interpreter(fn: Any, args: list[Arg], grid: tuple[int, ...], constexprs: dict[str, object],
                     signature: dict[str, str] | None = None) -> list[np.ndarray]:
-    """Triton's interpreter (exact Triton semantics on CPU torch). ``signature`` marks bf16 arrays
-    (stored as uint16 in numpy); without it uint16 arrays are taken as bf16."""
-    import torch
-    from triton.runtime.interpreter import InterpretedFunction
+    """Triton's interpreter on copies of ``args``: the array arguments after the launch."""
+    return run_interpreter_many([KernelCall(fn, signature or {}, constexprs, args, grid)])[0]
 
-    names = [n for n in fn.arg_names if n not in constexprs]
-    tensors: list[Any] = []
-    for name, a in zip(names, args, strict=True):
-        if isinstance(a, np.ndarray):
-            t = torch.from_numpy(np.ascontiguousarray(a).copy())
-            is_bf16 = (signature or {}).get(name, "*bf16" if a.dtype == np.uint16 else "") == "*bf16"
-            if is_bf16:
-                t = t.view(torch.int16).view(torch.bfloat16)
-            tensors.append(t)
-        else:
-            tensors.append(a)
-    InterpretedFunction(fn.fn)[tuple(grid)](*tensors, **constexprs)
-    out = []
-    for t in tensors:
-        if isinstance(t, torch.Tensor):
-            out.append(t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy())
-    return out
+
+def run_interpreter_many(calls: list[KernelCall]) -> list[list[np.ndarray]]:
+    """Several interpreter launches in ONE child process with TRITON_INTERPRET=1.
+
+    Triton decides at import time whether ``@triton.jit`` (its own ``tl.zeros``, ``tl.cdiv``... included)
+    makes interpretable functions, so the clean oracle is a fresh interpreter process (~2-3 s to start,
+    hence the batching). Kernels must be module-level functions of an importable file. ``signature``
+    entries ``*bf16`` mark uint16 arrays that hold bf16 bit patterns.
+    """
+    jobs = []
+    for c in calls:
+        code = c.fn.fn.__code__
+        jobs.append({"file": code.co_filename, "name": c.fn.__name__, "args": c.args, "grid": tuple(c.grid),
+                     "constexprs": c.constexprs, "signature": c.signature,
+                     "arg_names": [n for n in c.fn.arg_names if n not in c.constexprs]})
+    with tempfile.TemporaryDirectory(prefix="rvtune-interp-") as tmp:
+        job, result = Path(tmp) / "job.pkl", Path(tmp) / "result.pkl"
+        job.write_bytes(pickle.dumps(jobs))
+        env = {**os.environ, "TRITON_INTERPRET": "1"}
+        proc = subprocess.run([sys.executable, __file__, str(job), str(result)], env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"interpreter child failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        return pickle.loads(result.read_bytes())
+
+
+def _interpret_main(job_path: str, result_path: str) -> None:
+    """Child side of run_interpreter_many (TRITON_INTERPRET=1 is set before triton is imported)."""
+    import importlib.util
+
+    import torch
+
+    modules: dict[str, Any] = {}
+    results = []
+    for job in pickle.loads(Path(job_path).read_bytes()):
+        if job["file"] not in modules:
+            spec = importlib.util.spec_from_file_location(f"rvtune_interp_{len(modules)}", job["file"])
+            assert spec is not None and spec.loader is not None
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            modules[job["file"]] = mod
+        kernel = getattr(modules[job["file"]], job["name"])
+        tensors: list[Any] = []
+        for name, a in zip(job["arg_names"], job["args"], strict=True):
+            if isinstance(a, np.ndarray):
+                t = torch.from_numpy(np.ascontiguousarray(a).copy())
+                if job["signature"].get(name) == "*bf16":
+                    t = t.view(torch.int16).view(torch.bfloat16)
+                tensors.append(t)
+            else:
+                tensors.append(a)
+        kernel[job["grid"]](*tensors, **job["constexprs"])
+        results.append([t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
+                        for t in tensors if isinstance(t, torch.Tensor)])
+    Path(result_path).write_bytes(pickle.dumps(results))
 
 
 def assert_match(got: list[np.ndarray], want: list[np.ndarray], *, rtol: float = 1e-5, atol: float = 1e-6,
@@ -216,3 +256,7 @@ def assert_match(got: list[np.ndarray], want: list[np.ndarray], *, rtol: float =
                 raise AssertionError(f"{label}: {int((g != w).sum())} mismatches, first at {bad}: "
                                      f"got {g[tuple(bad[0])] if bad else g.dtype}, "
                                      f"want {w[tuple(bad[0])] if bad else w.dtype}")
+
+
+if __name__ == "__main__":
+    _interpret_main(sys.argv[1], sys.argv[2])

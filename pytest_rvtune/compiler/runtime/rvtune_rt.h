@@ -26,6 +26,36 @@ RV_INLINE float rv_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; 
 RV_INLINE uint64_t rv_f64_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
 RV_INLINE double rv_bits_f64(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
 
+/* ---- truncation without fcvt.rtz ---------------------------------------------------------------------
+ * QEMU 7.2 (Debian's qemu-user) aborts on the vector float->int conversions with static round-toward-zero
+ * (vfcvt.rtz.x.f.v: "decode_save_opc: Assertion `ctx->insn_start != NULL'", QEMU issue 1441), which clang
+ * emits for every vectorised C cast float -> int and for truncf. So truncation is done on the bits. */
+
+/* |x| rounded toward zero, for finite |x| < 2^63. */
+RV_INLINE uint64_t rv_trunc_mag(double x) {
+    uint64_t b = rv_f64_bits(x), m = (b & 0xfffffffffffffull) | 0x10000000000000ull;
+    int e = (int)((b >> 52) & 0x7ffu) - 1075;
+    if (e >= 0) return m << e;
+    if (e <= -53) return 0;
+    return m >> -e;
+}
+
+RV_INLINE float rv_truncf(float x) {
+    uint32_t b = rv_f32_bits(x);
+    int e = (int)((b >> 23) & 0xffu) - 127;
+    if (e >= 23) return x; /* already integral, inf or NaN */
+    if (e < 0) return rv_bits_f32(b & 0x80000000u);
+    return rv_bits_f32(b & ~(0x7fffffu >> e));
+}
+
+RV_INLINE double rv_trunc(double x) {
+    uint64_t b = rv_f64_bits(x);
+    int e = (int)((b >> 52) & 0x7ffu) - 1023;
+    if (e >= 52) return x;
+    if (e < 0) return rv_bits_f64(b & 0x8000000000000000ull);
+    return rv_bits_f64(b & ~(0xfffffffffffffull >> e));
+}
+
 /* ---- f16 / bf16 <-> f32 ------------------------------------------------------------------------- */
 RV_INLINE float rv_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
@@ -41,8 +71,8 @@ RV_INLINE uint16_t rv_f32_to_f16(float f) {
     if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* quiet NaN */
     if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);                        /* rounds to inf */
     if (ax < 0x38800000u) {                      /* below 2^-14: f16 subnormal or zero */
-        float r = (rv_bits_f32(ax) * 0x1p24f + 0x1p23f) - 0x1p23f; /* RNE to an integer count of 2^-24 */
-        return (uint16_t)(sign | (uint32_t)r);
+        /* |f| * 2^24 + 2^23 rounds (to nearest even) the count of 2^-24 steps into the low mantissa bits */
+        return (uint16_t)(sign | (rv_f32_bits(rv_bits_f32(ax) * 0x1p24f + 0x1p23f) - 0x4b000000u));
     }
     ax += 0xc8000fffu + ((ax >> 13) & 1u);       /* rebias exponent 127 -> 15, round half to even */
     return (uint16_t)(sign | (ax >> 13));
@@ -54,7 +84,7 @@ RV_INLINE uint16_t rv_f32_to_f16_rtz(float f) {
     if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
     if (ax == 0x7f800000u) return (uint16_t)(sign | 0x7c00u);
     if (ax >= 0x47800000u) return (uint16_t)(sign | 0x7bffu); /* largest finite */
-    if (ax < 0x38800000u) return (uint16_t)(sign | (uint32_t)(rv_bits_f32(ax) * 0x1p24f));
+    if (ax < 0x38800000u) return (uint16_t)(sign | (uint32_t)rv_trunc_mag(rv_bits_f32(ax) * 0x1p24f));
     return (uint16_t)(sign | ((ax - 0x38000000u) >> 13));
 }
 
@@ -140,12 +170,13 @@ RV_INLINE int64_t rv_mulhiui64(int64_t a, int64_t b) {
         if (x != x) return 0;                                                                            \
         if (x >= HI) return INT##W##_MAX;                                                                \
         if (x <= LO) return INT##W##_MIN;                                                                \
-        return (int##W##_t)x;                                                                            \
+        uint64_t mag = rv_trunc_mag(x);                                                                  \
+        return (int##W##_t)(x < 0 ? 0u - mag : mag);                                                     \
     }                                                                                                    \
     RV_INLINE int##W##_t rv_fptoui##W(double x) {                                                        \
         if (x != x || x <= -1.0) return 0;                                                               \
         if (x >= 2.0 * (HI)) return (int##W##_t)UINT##W##_MAX;                                           \
-        return (int##W##_t)(uint##W##_t)x;                                                               \
+        return (int##W##_t)(uint##W##_t)(x < 0 ? 0u : rv_trunc_mag(x));                                 \
     }
 RV_FPTOSI(8, -129.0, 128.0)
 RV_FPTOSI(16, -32769.0, 32768.0)
