@@ -3,8 +3,8 @@
     kernel + launcher + per-config consts   (compiler.api.compile_kernel: cached by the compiler)
   + harness object                          (main_cpp/<name>.cpp, or the generated generic one; compiled
                                              once per kernel and ISA: sizes, scalars and grid are argv)
-  -> link (static for rv64) into ``cache_dir()/elf/<key>/``, key = hash of every object linked and of the
-     toolchain, so a second build of the same item does no compiler work at all.
+  -> link (static for rv64) into ``cache_dir()/elf/<key[:2]>/<key>/``, key = hash of every object linked
+     and of the toolchain, so a second build of the same item does no compiler work at all.
 
 Nothing here knows pytest. Errors name the kernel and the config and carry clang's message.
 """
@@ -78,6 +78,9 @@ def harness_args_of(launch: Any, inputs: Mapping[str, Path], expected: Mapping[s
             out.append(generic.HarnessArg(a.name, a.type, "scalar"))
             continue
         written, read = a.tensor in expected, a.tensor in inputs
+        if not (written or read):
+            raise generic.HarnessError(f"tensor {a.tensor!r} (argument {a.name}) has no golden file: "
+                                       "regenerate the golden data (`rvtune golden generate`)")
         role: generic.Role = ("inout" if read else "out") if written else "in"
         out.append(generic.HarnessArg(a.name, a.type, role, label=a.tensor))
     return out
