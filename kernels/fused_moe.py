@@ -82,7 +82,7 @@ VARIANT_KEYS = ("BLOCK_SIZE_M",)
 CASES = {
     # 13 tokens x top 2 over 4 experts, expert 2 never chosen: ragged per-expert counts and an idle expert.
     "small": dict(M=13, E=4, K=24, N=40, top_k=2, idle_experts=(2,)),
-    "emu": dict(M=64, E=8, K=64, N=128, top_k=2, idle_experts=()),
+    "emu": dict(M=128, E=8, K=64, N=128, top_k=2, idle_experts=()),
     "bench": dict(M=1000, E=8, K=128, N=512, top_k=2, idle_experts=()),  # the seeds' size
 }
 TOLERANCE = dict(atol=1e-4, rtol=1e-4)

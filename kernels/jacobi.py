@@ -43,7 +43,7 @@ def get_jacobi_kernel_autotune_config():
 
 CASES = {
     "small": dict(M=23, N=37),  # ragged grid
-    "emu": dict(M=130, N=130),
+    "emu": dict(M=258, N=258),
     "bench": dict(M=1026, N=1026),  # the seeds' size: 1024 x 1024 interior plus a halo
 }
 TOLERANCE = dict(atol=1e-6, rtol=1e-5)

@@ -52,7 +52,7 @@ def get_softmax_kernel_autotune_config():
 
 CASES = {
     "small": dict(n_rows=37, n_cols=75),  # ragged rows and columns
-    "emu": dict(n_rows=128, n_cols=256),
+    "emu": dict(n_rows=256, n_cols=512),
     "bench": dict(n_rows=1823, n_cols=781),  # the Triton tutorial's shape
 }
 TOLERANCE = dict(atol=1e-6, rtol=1e-4)
