@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-import shlex
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Sshd, board_config
+from sshd_helpers import Sshd, board_config, lock_held, remote_pids, wait_for
 
 from pytest_rvtune.targets.base import RunResult, Target
 from pytest_rvtune.targets.config import TargetConfig
@@ -37,30 +35,6 @@ def data(tmp_path: Path) -> Path:
     path = tmp_path / "input 1.txt"
     path.write_text("2 3\n1.5 2.5 3\n4 5 6\n")
     return path
-
-
-def remote_pids(target: SshTarget, token: str) -> list[str]:
-    """Processes on the board whose command line holds ``token``, seen over a fresh connection."""
-    fresh = connect_board(target.cfg, worker_id="gw0")
-    try:
-        # `[x]yz` matches "xyz" but not the pgrep command line itself.
-        _, out, _ = fresh.run_shell(f"pgrep -f {shlex.quote(f'[{token[0]}]{token[1:]}')} || true")
-    finally:
-        fresh.close()
-    return out.split()
-
-
-def wait_for(predicate, what: str, limit: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.1)
-
-
-def lock_held(target: SshTarget) -> bool:
-    status, _, _ = target.run_shell(f"flock -n {shlex.quote(target.cfg.lock_file)} true")
-    return status != 0
 
 
 def test_connect_checks_board_and_identity_names_it_without_secrets(target: SshTarget, board: TargetConfig):
@@ -120,8 +94,6 @@ def test_files_upload_once_by_content_hash(board: TargetConfig, target: SshTarge
 
 def test_quotes_and_spaces_reach_the_board_verbatim_and_inject_nothing(
         sshd: Sshd, tmp_path: Path, rvtest_elf: Path, data: Path):
-    if not sshd:  # pragma: no cover
-        pytest.skip("fixture server only")
     evil = "it's \"q\" $(touch PWNED) `touch PWNED2`; touch PWNED3 & *"
     cfg = board_config(sshd, tmp_path, work_dir=str(tmp_path / f"work {evil}"), env={"RVTEST_ENV": evil})
     elf = tmp_path / "k'ern el;$(touch PWNED4).elf"

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Keys, NetnsHost, Sshd, board_config, free_port
-from test_ssh_board import remote_pids, wait_for
+from sshd_helpers import Keys, NetnsHost, Sshd, board_config, free_port, remote_pids, wait_for
 
 from pytest_rvtune.targets.base import RunResult
 from pytest_rvtune.targets.ssh import BoardError, InsecureHostKeyWarning, connect_board, vlen_probe_elf
