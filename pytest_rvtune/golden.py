@@ -304,9 +304,7 @@ def golden_set(spec: KernelSpec, case_name: str, config: Mapping[str, Any], stor
     vid = variant_id(variant)
     entry = store.load_manifest(spec.name)["cases"].get(case_name)
     if entry is None:
-        # Not recorded yet (a new kernel or case): generate into the cache, unverified.
-        entry = generate_case(spec, case_name, store, location=store.cache / spec.name / case_name)
-        base = store.cache / spec.name / case_name
+        entry, base = _unrecorded_case(spec, case_name, store)
     else:
         base = store.case_dir(spec.name, case_name)
         _ensure_case_files(spec, case_name, entry, base, store)
@@ -340,6 +338,38 @@ def golden_set(spec: KernelSpec, case_name: str, config: Mapping[str, Any], stor
     )
 
 
+def _unrecorded_case(spec: KernelSpec, case_name: str, store: Store) -> tuple[dict[str, Any], Path]:
+    """A case the manifest does not record yet (a new kernel or case): generated into the cache, unverified.
+
+    Its entry is kept beside the files with a fingerprint of the module source, so it is built once per
+    change of the module, not once per item; the committed manifest is only written by `rvtune golden generate`.
+    """
+    base = store.cache / spec.name / case_name
+    entry_file = base / ".entry.json"
+    fingerprint = hashlib.sha256(spec.path.read_bytes()).hexdigest()
+
+    def cached() -> dict[str, Any] | None:
+        try:
+            saved = json.loads(entry_file.read_text())
+        except (OSError, ValueError):
+            return None
+        if saved.get("module_sha256") != fingerprint:
+            return None
+        files = {f["file"]: f["sha256"] for v in saved["entry"]["variants"].values() for f in v["files"]}
+        return saved["entry"] if all(_file_sha(base / n) == sha for n, sha in files.items()) else None
+
+    entry = cached()
+    if entry is None:
+        base.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(base) + ".lock"):
+            entry = cached()
+            if entry is None:
+                entry = generate_case(spec, case_name, store, location=base, record=False)
+                doc = {"module_sha256": fingerprint, "entry": entry}
+                _atomic_write(entry_file, json.dumps(doc).encode())
+    return entry, base
+
+
 def _ensure_case_files(spec: KernelSpec, case_name: str, entry: dict, base: Path, store: Store) -> None:
     """Every file of the case present with its recorded hash; cache files are (re)generated when absent."""
     expected = {f["file"]: f["sha256"] for v in entry["variants"].values() for f in v["files"]}
@@ -350,6 +380,7 @@ def _ensure_case_files(spec: KernelSpec, case_name: str, entry: dict, base: Path
                 f"golden file {base / missing[0]} is missing (committed data): restore it with git, or run "
                 f"`rvtune golden generate --kernel {spec.name} --case {case_name}`"
             )
+        base.mkdir(parents=True, exist_ok=True)
         with FileLock(str(base) + ".lock"):  # xdist workers: one generates, the others wait and reuse
             if any(_file_sha(base / n) is None for n in expected):
                 generate_case(spec, case_name, store, location=base, record=False)

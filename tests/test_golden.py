@@ -227,3 +227,22 @@ def test_committed_golden_data_matches_the_kernel_modules():
     for path in discover(KERNELS):
         spec = load_kernel_module(path)
         assert verify_kernel(spec, store, ["small"]) == [], spec.name
+
+
+def test_unrecorded_case_is_generated_once_into_the_cache(tmp_path):
+    """A new kernel without `rvtune golden generate`: items still get data, and the repo is not written."""
+    kdir = tmp_path / "kernels"
+    kdir.mkdir()
+    shutil.copy(KERNELS / "softmax.py", kdir / "softmax.py")
+    store = Store(root=tmp_path / "golden", cache=tmp_path / "cache")
+    spec = load_kernel_module(kdir / "softmax.py")
+    gs = golden_set(spec, "small", spec.configs[0], store)
+    assert not store.manifest_path("softmax").exists()
+    assert all(f.path.is_relative_to(tmp_path / "cache") and f.path.exists() for f in gs.files)
+    stamp = gs.files[0].path.stat().st_mtime_ns
+    assert golden_set(spec, "small", spec.configs[1], store).sha256 == gs.sha256
+    assert gs.files[0].path.stat().st_mtime_ns == stamp  # reused, not regenerated
+    # The module changes: its data is rebuilt from the new source.
+    (kdir / "softmax.py").write_text((kdir / "softmax.py").read_text().replace("generator=g) * 4", "generator=g) * 3"))
+    changed = golden_set(load_kernel_module(kdir / "softmax.py"), "small", spec.configs[0], store)
+    assert changed.sha256 != gs.sha256
