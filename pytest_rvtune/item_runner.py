@@ -81,6 +81,12 @@ def build_failed(work: ItemWork, target: Target | None, message: str, build_seco
     return ItemOutcome(verdict, record, timings={"build": build_seconds})
 
 
+def item_error(work: ItemWork, target: Target | None, message: str) -> ItemOutcome:
+    """An item that could not be run for a reason that is neither the build nor the ELF (bad golden data)."""
+    verdict = Verdict("error", message)
+    return ItemOutcome(verdict, base_record(work, target) | {"outcome": "error", "message": message})
+
+
 def run_item(
     work: ItemWork,
     target: Target,
@@ -94,7 +100,7 @@ def run_item(
     build_info: dict[str, Any],
 ) -> ItemOutcome:
     """Run the built ELF once on ``target`` (the harness repeats the kernel itself) and judge it."""
-    started = time.perf_counter()
+    started, started_epoch = time.perf_counter(), time.time()
     result = target.run(elf, [*options.harness_args(), *argv], options.timeout, kernel_symbol=kernel_symbol)
     run_seconds = time.perf_counter() - started
     verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check)
@@ -109,6 +115,8 @@ def run_item(
         "golden_sha256": golden_sha256,
         "checks": [vars(c) for c in result.checks],
         "run_seconds": run_seconds,
+        # Wall-clock span of the run (epoch seconds): shows which runs overlapped across xdist workers.
+        "run_span": [started_epoch, started_epoch + run_seconds],
         **build_info,
     }
     return ItemOutcome(verdict, record, result, timings={"run": run_seconds,
