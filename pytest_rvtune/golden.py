@@ -412,6 +412,12 @@ def _variant_tensors(spec: KernelSpec, case_name: str, variant: dict) -> list[_T
     expected = spec.reference(inputs, case_name, variant)
     config = next(c for c in spec.configs if spec.variant_of(c) == variant)
     launch = spec.capture_launch(case_name, config, inputs)
+    unfed = sorted(set(expected) - {a.tensor for a in launch.tensor_args})
+    if unfed:
+        raise GoldenError(
+            f"kernel module {spec.path}: reference output {unfed[0]!r} is not passed to the kernel by launch(): "
+            "nothing would check it"
+        )
     out = []
     for a in launch.tensor_args:
         role = "expected" if a.tensor in expected else "input"

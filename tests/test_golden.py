@@ -246,3 +246,13 @@ def test_unrecorded_case_is_generated_once_into_the_cache(tmp_path):
     (kdir / "softmax.py").write_text((kdir / "softmax.py").read_text().replace("generator=g) * 4", "generator=g) * 3"))
     changed = golden_set(load_kernel_module(kdir / "softmax.py"), "small", spec.configs[0], store)
     assert changed.sha256 != gs.sha256
+
+
+def test_an_output_the_kernel_never_gets_is_an_error(tmp_path):
+    src = (KERNELS / "jacobi.py").read_text()
+    src = src.replace('"b": torch.empty(shape)}', '"b": torch.empty(shape), "extra": torch.empty(3)}')
+    src = src.replace('return {"b": b.float()}', 'return {"b": b.float(), "extra": torch.zeros(3)}')
+    (tmp_path / "jacobi.py").write_text(src)
+    spec = load_kernel_module(tmp_path / "jacobi.py")
+    with pytest.raises(GoldenError, match="reference output 'extra' is not passed to the kernel"):
+        generate_case(spec, "small", Store(root=tmp_path / "golden", cache=tmp_path / "cache"))
