@@ -15,6 +15,7 @@ import contextlib
 import linecache
 import os
 import re
+from collections import ChainMap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,9 +139,9 @@ class _Func:
         self.kernel = kernel_name
         self.lines: list[str] = []
         self.depth = 1
-        self.values: dict[str, Val] = {}
+        # SSA names are unique per region only (sibling regions reuse them): one map per open region.
+        self.values: ChainMap[str, Val] = ChainMap()
         self.names: set[str] = set()
-        self.cnames: dict[str, str] = {}
         self.pos = 0
         self.loops: list[tuple[int, int]] = []
         self.storages: list[_Storage] = []
@@ -166,8 +167,7 @@ class _Func:
 
     # ---- names and text -------------------------------------------------------------------------------
     def cname(self, ssa: str) -> str:
-        if ssa in self.cnames:
-            return self.cnames[ssa]
+        """A fresh C identifier for one definition of ``ssa`` (its Python variable name where Triton kept it)."""
         base = re.sub(r"[^0-9A-Za-z_]", "_", ssa.lstrip("%").replace("#", "_r"))
         if not base or base[0].isdigit():
             base = "v" + base
@@ -179,7 +179,6 @@ class _Func:
         while name in self.names:
             name, k = f"{base}_{k}", k + 1
         self.names.add(name)
-        self.cnames[ssa] = name
         return name
 
     def temp(self, hint: str) -> str:
@@ -210,6 +209,13 @@ class _Func:
         self.last_line = (loc.file, loc.line)
         text = linecache.getline(loc.file, loc.line or 0).strip().replace("*/", "* /")
         self.pending_comment = f"/* {os.path.basename(loc.file)}:{loc.line}{': ' + text if text else ''} */"
+
+    @contextlib.contextmanager
+    def region_scope(self) -> Iterator[None]:
+        """Values defined inside a region (block arguments included) are invisible after it."""
+        self.values = self.values.new_child()
+        yield
+        self.values = self.values.parents
 
     # ---- values and storage ---------------------------------------------------------------------------
     def get(self, ssa: str) -> Val:
@@ -253,7 +259,7 @@ class _Func:
         if idx is None:
             lin = flat if v.offset == 0 else f"{v.offset} + {flat}"
         else:
-            terms = [i if s == 1 else f"{i} * {s}" for i, s in zip(idx, v.strides, strict=False) if s != 0]
+            terms = [i if s == 1 else f"{i} * {s}" for i, s in zip(idx, v.strides, strict=True) if s != 0]
             if v.offset or not terms:
                 terms.insert(0, str(v.offset))
             lin = " + ".join(terms)
@@ -268,9 +274,9 @@ class _Func:
                 self.emit(body(lambda v: self.access(v, None, "i_"), "i_"))
             return
         idx = [f"i{d}_" for d in range(len(shape))]
-        flat = " + ".join(f"{i} * {s}" if s != 1 else i for i, s in zip(idx, _contig(shape), strict=False))
+        flat = " + ".join(f"{i} * {s}" if s != 1 else i for i, s in zip(idx, _contig(shape), strict=True))
         with contextlib.ExitStack() as stack:
-            for i, n in zip(idx, shape, strict=False):
+            for i, n in zip(idx, shape, strict=True):
                 stack.enter_context(self.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
             self.emit(body(lambda v: self.access(v, idx, flat), flat))
 

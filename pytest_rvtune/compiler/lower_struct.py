@@ -88,7 +88,7 @@ def op_broadcast(f: _Func, op: Op) -> None:
         f.values[op.results[0]] = Val(t, "splat", src.expr)
         return
     shape = t.shape or ()
-    strides = tuple(0 if s == 1 and d != 1 else st for s, d, st in zip(src.shape, shape, src.strides, strict=False))
+    strides = tuple(0 if s == 1 and d != 1 else st for s, d, st in zip(src.shape, shape, src.strides, strict=True))
     f.values[op.results[0]] = f.view(src, t, strides)
 
 
@@ -136,7 +136,7 @@ def op_join(f: _Func, op: Op) -> None:
 @handles("tt.split")
 def op_split(f: _Func, op: Op) -> None:
     src = f.get(op.operands[0])
-    for k, (res, t) in enumerate(zip(op.results, op.result_types, strict=False)):
+    for k, (res, t) in enumerate(zip(op.results, op.result_types, strict=True)):
         if src.kind in ("scalar", "splat"):
             f.values[res] = Val(t, "splat", src.expr)
             continue
@@ -236,7 +236,7 @@ def op_dot(f: _Func, op: Op) -> None:
 
 
 def _bind_region_args(f: _Func, block: Block, exprs: list[str]) -> None:
-    for (ssa, t, _loc), e in zip(block.args, exprs, strict=False):
+    for (ssa, t, _loc), e in zip(block.args, exprs, strict=True):
         if t.is_tensor:
             raise f.unsupported("a tensor-valued combiner region")
         f.values[ssa] = f.scalar(ssa, t, e)
@@ -263,7 +263,7 @@ def op_reduce(f: _Func, op: Op) -> None:
     block = op.regions[0].blocks[0]
     n = len(srcs)
     outs: list[Val] = []
-    for res, t in zip(op.results, op.result_types, strict=False):
+    for res, t in zip(op.results, op.result_types, strict=True):
         if t.is_tensor:
             outs.append(f.new_buf(res, t))
         else:
@@ -283,19 +283,19 @@ def op_reduce(f: _Func, op: Op) -> None:
             return v.expr
         lin_idx = in_idx(r) if is_scan else idx
         shape = in_shape if is_scan else outer
-        terms = [f"{i} * {s}" if s != 1 else i for i, s in zip(lin_idx, _contig(shape), strict=False)] or ["0"]
+        terms = [f"{i} * {s}" if s != 1 else i for i, s in zip(lin_idx, _contig(shape), strict=True)] or ["0"]
         return f"{v.expr}[{' + '.join(terms)}]"
 
     first, rest = (str(length - 1), f"int32_t r_ = {length - 2}; r_ >= 0; --r_") if reverse else \
         ("0", f"int32_t r_ = 1; r_ < {length}; ++r_")
     with contextlib.ExitStack() as stack:
-        for i, size in zip(idx, outer, strict=False):
+        for i, size in zip(idx, outer, strict=True):
             stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {size}; ++{i})"))
         for k in range(n):
             f.emit(f"{c_type(elem_types[k])} {accs[k]} = {f.access(srcs[k], in_idx(first), '')};")
             if is_scan:
                 f.emit(f"{out_at(outs[k], first)} = {accs[k]};")
-        with f.block(f"for ({rest})"):
+        with f.region_scope(), f.block(f"for ({rest})"):
             _bind_region_args(f, block, [*accs, *(f.access(s, in_idx("r_"), "") for s in srcs)])
             results = _region_result(f, block, term)
             for k in range(n):
@@ -305,7 +305,7 @@ def op_reduce(f: _Func, op: Op) -> None:
         if not is_scan:
             for k in range(n):
                 f.emit(f"{out_at(outs[k], '')} = {accs[k]};")
-    for res, v in zip(op.results, outs, strict=False):
+    for res, v in zip(op.results, outs, strict=True):
         f.values[res] = v
 
 
@@ -332,7 +332,7 @@ def assign(f: _Func, targets: list[Val], sources: list[Val]) -> None:
     scalar_tmp: list[tuple[Val, str]] = []
     staged: list[tuple[Val, Val]] = []
     direct: list[tuple[Val, Val]] = []
-    for dst, src in zip(targets, sources, strict=False):
+    for dst, src in zip(targets, sources, strict=True):
         if dst.kind == "scalar":
             if src.expr != dst.expr:
                 tmp = f.temp(dst.expr + "_next")
@@ -366,32 +366,32 @@ def op_for(f: _Func, op: Op) -> None:
     inits = [f.get(o) for o in op.operands[3:]]
     block = op.regions[0].blocks[0]
     (iv_ssa, iv_t, _), *carried = block.args
-    homes = [_declare(f, ssa, t, init) for (ssa, t, _), init in zip(carried, inits, strict=False)]
-    for (ssa, _t, _), v in zip(carried, homes, strict=False):
-        f.values[ssa] = v
+    homes = [_declare(f, ssa, t, init) for (ssa, t, _), init in zip(carried, inits, strict=True)]
     iv = f.cname(iv_ssa)
     wide = "int64_t"  # an i32 induction variable never overflows in 64 bits
     start = f.pos + 1
-    with f.block(f"for ({wide} {iv}_it_ = {lb.expr}; {iv}_it_ < {ub.expr}; {iv}_it_ += {step.expr})"):
+    with f.region_scope(), f.block(f"for ({wide} {iv}_it_ = {lb.expr}; {iv}_it_ < {ub.expr}; {iv}_it_ += {step.expr})"):
+        for (ssa, _t, _), v in zip(carried, homes, strict=True):
+            f.values[ssa] = v
         f.emit(f"const {c_type(iv_t)} {iv} = ({c_type(iv_t)}){iv}_it_;")
         f.values[iv_ssa] = Val(iv_t, "scalar", iv)
         _lower_body(f, block, lambda term: assign(f, homes, [f.get(o) for o in term.operands]))
     f.loops.append((start, f.pos))
-    for res, v in zip(op.results, homes, strict=False):
+    for res, v in zip(op.results, homes, strict=True):
         f.values[res] = v
 
 
 @handles("scf.if")
 def op_if(f: _Func, op: Op) -> None:
     cond = f.get(op.operands[0])
-    homes = [_declare(f, res, t) for res, t in zip(op.results, op.result_types, strict=False)]
+    homes = [_declare(f, res, t) for res, t in zip(op.results, op.result_types, strict=True)]
     for k, region in enumerate(op.regions):
         if not region.blocks or not region.blocks[0].ops:
             continue
         header = f"if ({cond.expr})" if k == 0 else "else"
-        with f.block(header):
+        with f.region_scope(), f.block(header):
             _lower_body(f, region.blocks[0], lambda term: assign(f, homes, [f.get(o) for o in term.operands]))
-    for res, v in zip(op.results, homes, strict=False):
+    for res, v in zip(op.results, homes, strict=True):
         f.values[res] = v
 
 
@@ -399,13 +399,9 @@ def op_if(f: _Func, op: Op) -> None:
 def op_while(f: _Func, op: Op) -> None:
     inits = [f.get(o) for o in op.operands]
     before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
-    before_homes = [_declare(f, ssa, t, init) for (ssa, t, _), init in zip(before.args, inits, strict=False)]
+    before_homes = [_declare(f, ssa, t, init) for (ssa, t, _), init in zip(before.args, inits, strict=True)]
     after_homes = [_declare(f, ssa, t) for ssa, t, _ in after.args]
-    results = [_declare(f, res, t) for res, t in zip(op.results, op.result_types, strict=False)]
-    for (ssa, _t, _), v in zip(before.args, before_homes, strict=False):
-        f.values[ssa] = v
-    for (ssa, _t, _), v in zip(after.args, after_homes, strict=False):
-        f.values[ssa] = v
+    results = [_declare(f, res, t) for res, t in zip(op.results, op.result_types, strict=True)]
     start = f.pos + 1
 
     def on_condition(term: Op) -> None:
@@ -416,10 +412,16 @@ def op_while(f: _Func, op: Op) -> None:
         assign(f, after_homes, vals)
 
     with f.block("for (;;)"):
-        _lower_body(f, before, on_condition)
-        _lower_body(f, after, lambda term: assign(f, before_homes, [f.get(o) for o in term.operands]))
+        with f.region_scope():
+            for (ssa, _t, _), v in zip(before.args, before_homes, strict=True):
+                f.values[ssa] = v
+            _lower_body(f, before, on_condition)
+        with f.region_scope():
+            for (ssa, _t, _), v in zip(after.args, after_homes, strict=True):
+                f.values[ssa] = v
+            _lower_body(f, after, lambda term: assign(f, before_homes, [f.get(o) for o in term.operands]))
     f.loops.append((start, f.pos))
-    for res, v in zip(op.results, results, strict=False):
+    for res, v in zip(op.results, results, strict=True):
         f.values[res] = v
 
 

@@ -184,8 +184,15 @@ class _Parser:
         return TTIRParseError(f"TTIR line {line}: {msg}: {self.s[self.i:self.i + 60]!r}")
 
     def ws(self) -> None:
-        while self.i < len(self.s) and self.s[self.i] in " \t\r\n":
-            self.i += 1
+        """Skip whitespace and ``// ...`` comments (MLIR prints ``// pred: ^bb0`` above blocks)."""
+        while self.i < len(self.s):
+            if self.s[self.i] in " \t\r\n":
+                self.i += 1
+            elif self.s.startswith("//", self.i):
+                end = self.s.find("\n", self.i)
+                self.i = len(self.s) if end < 0 else end
+            else:
+                break
 
     def peek(self, lit: str) -> bool:
         self.ws()

@@ -72,12 +72,13 @@ def _scalar_literal(value: int | float, triton_type: str) -> str:
 def _driver_source(calls: list[KernelCall]) -> str:
     """One `rvtest_call<i>(void **arrays)` per launch: walks the grid (x fastest) with the scalars baked in."""
     out: list[str] = []
-    seen: set[str] = set()
+    symbols: dict[str, str] = {}  # kernel C source -> its symbol (one kernel, several signatures: renamed)
     for c in calls:
         assert c.lowered is not None
-        if c.lowered.name not in seen:
-            seen.add(c.lowered.name)
-            out.append(c.lowered.c_source)
+        if c.lowered.c_source not in symbols:
+            symbol = c.lowered.name if c.lowered.name not in symbols.values() else f"{c.lowered.name}_{len(symbols)}"
+            symbols[c.lowered.c_source] = symbol
+            out.append(c.lowered.c_source.replace(f"void {c.lowered.name}(", f"void {symbol}("))
     for i, c in enumerate(calls):
         assert c.lowered is not None
         gx, gy, gz = _grid3(c.grid)
@@ -90,7 +91,7 @@ def _driver_source(calls: list[KernelCall]) -> str:
                 args.append(_scalar_literal(a, p.triton_type))  # type: ignore[arg-type]
         out.append(f"void rvtest_call{i}(void **arrays) {{\n"
                    f"    for (int z = 0; z < {gz}; ++z) for (int y = 0; y < {gy}; ++y) for (int x = 0; x < {gx}; ++x)\n"
-                   f"        {c.lowered.name}({', '.join(args)}, x, y, z, {gx}, {gy}, {gz});\n}}\n")
+                   f"        {symbols[c.lowered.c_source]}({', '.join(args)}, x, y, z, {gx}, {gy}, {gz});\n}}\n")
     return "\n".join(out)
 
 
@@ -188,12 +189,13 @@ def run_interpreter_many(calls: list[KernelCall]) -> list[list[np.ndarray]]:
     jobs = []
     for c in calls:
         code = c.fn.fn.__code__
-        jobs.append({"file": code.co_filename, "name": c.fn.__name__, "args": c.args, "grid": tuple(c.grid),
+        jobs.append({"file": code.co_filename, "module": c.fn.fn.__module__, "name": c.fn.__name__,
+                     "args": c.args, "grid": tuple(c.grid),
                      "constexprs": c.constexprs, "signature": c.signature,
                      "arg_names": [n for n in c.fn.arg_names if n not in c.constexprs]})
     with tempfile.TemporaryDirectory(prefix="rvtune-interp-") as tmp:
         job, result = Path(tmp) / "job.pkl", Path(tmp) / "result.pkl"
-        job.write_bytes(pickle.dumps(jobs))
+        job.write_bytes(pickle.dumps({"sys_path": list(sys.path), "jobs": jobs}))
         env = {**os.environ, "TRITON_INTERPRET": "1"}
         proc = subprocess.run([sys.executable, __file__, str(job), str(result)], env=env, capture_output=True,
                               text=True, timeout=600, check=False)
@@ -204,19 +206,25 @@ def run_interpreter_many(calls: list[KernelCall]) -> list[list[np.ndarray]]:
 
 def _interpret_main(job_path: str, result_path: str) -> None:
     """Child side of run_interpreter_many (TRITON_INTERPRET=1 is set before triton is imported)."""
+    import importlib
     import importlib.util
 
     import torch
 
     modules: dict[str, Any] = {}
     results = []
-    for job in pickle.loads(Path(job_path).read_bytes()):
+    request = pickle.loads(Path(job_path).read_bytes())
+    sys.path[:0] = [p for p in request["sys_path"] if p not in sys.path]
+    for job in request["jobs"]:
         if job["file"] not in modules:
-            spec = importlib.util.spec_from_file_location(f"rvtune_interp_{len(modules)}", job["file"])
-            assert spec is not None and spec.loader is not None
-            mod = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mod)
-            modules[job["file"]] = mod
+            if job["module"] not in ("__main__", "") and importlib.util.find_spec(job["module"]) is not None:
+                modules[job["file"]] = importlib.import_module(job["module"])  # relative imports work
+            else:
+                spec = importlib.util.spec_from_file_location(f"rvtune_interp_{len(modules)}", job["file"])
+                assert spec is not None and spec.loader is not None
+                mod = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(mod)
+                modules[job["file"]] = mod
         kernel = getattr(modules[job["file"]], job["name"])
         tensors: list[Any] = []
         for name, a in zip(job["arg_names"], job["args"], strict=True):
