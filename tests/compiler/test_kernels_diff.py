@@ -1,8 +1,8 @@
 """Whole kernels, differential: our compiler's ELF against Triton's interpreter on the same random inputs.
 
-For matmul and flash-attention forward (fused MoE follows once the lowering reads its early returns),
-several block configs each (the smallest tiles of their config spaces included) on the kernels' ragged
-"small" case (partial tiles everywhere): the interpreter (TRITON_INTERPRET=1, CPU torch) computes the
+For matmul, flash-attention forward and fused MoE, several block configs each (the smallest tiles of their
+config spaces included) on the kernels' ragged "small" case (partial tiles everywhere; MoE with an idle
+expert and early-returning programs): the interpreter (TRITON_INTERPRET=1, CPU torch) computes the
 oracle, then the kernel is compiled by ``compile_kernel`` for the host and for rv64gcv, linked with the
 launcher and the generic harness, and run natively and under qemu-riscv64 (VLEN 256) with 2 threads. The
 harness itself checks every output tensor against the interpreter's, element by element, with the kernel's
@@ -37,6 +37,11 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
         {"BLOCK_SIZE_M": 4, "BLOCK_SIZE_N": 8, "IS_CAUSAL": False},
         {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 8, "IS_CAUSAL": True},
         {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 64, "IS_CAUSAL": True},
+    ],
+    "fused_moe": [
+        {"BLOCK_SIZE_M": 4, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 8, "GROUP_SIZE_M": 8},
+        {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 8},
+        {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2},
     ],
 }
 ISAS = (HOST_ISA, RISCV_ISA)
