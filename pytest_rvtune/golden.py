@@ -213,9 +213,10 @@ class GoldenSet:
         return tuple(f for f in self.files if f.role == "expected")
 
 
-def golden_dir() -> Path:
-    """Committed golden data (override with RVTUNE_GOLDEN_DIR)."""
-    return Path(os.environ.get("RVTUNE_GOLDEN_DIR", paths.REPO_ROOT / "golden"))
+def golden_dir(kernels_dir: Path | None = None) -> Path:
+    """Committed golden data: ``golden/`` beside the kernels directory (override with RVTUNE_GOLDEN_DIR)."""
+    default = (kernels_dir.parent if kernels_dir else paths.REPO_ROOT) / "golden"
+    return Path(os.environ.get("RVTUNE_GOLDEN_DIR", default))
 
 
 def cache_golden_dir() -> Path:
@@ -299,7 +300,7 @@ def golden_set(spec: KernelSpec, case_name: str, config: Mapping[str, Any], stor
     Raises GoldenError naming the file when data is missing from the committed tree, corrupted, or when
     regenerating it gives other bytes than the manifest records (the kernel module drifted).
     """
-    store = store or Store()
+    store = store or Store(root=golden_dir(spec.path.parent))
     variant = spec.variant_of(config)
     vid = variant_id(variant)
     entry = store.load_manifest(spec.name)["cases"].get(case_name)

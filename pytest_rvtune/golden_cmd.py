@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from pytest_rvtune import paths
-from pytest_rvtune.golden import GoldenError, Store, generate_case, verify_kernel
+from pytest_rvtune.golden import GoldenError, Store, generate_case, golden_dir, verify_kernel
 from pytest_rvtune.spec import KernelModuleError, KernelSpec, discover, load_kernel_module
 
 
@@ -22,12 +22,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         p = sub.add_parser(name, help=help_)
         p.add_argument("--kernel", action="append", metavar="K", help="only kernel K (repeatable)")
         p.add_argument("--case", action="append", metavar="C", help="only case C (repeatable)")
-        p.add_argument("--kernels-dir", type=Path, default=paths.REPO_ROOT / "kernels", help="default: %(default)s")
-        p.add_argument("--golden-dir", type=Path, default=None, help="committed data (default: <repo>/golden)")
+        p.add_argument("--kernels-dir", type=Path, default=_default_kernels_dir(), help="default: %(default)s")
+        p.add_argument("--golden-dir", type=Path, default=None, help="committed data (default: golden/ beside it)")
         p.set_defaults(func=func)
     sub.choices["verify"].add_argument(
         "--quick", action="store_true", help="check hashes only; do not regenerate to detect drift"
     )
+
+
+def _default_kernels_dir() -> Path:
+    """./kernels when run in a project that has one, else this checkout's kernel suite."""
+    here = Path("kernels")
+    return here if here.is_dir() else paths.REPO_ROOT / "kernels"
 
 
 def _specs(args: argparse.Namespace) -> list[KernelSpec]:
@@ -41,7 +47,7 @@ def _specs(args: argparse.Namespace) -> list[KernelSpec]:
 
 
 def _store(args: argparse.Namespace) -> Store:
-    return Store(root=args.golden_dir) if args.golden_dir else Store()
+    return Store(root=args.golden_dir or golden_dir(args.kernels_dir.resolve()))
 
 
 def _cases(spec: KernelSpec, args: argparse.Namespace) -> list[str]:
