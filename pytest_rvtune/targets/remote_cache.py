@@ -81,7 +81,9 @@ class RemoteCache:
         directory = remote.rsplit("/", 1)[0]
         tmp = f"{directory}/.{secrets.token_hex(6)}.part"
         try:
-            await self.sftp.makedirs(directory, exist_ok=True)
+            # One mkdir, not makedirs (which stats every parent): the root exists since connect.
+            with contextlib.suppress(asyncssh.SFTPFailure):  # it exists: another worker or an old upload
+                await self.sftp.mkdir(directory)
             await self.sftp.put(str(local), tmp)
             await self.sftp.chmod(tmp, 0o755)
             # posix-rename replaces a copy another worker finished first (same content, so either wins).

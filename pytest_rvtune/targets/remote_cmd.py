@@ -72,13 +72,14 @@ class RemoteRun:
             ]
         if self.taskset:
             target = ["taskset", "-c", self.taskset, *target]
-        envs = [f"{k}={v}" for k, v in self.env.items()]
+        # Shell assignments, not `env`: one exec less per run (names are identifiers, checked by config.py).
+        envs = [f"{k}={q(v)}" for k, v in self.env.items()]
         # One session (setsid) holds everything the run starts: flock, timeout, perf, QEMU, the ELF.
         # timeout makes its own process group inside it, so the watchdog kills by session, not by group.
-        run = " ".join(q(w) for w in [
+        run = " ".join([*envs, *(q(w) for w in [
             "setsid", "flock", "-w", f"{self.lock_timeout:g}", "-E", str(LOCK_BUSY_STATUS), self.lock_file,
-            "env", *envs, "timeout", "-k", str(KILL_AFTER_S), f"{self.timeout:g}", *target,
-        ])
+            "timeout", "-k", str(KILL_AFTER_S), f"{self.timeout:g}", *target,
+        ])])
         # fd 3 is the SSH channel's stdin: a background list's stdin would otherwise be /dev/null (POSIX),
         # and the ELF itself must not read it.
         lines = [

@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: What the run wrapper needs on the board (coreutils, util-linux, procps).
-REQUIRED_TOOLS = ("flock", "timeout", "setsid", "pkill", "env")
+REQUIRED_TOOLS = ("flock", "timeout", "setsid", "pkill")
 
 #: Seconds the client waits beyond the run's own bounds before it gives up on the channel.
 _CLIENT_SLACK_S = 30.0
@@ -234,7 +234,7 @@ class SshTarget:
         tools = [*REQUIRED_TOOLS, *(["taskset"] if cfg.taskset else []),
                  *(["perf"] if cfg.runner == "perf" else []), *cfg.exec_prefix[:1]]
         script = "\n".join([
-            f"mkdir -p {quote_dir(cfg.work_dir)} && cd {quote_dir(cfg.work_dir)} || exit {NO_WORKDIR_STATUS}",
+            f"mkdir -p {quote_dir(cfg.work_dir)}/files && cd {quote_dir(cfg.work_dir)} || exit {NO_WORKDIR_STATUS}",
             'printf "work=%s\\n" "$(pwd -P)"',
             'printf "hostname=%s\\n" "$(uname -n)"',
             'printf "kernel=%s\\n" "$(uname -r)"',
