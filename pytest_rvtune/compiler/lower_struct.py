@@ -32,6 +32,20 @@ def _literal(text: str, t: Type) -> str:
     raise OpSemanticsError(f"constant of type {t} is not supported")
 
 
+def _hex_items(blob: str, t: Type) -> list[str]:
+    import numpy as np
+
+    e = t.element.elem or ""
+    dtype = {"i1": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "f16": np.uint16,
+             "bf16": np.uint16, "f32": np.uint32, "f64": np.uint64}[e]
+    data = np.frombuffer(bytes.fromhex(blob), dtype=dtype)
+    if data.size == 1:
+        data = np.repeat(data, t.numel)
+    if e in FLOAT_TYPES:  # bit patterns: _literal reads 0x... as the element's bits
+        return [hex(int(v)) for v in data]
+    return [str(int(v)) for v in data]
+
+
 @handles("arith.constant")
 def op_constant(f: _Func, op: Op) -> None:
     raw, t, res = op.props["value"], op.result_types[0], op.results[0]
@@ -45,7 +59,10 @@ def op_constant(f: _Func, op: Op) -> None:
     if not body.startswith("["):
         f.values[res] = Val(t, "splat", _literal(body, t))
         return
-    items = [x for x in re.split(r"[\[\],\s]+", body) if x]
+    if body.startswith('"0x'):  # large constants may be printed as a little-endian hex blob
+        items = _hex_items(body.strip('"')[2:], t)
+    else:
+        items = [x for x in re.split(r"[\[\],\s]+", body) if x]
     if len(items) != t.numel:
         raise f.fail(f"dense constant has {len(items)} elements, its type {t} needs {t.numel}")
     name = f.cname(res)
@@ -455,12 +472,36 @@ def op_cond_br(f: _Func, op: Op) -> None:
 
 @handles("tt.return")
 def op_return(f: _Func, op: Op) -> None:
-    if op.operands:
-        raise f.unsupported("tt.return with values (a noinline function)")
+    for ret, ssa in zip(f.returns, op.operands, strict=True):  # a noinline function's results
+        v = f.get(ssa)
+        if v.type.is_tensor:
+            f.copy_into(Val(v.type, "buf", ret, _contig(v.shape), 0, None), v)
+        else:
+            f.emit(f"*{ret} = {v.expr};")
     f.emit("return;")
 
 
-@handles("tt.assert", "tt.print", "tt.device_assert", "tt.device_print", "tt.call", "tt.atomic_rmw",
+@handles("tt.call")
+def op_call(f: _Func, op: Op) -> None:
+    callee = op.attr("callee") or ""
+    target = f.callees.get(callee.strip("@").strip('"'))
+    if target is None:
+        raise f.fail(f"calls {callee}, which is not in the module")
+    args = [f.get(o).expr for o in op.operands]
+    outs: list[str] = []
+    for res, t in zip(op.results, op.result_types, strict=True):
+        if t.is_tensor:
+            v = f.new_buf(res, t)
+            outs.append(v.expr)
+        else:
+            v = _declare(f, res, t)
+            outs.append("&" + v.expr)
+        f.values[res] = v
+    grid = ["pid_x", "pid_y", "pid_z", "grid_x", "grid_y", "grid_z"]
+    f.emit(f"{target[0]}({', '.join([*args, *grid, *outs])});")
+
+
+@handles("tt.assert", "tt.print", "tt.device_assert", "tt.device_print", "tt.atomic_rmw",
          "tt.atomic_cas", "tt.histogram", "tt.gather", "tt.elementwise_inline_asm", "tt.extern_elementwise")
 def op_rejected(f: _Func, op: Op) -> None:
     raise f.unsupported(f"operation {op.name}")

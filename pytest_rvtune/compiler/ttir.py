@@ -153,6 +153,16 @@ def parse_type(text: str) -> Type:
     raise TTIRParseError(f"unsupported type {t!r}")
 
 
+def parse_function_type(text: str) -> tuple[list[Type], list[Type]]:
+    """``(T, T) -> (T, T)`` / ``(T) -> T`` / ``() -> ()`` -> (argument types, result types)."""
+    args, _, results = text.partition("->")
+    results = results.strip()
+    if results.startswith("(") and results.endswith(")"):
+        results = results[1:-1]
+    return ([parse_type(t) for t in _split_top(args.strip()[1:-1], ",")],
+            [parse_type(t) for t in _split_top(results, ",")])
+
+
 def _split_top(text: str, sep: str) -> list[str]:
     """Split at top-level separators, ignoring ones nested in brackets or strings (``->`` is not a bracket)."""
     parts, depth, start, i, n = [], 0, 0, 0, len(text)

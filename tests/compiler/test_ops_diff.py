@@ -4,8 +4,9 @@ and as rv64gcv ELFs under QEMU, against Triton's interpreter on the same random 
 Every lowered op family appears in at least one kernel: arith (int + float, NaN / inf / -0.0 inputs), math,
 f16 / bf16 storage, casts, tt.{make_range, splat, broadcast, expand_dims, reshape, trans, join, split,
 addptr, load/store with mask and other, dot (f32, f16, bf16), reduce (sum, max, argmax: two operands,
-a custom combiner), scan (forward, reverse), get_program_id / get_num_programs on a 3-D grid}, scf.{for
-with a swap of carried values, if, while}, cf (an early return) and scalar loads/stores. All launches
+a custom combiner), scan (forward, reverse), call (a noinline function), get_program_id / get_num_programs
+on a 3-D grid}, scf.{for with a swap of carried values, if, while}, cf (an early return) and scalar
+loads/stores. All launches
 are built into ONE C file per ISA and interpreted in ONE child process (see difftest.py).
 """
 
@@ -202,6 +203,21 @@ def grid_kernel(out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + lin * BLOCK + tl.arange(0, BLOCK), vals)
 
 
+@triton.jit(noinline=True)
+def _scaled_row(p, s, BLOCK: tl.constexpr):
+    x = tl.load(p + tl.arange(0, BLOCK))
+    if s > 0:
+        return x * s + 1.0, s * 2.0
+    return x, s
+
+
+@triton.jit
+def call_kernel(x_ptr, o_ptr, s, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    y, t = _scaled_row(x_ptr + row * BLOCK, s - row, BLOCK)  # a tt.call of a noinline function
+    tl.store(o_ptr + row * BLOCK + tl.arange(0, BLOCK), y + t)
+
+
 # ---- launches ------------------------------------------------------------------------------------------
 
 
@@ -291,6 +307,9 @@ def _launches() -> dict[str, tuple[KernelCall, dict]]:
     xf = (rng.random(6) * 3 + 0.1).astype(np.float32)
     out["flow"] = (KernelCall(flow_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_valid": "i32", "steps": "i32"},
                               {"BLOCK": 1}, [xf, np.full(3 * 6, -1.0, np.float32), 4, 5], (6,)),
+                   {"rtol": 1e-6, "atol": 0})
+    out["call"] = (KernelCall(call_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32", "s": "fp32"}, {"BLOCK": 8},
+                              [rng.standard_normal(16).astype(np.float32), np.zeros(16, np.float32), 0.5], (2,)),
                    {"rtol": 1e-6, "atol": 0})
     out["grid"] = (KernelCall(grid_kernel, {"out_ptr": "*i32"}, {"BLOCK": 4},
                               [np.zeros(3 * 2 * 2 * 4, np.int32)], (3, 2, 2)), {})
