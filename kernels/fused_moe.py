@@ -81,7 +81,7 @@ def get_fused_moe_kernel_autotune_config():
 VARIANT_KEYS = ("BLOCK_SIZE_M",)
 CASES = {
     # 13 tokens x top 2 over 4 experts, expert 2 never chosen: ragged per-expert counts and an idle expert.
-    "small": dict(M=13, E=4, K=24, N=40, top_k=2, idle_experts=(2,)),
+    "small": dict(M=13, E=4, K=20, N=24, top_k=2, idle_experts=(2,)),
     "emu": dict(M=128, E=8, K=64, N=128, top_k=2, idle_experts=()),
     "bench": dict(M=1000, E=8, K=128, N=512, top_k=2, idle_experts=()),  # the seeds' size
 }
