@@ -1,9 +1,11 @@
 """``rvtune export-best RUN``: the tuned configs, as JSON (or a C header) per target and kernel.
 
 Per case the winner (smallest median time; smallest kernel_insns under QEMU), its runner-up, and whether the
-win is real: a one-sided Mann-Whitney test of winner vs runner-up; not significant -> ``"tie": true`` with the
-configs it ties with (exact counts tie only when equal). Users pinning configs for determinism need to know
-when the choice is a coin toss (Triton autotuner issue #9368).
+win is real: a one-sided Mann-Whitney test of winner vs each other config; not significant -> ``"tie": true``
+with the configs it ties with (exact counts tie only when equal). A win smaller than ``--min-gain`` (1 %, the
+change LNT ignores) is a tie too: with many samples a 0.3 % difference is significant yet says nothing about
+the config. Users pinning configs for determinism need to know when the choice is a coin toss (Triton
+autotuner issue #9368).
 
 The default config is the most common winner across the kernel's cases. Where a kernel has cases at several
 M sizes, the configs are also keyed by aiter's M buckets (small M<32, medium_M32/64/128 for 32<=M<=128 by the
@@ -26,6 +28,9 @@ from pytest_rvtune.compare import DEFAULT_ALPHA, DEFAULT_MIN_SAMPLES, mann_whitn
 from pytest_rvtune.report import mean_slowdown, ranked
 from pytest_rvtune.runs import Record, RunFileError, group_by_case, load_run, metric_samples, metric_value, rank_metric
 
+#: Wins smaller than this (percent) are ties whatever the p-value.
+DEFAULT_MIN_GAIN_PCT = 1.0
+
 _M_IN_NAME = re.compile(r"(?:^|[^A-Za-z])[Mm][=_]?(\d+)(?![0-9])")
 
 
@@ -45,8 +50,8 @@ def case_m(record: Record) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def case_winner(group: Sequence[Record], alpha: float = DEFAULT_ALPHA,
-                min_samples: int = DEFAULT_MIN_SAMPLES) -> dict[str, Any] | None:
+def case_winner(group: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_samples: int = DEFAULT_MIN_SAMPLES,
+                min_gain_pct: float = DEFAULT_MIN_GAIN_PCT) -> dict[str, Any] | None:
     """The best config of one case and whether it is significantly better than the others."""
     metric = rank_metric(group)
     order = ranked(group, metric)
@@ -72,7 +77,8 @@ def case_winner(group: Sequence[Record], alpha: float = DEFAULT_ALPHA,
         samples = metric_samples(best, metric)
         p_values = {r.config_id: mann_whitney_p(samples, metric_samples(r, metric), "less") for r in order[1:]}
         entry["p_value"] = p_values[runner.config_id]
-        entry["tie_with"] = [cid for cid, p in p_values.items() if p >= alpha]
+        gains = {r.config_id: (metric_value(r, metric) / entry["value"] - 1.0) * 100.0 for r in order[1:]}
+        entry["tie_with"] = [cid for cid, p in p_values.items() if p >= alpha or gains[cid] < min_gain_pct]
     entry["tie"] = bool(entry["tie_with"])
     if entry["tie"]:
         entry["note"] = "not significantly better than: " + ", ".join(entry["tie_with"])
@@ -86,14 +92,14 @@ def most_common(configs: Sequence[str], groups: Sequence[Sequence[Record]]) -> s
     return min((c for c, n in counts.items() if n == top), key=lambda c: (mean_slowdown(c, groups), c))
 
 
-def export_kernel(records: Sequence[Record], alpha: float = DEFAULT_ALPHA,
-                  min_samples: int = DEFAULT_MIN_SAMPLES, source: str = "") -> dict[str, Any] | None:
+def export_kernel(records: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_samples: int = DEFAULT_MIN_SAMPLES,
+                  source: str = "", min_gain_pct: float = DEFAULT_MIN_GAIN_PCT) -> dict[str, Any] | None:
     """The tuned-config document of one kernel on one target (records of that kernel and target only)."""
     groups = group_by_case(records)
     cases: dict[str, dict[str, Any]] = {}
     configs: dict[str, dict[str, Any]] = {}
     for (_t, _k, case), group in groups.items():
-        entry = case_winner(group, alpha, min_samples)
+        entry = case_winner(group, alpha, min_samples, min_gain_pct)
         if entry:
             cases[case] = entry
             configs[entry["config_id"]] = entry["config"]
@@ -166,6 +172,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("json", "header"), default="json")
     p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
                    help=f"significance level of the winner-vs-runner-up test (default {DEFAULT_ALPHA})")
+    p.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN_PCT, metavar="PCT",
+                   help=f"a win smaller than this is a tie (default {DEFAULT_MIN_GAIN_PCT:g}%%)")
     p.set_defaults(func=run_export)
 
 
@@ -180,7 +188,7 @@ def run_export(args: argparse.Namespace) -> int:
         by_kernel.setdefault((record.target, record.kernel), []).append(record)
     written = 0
     for (target, kernel), records in by_kernel.items():
-        doc = export_kernel(records, args.alpha, source=str(args.run))
+        doc = export_kernel(records, args.alpha, source=str(args.run), min_gain_pct=args.min_gain)
         if doc is None:
             print(f"warning: {kernel} on {target}: no valid config in any case: nothing exported", file=sys.stderr)
             continue
