@@ -14,6 +14,7 @@ Every word that comes from a user, a file name or a kernel name goes through ``s
 
 from __future__ import annotations
 
+import re
 import shlex
 import signal
 from collections.abc import Mapping, Sequence
@@ -28,8 +29,9 @@ TIMEOUT_STATUS = 124
 #: Seconds between timeout's TERM and its KILL (and the watchdog's).
 KILL_AFTER_S = 2
 
-#: Separates the ELF's own stderr from the perf CSV that follows it on stderr.
-PERF_MARKER = "@@RVTUNE-PERF-STAT@@"
+#: Separate the ELF's own stderr from the perf stat CSV and the perf record samples that follow it.
+STAT_MARKER = "@@RVTUNE-PERF-STAT@@"
+RECORD_MARKER = "@@RVTUNE-PERF-RECORD@@"
 
 
 def quote_dir(path: str) -> str:
@@ -55,10 +57,18 @@ class RemoteRun:
     exec_prefix: Sequence[str] = ()
     perf_events: Sequence[str] = ()  # empty: plain runner
     perf_out: str | None = None  # file perf stat writes its CSV to (inside work_dir)
+    record_events: Sequence[str] = ()  # `perf record` events: a second run of the ELF, under the same lock
+    record_out: str | None = None  # perf.data of that run (inside work_dir)
 
     def command(self) -> str:
         """The command line for the remote login shell (which hands it to /bin/sh)."""
         return "exec /bin/sh -c " + shlex.quote(self.script())
+
+    def _timed(self, command: Sequence[str]) -> list[str]:
+        wrapped = [*command]
+        if self.taskset:
+            wrapped = ["taskset", "-c", self.taskset, *wrapped]
+        return ["timeout", "-k", str(KILL_AFTER_S), f"{self.timeout:g}", *wrapped]
 
     def script(self) -> str:
         q = shlex.quote
@@ -66,24 +76,35 @@ class RemoteRun:
         if self.perf_events:
             # perf stat exits 0 when its child dies of a signal: an sh between them turns the signal into
             # status 128+N, which perf passes on, so a crash under perf is still seen as a crash.
-            target = [
+            measured = self._timed([
                 "perf", "stat", "-x,", "-o", self.perf_out or "perf.csv", "-e", ",".join(self.perf_events),
                 "--", "/bin/sh", "-c", '"$@"; exit $?', "sh", *target,
-            ]
-        if self.taskset:
-            target = ["taskset", "-c", self.taskset, *target]
+            ])
+        else:
+            measured = self._timed(target)
+        locked = " ".join(q(w) for w in measured)
+        if self.record_events:
+            # A second run under perf record, while the lock is still ours (skipped after a timeout).
+            record = " ".join(q(w) for w in self._timed([
+                "perf", "record", "-q", "-e", ",".join(self.record_events), "-F", "4001",
+                "-o", self.record_out or "perf.data", "--", *target,
+            ]))
+            inner = (f"{locked}; rc=$?; [ $rc -eq {TIMEOUT_STATUS} ] || [ $rc -eq {128 + signal.SIGKILL} ] || "
+                     f"{record} >/dev/null 2>&1; exit $rc")
+            locked = f"/bin/sh -c {q(inner)}"
         # Shell assignments, not `env`: one exec less per run (names are identifiers, checked by config.py).
         envs = [f"{k}={q(v)}" for k, v in self.env.items()]
         # One session (setsid) holds everything the run starts: flock, timeout, perf, QEMU, the ELF.
         # timeout makes its own process group inside it, so the watchdog kills by session, not by group.
-        run = " ".join([*envs, *(q(w) for w in [
+        lock = " ".join(q(w) for w in [
             "setsid", "flock", "-w", f"{self.lock_timeout:g}", "-E", str(LOCK_BUSY_STATUS), self.lock_file,
-            "timeout", "-k", str(KILL_AFTER_S), f"{self.timeout:g}", *target,
-        ])])
+        ])
+        run = " ".join([*envs, lock, locked])
         # fd 3 is the SSH channel's stdin: a background list's stdin would otherwise be /dev/null (POSIX),
         # and the ELF itself must not read it.
         lines = [
             f"cd {q(self.work_dir)} || exit {NO_WORKDIR_STATUS}",
+            "ulimit -c 0 2>/dev/null",  # a crashing config must not fill the board's disk with cores
             "exec 3<&0",
             f"{run} </dev/null &",
             "pid=$!",
@@ -95,15 +116,48 @@ class RemoteRun:
         ]
         if self.perf_events:
             out = q(self.perf_out or "perf.csv")
-            lines.append(f"printf '\\n%s\\n' {q(PERF_MARKER)} >&2; cat {out} >&2 2>/dev/null; rm -f {out}")
+            lines.append(f"printf '\\n%s\\n' {q(STAT_MARKER)} >&2; cat {out} >&2 2>/dev/null; rm -f {out}")
+        if self.record_events:
+            # After the lock is released: turning samples into text is not part of the measurement.
+            out = q(self.record_out or "perf.data")
+            lines.append(f"printf '\\n%s\\n' {q(RECORD_MARKER)} >&2; "
+                         f"perf script -i {out} -F event,period,ip,sym >&2 2>/dev/null; rm -f {out}")
         lines.append("exit $rc")
         return "\n".join(lines)
 
 
-def split_perf(stderr: str) -> tuple[str, str]:
-    """The run's stderr -> (the ELF's own stderr, perf's CSV)."""
-    head, sep, tail = stderr.rpartition(f"\n{PERF_MARKER}\n")
-    return (head, tail) if sep else (stderr, "")
+def split_perf(stderr: str) -> tuple[str, str, str]:
+    """The run's stderr -> (the ELF's own stderr, perf stat's CSV, perf script's samples)."""
+    rest, sep, record = stderr.rpartition(f"\n{RECORD_MARKER}\n")
+    if not sep:
+        rest, record = stderr, ""
+    own, sep, stat = rest.rpartition(f"\n{STAT_MARKER}\n")
+    if not sep:
+        own, stat = rest, ""
+    return own, stat, record
+
+
+_SAMPLE = re.compile(r"^\s*(\d+)\s+(\S+):\s+[0-9a-f]+\s*(\S*)")
+
+
+def parse_perf_script(text: str, symbol: str | None = None) -> dict[str, float]:
+    """``perf script -F event,period,ip,sym`` lines -> ``{"<event> (perf record)": summed period}``.
+
+    With ``symbol`` only samples in that function count (as the seeds' ``perf report -S <kernel>``). An
+    event without any sample is absent (missing), not zero.
+    """
+    seen: set[str] = set()
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match is None:
+            continue
+        period, event, sym = int(match.group(1)), match.group(2), match.group(3)
+        key = f"{event} (perf record)"
+        seen.add(key)
+        if symbol is None or sym == symbol:
+            totals[key] = totals.get(key, 0.0) + period
+    return {key: totals.get(key, 0.0) for key in sorted(seen)}
 
 
 @dataclass(frozen=True)

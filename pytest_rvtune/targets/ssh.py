@@ -40,6 +40,7 @@ from pytest_rvtune.targets.remote_cmd import (
     LOCK_BUSY_STATUS,
     NO_WORKDIR_STATUS,
     RemoteRun,
+    parse_perf_script,
     quote_dir,
     read_status,
     split_perf,
@@ -232,7 +233,7 @@ class SshTarget:
         """Work dir, host facts and missing tools in one round trip."""
         cfg = self.cfg
         tools = [*REQUIRED_TOOLS, *(["taskset"] if cfg.taskset else []),
-                 *(["perf"] if cfg.runner == "perf" else []), *cfg.exec_prefix[:1]]
+                 *(["perf"] if cfg.runner == "perf" or cfg.record_events else []), *cfg.exec_prefix[:1]]
         script = "\n".join([
             f"mkdir -p {quote_dir(cfg.work_dir)}/files && cd {quote_dir(cfg.work_dir)} || exit {NO_WORKDIR_STATUS}",
             'printf "work=%s\\n" "$(pwd -P)"',
@@ -358,7 +359,7 @@ class SshTarget:
 
     def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
             kernel_symbol: str | None = None) -> RunResult:
-        return self._with_retry(lambda: self._run(elf, args, timeout), f"running {elf.name}")
+        return self._with_retry(lambda: self._run(elf, args, timeout, kernel_symbol), f"running {elf.name}")
 
     def _with_retry(self, make: Any, what: str) -> Any:
         """Run a coroutine; if the connection breaks, reconnect and try once more, then give up."""
@@ -378,7 +379,8 @@ class SshTarget:
             raise BoardError(f"target {self.name!r}: board {self.label} lost while {what} ({first}); "
                              f"reconnecting failed: {exc}") from None
 
-    async def _run(self, elf: Path, args: Sequence[str | Path], timeout: float) -> RunResult:
+    async def _run(self, elf: Path, args: Sequence[str | Path], timeout: float,
+                   kernel_symbol: str | None) -> RunResult:
         assert self._cache is not None and self._conn is not None
         cfg = self.cfg
         try:
@@ -389,11 +391,13 @@ class SshTarget:
         except UploadError as exc:
             raise BoardError(f"target {self.name!r}: {exc}") from None
         perf = cfg.runner == "perf"
+        tag = secrets.token_hex(6)  # workers share the work dir: per-run names for perf's files
         spec = RemoteRun(
             argv=argv, timeout=timeout, work_dir=self.work_dir, lock_file=cfg.lock_file,
             lock_timeout=cfg.lock_timeout, env=cfg.env, taskset=cfg.taskset, exec_prefix=cfg.exec_prefix,
             perf_events=cfg.perf_events if perf else (),
-            perf_out=f"{self.work_dir}/.perf-{secrets.token_hex(6)}.csv" if perf else None,
+            perf_out=f"{self.work_dir}/.perf-{tag}.csv" if perf else None,
+            record_events=cfg.record_events, record_out=f"{self.work_dir}/.perf-{tag}.data",
         )
         start = time.monotonic()
         # create_process, not run: run() would close our stdin at once, and the wrapper's watchdog reads
@@ -413,14 +417,19 @@ class SshTarget:
                              f"by another run for {cfg.lock_timeout:g}s); raise lock_timeout in {cfg.where()}")
         if done.exit_status == NO_WORKDIR_STATUS:
             raise BoardError(f"target {self.name!r}: work dir {self.work_dir} vanished on {self.label}")
-        stdout, stderr = str(done.stdout or ""), str(done.stderr or "")
-        stderr, perf_csv = split_perf(stderr) if perf else (stderr, "")
+        stdout = str(done.stdout or "")
+        stderr, perf_csv, samples = split_perf(str(done.stderr or ""))
         signame = done.exit_signal[0] if done.exit_signal else None
         outcome = read_status(done.exit_status, signame, timeout, elapsed)
         parsed = parse_harness_output(stdout)
+        counters: dict[str, float] = {}
+        if not outcome.timed_out:
+            counters.update(parse_perf_stat_csv(perf_csv))
+            # Under an emulator the board's perf sees the emulator's symbols, never the kernel's.
+            counters.update(parse_perf_script(samples, None if cfg.exec_prefix else kernel_symbol))
         return RunResult(
             returncode=outcome.returncode, samples_ns=parsed.samples_ns, checks=parsed.checks,
-            counters=parse_perf_stat_csv(perf_csv) if perf_csv and not outcome.timed_out else {},
+            counters=counters,
             errors=parsed.errors, stdout=stdout, stderr=stderr, timed_out=outcome.timed_out,
             signal=outcome.signal, wall_s=elapsed,
         )

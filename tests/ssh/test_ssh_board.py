@@ -127,10 +127,11 @@ def test_crash_reports_the_signal(target: SshTarget, rvtest_elf: Path):
 
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="linux-perf is not installed on this machine")
-def test_perf_runner_reads_counters_and_keeps_missing_ones_out(sshd: Sshd, tmp_path: Path, rvtest_elf: Path,
+def test_perf_stat_and_record_counters_with_missing_ones_left_out(sshd: Sshd, tmp_path: Path, rvtest_elf: Path,
                                                               data: Path):
     # This VM has no PMU: `instructions` prints <not supported>, a software event counts.
-    cfg = board_config(sshd, tmp_path, runner="perf", perf_events=("task-clock", "instructions"))
+    cfg = board_config(sshd, tmp_path, runner="perf", perf_events=("task-clock", "instructions"),
+                       record_events=("cpu-clock",))
     t = connect_board(cfg, worker_id="gw0")
     try:
         result = t.run(rvtest_elf, [data], timeout=60)
@@ -141,6 +142,7 @@ def test_perf_runner_reads_counters_and_keeps_missing_ones_out(sshd: Sshd, tmp_p
     assert result.counters.get("task-clock", 0) > 0
     assert "instructions" not in result.counters  # missing, not zero
     assert "task-clock" not in result.stderr  # perf's CSV is not mixed into the ELF's stderr
+    assert result.counters.get("cpu-clock (perf record)", 0) > 0  # the optional perf record run
     assert crashed.signal == 11  # perf stat alone would have reported exit 0
 
 

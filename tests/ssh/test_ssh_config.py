@@ -9,7 +9,7 @@ import pytest
 
 from pytest_rvtune.targets.config import X60_PERF_EVENTS, ConfigError, load_targets, make_target
 from pytest_rvtune.targets.local import builtin_targets
-from pytest_rvtune.targets.remote_cmd import read_status, split_perf
+from pytest_rvtune.targets.remote_cmd import parse_perf_script, read_status, split_perf
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -147,5 +147,21 @@ def test_remote_status_reading():
     assert read_status(139, None, 10, 1).signal == 11 and read_status(139, None, 10, 1).returncode == -11
     assert read_status(None, "SEGV", 10, 1).signal == 11
     assert split_perf("elf says hi\n\n@@RVTUNE-PERF-STAT@@\n1,,task-clock,1,100,,\n") == (
-        "elf says hi\n", "1,,task-clock,1,100,,\n")
-    assert split_perf("no perf here") == ("no perf here", "")
+        "elf says hi\n", "1,,task-clock,1,100,,\n", "")
+    assert split_perf("x\n\n@@RVTUNE-PERF-STAT@@\ncsv\n\n@@RVTUNE-PERF-RECORD@@\nsamples\n") == (
+        "x\n", "csv\n", "samples\n")
+    assert split_perf("no perf here") == ("no perf here", "", "")
+
+
+def test_perf_script_samples_sum_per_event_and_symbol():
+    text = (" 100 l2_access:u:  3fd0a1 matmul_kernel\n"
+            " 300 l2_access:u:  3fd0b2 memcpy\n"
+            "  50 l2_miss:u:  3fd0a1 matmul_kernel\n"
+            "  70 l2_store_access:u:  3fd0c3 main\n"
+            "not a sample line\n")
+    assert parse_perf_script(text) == {"l2_access:u (perf record)": 400.0, "l2_miss:u (perf record)": 50.0,
+                                       "l2_store_access:u (perf record)": 70.0}
+    in_kernel = parse_perf_script(text, "matmul_kernel")
+    assert in_kernel == {"l2_access:u (perf record)": 100.0, "l2_miss:u (perf record)": 50.0,
+                         "l2_store_access:u (perf record)": 0.0}  # sampled, none in the kernel: a real 0
+    assert "l2_load_access:u (perf record)" not in in_kernel  # never sampled: missing, not zero
