@@ -119,6 +119,19 @@ def test_wrong_expected_output_fails_the_check(matmul_rv: build.BuildArtifact, t
     assert " bad " in check and "first_bad=50 " in check and check.endswith("count=1")  # 1 * N(45) + 5
 
 
+@pytest.mark.parametrize("bm", [4, 8, 16, 32, 64])
+def test_fused_moe_main_cpp_every_block_size_m(fused_moe: KernelSpec, bm: int):
+    config = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 8, "GROUP_SIZE_M": 8}
+    art = build.build_item(fused_moe, "small", config, RISCV_ISA)
+    assert art.harness_kind == "main_cpp"
+    files = [a for a in art.argv if isinstance(a, Path)]
+    assert len(files) == 7  # a b topk_weights sorted_token_ids expert_ids num_tokens_post_padded | c
+    proc = run_elf(art, RISCV_ISA)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (check,) = checks(proc.stdout)
+    assert check.startswith("RVTUNE check c ok ")
+
+
 def test_build_error_names_kernel_and_config_and_carries_clang_message(
         matmul: KernelSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (tmp_path / "matmul.cpp").write_text("int main() { return undeclared_thing; }\n")
