@@ -1,0 +1,103 @@
+"""runs.load_run on both inputs (results JSONL, real pytest-benchmark JSON), bad input, resume index."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from results_data import make_record, measure, write_jsonl
+
+from pytest_rvtune.runs import RunFileError, completed_items, identity_key, load_run
+
+BENCH_TEST = '''
+import json
+
+FIELDS = json.loads({fields!r})
+
+
+def _work():
+    return sum(i * i for i in range(2000))
+
+
+def test_with_samples(benchmark):
+    benchmark.extra_info.update(FIELDS["with"])
+    benchmark.pedantic(_work, rounds=7, iterations=1)
+
+
+def test_without_samples(benchmark):
+    benchmark.extra_info.update(FIELDS["without"])
+    benchmark.pedantic(_work, rounds=6, iterations=1)
+'''
+
+
+def test_reads_real_pytest_benchmark_json(tmp_path: Path) -> None:
+    """pytest-benchmark itself writes the file: samples from extra_info.samples_ns, else stats.data."""
+    (samples,) = measure([(16, 16)], rounds=5)
+    with_samples = make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, samples, target="qemu",
+                               counters={"kernel_insns": 1234.0})
+    without = make_record("matmul", "M96", {"BLOCK_SIZE_M": 32}, [], counters={"vector_inst:u": 5.0})
+    del without["samples_ns"], without["nodeid"]  # the test's own name stands in for a missing nodeid
+    fields = json.dumps({"with": with_samples, "without": without})
+    (tmp_path / "test_bench.py").write_text(BENCH_TEST.format(fields=fields))
+    out = tmp_path / "bench.json"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:rvtune", "-p", "no:cacheprovider",
+                    "test_bench.py", f"--benchmark-json={out}", "--benchmark-save-data"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    run = load_run(out)
+    assert run.format == "pytest-benchmark" and run.machine_info
+    by_config = {r.config_id: r for r in run.records}
+    first, second = by_config["BLOCK_SIZE_M=16"], by_config["BLOCK_SIZE_M=32"]
+    assert first.samples_ns == [float(int(s)) for s in samples]  # the board's samples, not the host's
+    assert first.emulated and first.counters == {"kernel_insns": 1234.0}
+    assert len(second.samples_ns) == 6 and all(s > 0 for s in second.samples_ns)  # from stats.data, in ns
+    assert second.counters == {"vector_inst:u": 5.0} and second.nodeid.endswith("test_without_samples")
+
+
+def test_jsonl_rerun_replaces_and_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    (samples,) = measure([(16, 16)], rounds=6)
+    first = make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, samples[:3], outcome="crashed")
+    rerun = make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, samples[3:])
+    other = make_record("matmul", "M96", {"BLOCK_SIZE_M": 32}, samples)
+    path = write_jsonl(tmp_path / "r.jsonl", [first, other, rerun])
+    with open(path, "a") as fh:
+        fh.write('{"kernel": "matmul", "ca')  # killed mid-write
+    run = load_run(path)
+    assert [(r.config_id, r.outcome) for r in run.records] == [("BLOCK_SIZE_M=32", "passed"),
+                                                                ("BLOCK_SIZE_M=16", "passed")]
+    assert run.find(rerun).samples_ns == [float(int(s)) for s in samples[3:]]
+    assert run.find({**rerun, "target": "other"}) is None
+
+
+GOOD = '{"kernel": "k", "case": "c", "config_id": "x", "target": "t", "outcome": "passed", "samples_ns": [1]}'
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (f"{GOOD}\nnot json\n{GOOD}\n", ":2: not a JSON object"),
+    ("[1, 2]\n[3]\n", ":1: expected a JSON object"),
+    (GOOD.replace("[1]", '["a"]') + "\n" + GOOD, ":1: samples_ns and counters must be numbers"),
+    ("", ": empty results file"),
+])
+def test_bad_files_name_file_and_line(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    with pytest.raises(RunFileError, match=str(path).replace(".", r"\.") + message):
+        load_run(path)
+    with pytest.raises(RunFileError, match="no such results file"):
+        load_run(tmp_path / "missing.jsonl")
+
+
+def test_completed_items_for_resume(tmp_path: Path) -> None:
+    (samples,) = measure([(16, 16)], rounds=3)
+    records = [make_record("matmul", "M96", {"BLOCK_SIZE_M": bm}, samples, outcome=outcome)
+               for bm, outcome in ((16, "passed"), (32, "wrong"), (48, "crashed"), (64, "timeout"))]
+    run = load_run(write_jsonl(tmp_path / "r.jsonl", records))
+    done = completed_items(run)
+    # passed and wrong answers are facts of the ELF and data; crashes and timeouts may be the board's fault
+    assert sorted(r.config_id for r in done.values()) == ["BLOCK_SIZE_M=16", "BLOCK_SIZE_M=32"]
+    key = (records[0]["elf_sha256"], records[0]["golden_sha256"], identity_key(records[0]["machine"]))
+    assert dict(done[key]) == records[0]  # the record exactly as the earlier run wrote it
+    other_board = identity_key({**records[0]["machine"], "board": "laptop"})
+    assert (key[0], key[1], other_board) not in done
