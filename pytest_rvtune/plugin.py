@@ -88,7 +88,6 @@ class RvtuneSession:
         self.identities: dict[str, dict[str, Any]] = {}  # target name -> identity, from finished items
         self.filter_keys_unknown: dict[str, int] = Counter()  # filter key -> kernel modules without it
         self.kernel_modules = 0
-        self._golden_recorded: set[tuple[str, str]] = set()
         workerinput = getattr(config, "workerinput", None)
         self.run_id: str = workerinput["rvtune_run_id"] if workerinput else new_run_id()
         results = config.getoption("rvtune_results")
@@ -140,25 +139,6 @@ class RvtuneSession:
             threads=self.config.getoption("rvtune_threads"),
             timeout=self.config.getoption("rvtune_timeout"),
         )
-
-    def ensure_golden_recorded(self, spec: Any, case: str) -> None:
-        """Record a new kernel's (or case's) golden data once, where golden.py will look for it next time.
-
-        WORKAROUND (golden.py): golden_set() on an unrecorded case records the manifest but writes the files
-        into the cache, while a later call looks for a committed case (small) in the golden tree and fails
-        with "missing (committed data)". Generating it as `rvtune golden generate` does avoids that.
-        """
-        if (spec.name, case) in self._golden_recorded:
-            return
-        from pytest_rvtune.golden import Store, generate_case
-        store = Store()
-        if case not in store.load_manifest(spec.name)["cases"]:
-            lock_dir = paths.cache_dir() / "locks"
-            lock_dir.mkdir(parents=True, exist_ok=True)
-            with FileLock(str(lock_dir / f"golden-{spec.name}.lock")):  # xdist workers: one generates
-                if case not in store.load_manifest(spec.name)["cases"]:
-                    generate_case(spec, case, store)
-        self._golden_recorded.add((spec.name, case))
 
     def close(self) -> None:
         for target in self.targets.values():
@@ -455,7 +435,6 @@ def _build(session: RvtuneSession, info: KernelItemInfo, target: Any) -> BuildOu
     from pytest_rvtune.build import build_item
     started = time.perf_counter()
     try:
-        session.ensure_golden_recorded(info.spec, info.case)
         artifact = build_item(info.spec, info.case, info.config, target.isa)
     except Exception as exc:  # BuildError and golden-data errors alike: the message names kernel and config
         return BuildOutcome(error=str(exc), seconds=time.perf_counter() - started)
@@ -465,7 +444,6 @@ def _build(session: RvtuneSession, info: KernelItemInfo, target: Any) -> BuildOu
 def _golden(session: RvtuneSession, info: KernelItemInfo) -> tuple[Any, str | None]:
     from pytest_rvtune.golden import golden_set
     try:
-        session.ensure_golden_recorded(info.spec, info.case)
         return golden_set(info.spec, info.case, info.config), None
     except Exception as exc:  # GoldenError names the file; anything else is the kernel module's fault
         return None, f"golden data of {info.spec.name} [case {info.case}, {info.config_id}]: {exc}"
