@@ -45,7 +45,7 @@ class Record:
     nodeid: str = ""
     message: str = ""
     time: str = ""  # ISO 8601, when the item finished
-    wall_s: float | None = None  # whole-process time of the timed run, when the target reported it
+    wall_s: float | None = None  # whole-process time of the timed run (record's wall_s or run_seconds)
     case_params: dict[str, Any] = field(default_factory=dict)  # e.g. {"M": 64}: used for M buckets
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the object as read
 
@@ -239,7 +239,8 @@ def record_from_dict(obj: Any, where: str = "record") -> Record:
         counters = {str(k): float(v) for k, v in (obj.get("counters") or {}).items() if v is not None}
     except (TypeError, ValueError) as exc:
         raise RunFileError(f"{where}: samples_ns and counters must be numbers ({exc})") from None
-    wall = obj.get("wall_s")
+    # whole-process time of the item's timed ELF run (warm-up + runs): the seeds' "Total Time (s)"
+    wall = obj.get("wall_s") or obj.get("run_seconds") or None  # 0.0 means "resumed, not run": unknown
     return Record(
         kernel=str(obj["kernel"]),
         case=str(obj["case"]),

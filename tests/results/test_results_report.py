@@ -57,7 +57,7 @@ def test_perf_stats_csv_keeps_the_seed_columns(tmp_path: Path) -> None:
     records = [make_record("matmul", "M96", {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "GROUP_SIZE_M": 8},
                            samples[0], counters=perf, wall_s=0.25),
                make_record("matmul", "M96", {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "GROUP_SIZE_M": 8},
-                           samples[1], outcome="wrong")]
+                           samples[1], outcome="wrong", run_seconds=1.5)]  # what the plugin records
     run = write_jsonl(tmp_path / "board.jsonl", records)
     assert main(["report", str(run), "--no-plots", "--out", str(tmp_path / "rep")]) == 0
     with open(tmp_path / "rep" / "host" / "matmul" / "M96" / "perf_stats.csv", newline="") as fh:
@@ -66,7 +66,7 @@ def test_perf_stats_csv_keeps_the_seed_columns(tmp_path: Path) -> None:
     assert header == SEED_COLUMNS
     assert len(PERF_STAT_EVENTS) == 11 and len(PERF_RECORD_EVENTS) == 4
     good, bad = rows
-    assert good["Valid Output"] == "YES" and bad["Valid Output"] == "NO"
+    assert good["Valid Output"] == "YES" and bad["Valid Output"] == "NO" and bad["Total Time (s)"] == "1.500000"
     assert good["u_mode_cycle"] == "1234" and good["vector_inst"] == "99" and good["l2_miss(perf record)"] == "7"
     assert good["l1d_miss"] == "" and good["Total Time (s)"] == "0.250000"  # missing counters stay empty
     assert abs(float(good["Kernel Time (s)"]) - sorted(samples[0])[1] / 1e9) < 1e-9
