@@ -223,6 +223,7 @@ def test_tolerance_semantics(elf, tmp_path, got, expected, atol, rtol, ok):
         ("oneheader.txt", "10\n1 2 3 4 5 6 7 8 9 10\n", 1, "fewer than two values on line 1"),
         ("long.txt", "1 3\n1 2 3\n4\n", 3, "more values than the 1 x 3"),
         ("empty.txt", "", 1, "an empty file"),
+        ("huge.txt", "99999999999 99999999999\n1\n", 1, "more values than fit in memory"),
     ],
 )
 def test_reader_rejects_bad_files_naming_file_and_line(elf, data, tmp_path, name, content, line, what):

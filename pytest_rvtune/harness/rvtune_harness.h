@@ -259,6 +259,8 @@ static inline void rvtune_read_txt(rvtune_tensor *t, const char *name, const cha
         if (*end != '\0' || errno != 0 || dims[d] < 0)
             rvtune_fail("%s:1: header must be `rows cols` (two non-negative integers), found '%s'", path, tok);
     }
+    if (dims[0] > 0 && dims[1] > (long long)(INT64_MAX / 8) / dims[0])
+        rvtune_fail("%s:1: header `%lld %lld` declares more values than fit in memory", path, dims[0], dims[1]);
     t->name = name;
     t->path = path;
     t->dtype = dt;
