@@ -281,10 +281,13 @@ class KernelModule(pytest.File):
         session = _session(self.config)
         try:
             spec = load_kernel_module(self.path)
-        except KernelModuleError as exc:
-            raise self.CollectError(str(exc)) from exc
         except Exception as exc:
-            raise self.CollectError(f"kernel module {self.path}: {type(exc).__name__}: {exc}") from exc
+            # One broken kernel module must not stop the suite: pytest would interrupt the whole session on
+            # a collection error, so the error is reported and the other kernels still run.
+            self.config.option.continue_on_collection_errors = True
+            message = str(exc) if isinstance(exc, KernelModuleError) else \
+                f"kernel module {self.path}: {type(exc).__name__}: {exc}"
+            raise self.CollectError(message) from exc
         session.kernel_modules += 1
         configs = list(spec.configs)
         known_keys = {key for config in configs for key in config}
@@ -301,6 +304,7 @@ class KernelModule(pytest.File):
             cases = session.cases or [session.default_case(target)]
             unknown = [c for c in cases if c not in spec.cases]
             if unknown:
+                self.config.option.continue_on_collection_errors = True
                 raise self.CollectError(f"kernel module {self.path}: no case {', '.join(unknown)}; "
                                         f"it has {', '.join(spec.cases)}")
             for case in cases:

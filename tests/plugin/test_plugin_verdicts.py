@@ -1,0 +1,59 @@
+"""Verdicts on real QEMU runs: pass, wrong answer, build error, crash, hang, broken module; the session goes on.
+
+One session holds every kind of failure, so the test also shows that none of them stops the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from plugin_helpers import by_kernel, read_results, results_file
+
+
+def test_every_verdict_in_one_session(project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
+    add_kernel("pv_good", "good", configs=(16, 32))
+    add_kernel("pv_wrong", "wrong", configs=(16,))
+    add_kernel("pv_atomic", "atomic", configs=(16,))
+    add_kernel("pv_crash", "crash", configs=(16,))
+    add_kernel("pv_hang", "hang", configs=(16,))
+    add_kernel("pv_broken", source="import triton\nraise ImportError('pv_broken needs a GPU, on purpose')\n")
+    result = project.runpytest("--rvtune-case", "small", "--rvtune-timeout", "4", "-p", "no:randomly")
+
+    result.assert_outcomes(passed=2, failed=4, errors=1)
+    result.stdout.fnmatch_lines_random([
+        # a broken module is one collection error naming it and the cause
+        "*pv_broken.py: import failed: ImportError: pv_broken needs a GPU, on purpose*",
+        # wrong answer: max abs / rel error and the first bad index, per output
+        "*pv_wrong [[]case small, BLOCK=16[]] on target qemu: wrong answer*",
+        "*y: max abs error 1, max rel error *, first bad index 0 of 75*",
+        # build error: the lowering's own message, naming kernel and config
+        "*pv_atomic [[]case small, BLOCK=16[]] on target qemu: build failed*",
+        "*tt.atomic_rmw*rvtune cannot lower it to C yet*",
+        # crash: the signal and the output's tail
+        "*pv_crash [[]case small, BLOCK=16[]] on target qemu: crashed with SIGSEGV; output tail:*",
+        # hang: killed at --rvtune-timeout
+        "*pv_hang [[]case small, BLOCK=16[]] on target qemu: killed after the 4 s timeout (--rvtune-timeout)*",
+        # the summary line: counts per outcome, build cache, time
+        "rvtune: 2 passed, 1 wrong, 1 build-failed, 1 crashed, 1 timeout; build cache * hits / * misses; "
+        "building * s, running * s; results: *.jsonl",
+    ])
+    assert "Interrupted" not in result.stdout.str()
+
+    records = by_kernel(read_results(results_file(project)))
+    outcomes = {key: r["outcome"] for key, r in records.items()}
+    assert outcomes == {"pv_good[BLOCK=16]": "passed", "pv_good[BLOCK=32]": "passed",
+                        "pv_wrong[BLOCK=16]": "wrong", "pv_atomic[BLOCK=16]": "build_failed",
+                        "pv_crash[BLOCK=16]": "crashed", "pv_hang[BLOCK=16]": "timeout"}
+    good = records["pv_good[BLOCK=16]"]
+    assert good["nodeid"] == "kernels/pv_good.py::pv_good[small-BLOCK=16]"
+    assert len(good["samples_ns"]) == 2 and all(s > 0 for s in good["samples_ns"])  # 2 runs under emulation
+    assert good["timing_source"] == "emulated" and good["machine"]["target"] == "qemu"
+    assert good["counters"]["kernel_insns"] > 0 and good["counters"]["insns"] > good["counters"]["kernel_insns"]
+    assert len(good["elf_sha256"]) == 64 and len(good["golden_sha256"]) == 64
+    wrong = records["pv_wrong[BLOCK=16]"]
+    (check,) = wrong["checks"]
+    assert (check["name"], check["ok"], check["first_bad"], check["count"]) == ("y", False, 0, 75)
+    assert check["max_abs"] == pytest.approx(1.0)
+    assert "tt.atomic_rmw" in records["pv_atomic[BLOCK=16]"]["message"]
