@@ -66,11 +66,8 @@ volatile while _Bool _Complex _Imaginary _Alignas _Alignof _Atomic _Generic _Nor
 _Static_assert _Thread_local bool true false NULL main
 """.splitlines()).split())
 _ABI_NAMES = {"pid_x", "pid_y", "pid_z", "grid_x", "grid_y", "grid_z"}
-_LIBM = {n + s for n in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "fabs", "floor",
-                         "ceil", "trunc", "round", "rint", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
-                         "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "cbrt", "fmod",
-                         "fmax", "fmin", "fma", "copysign", "pow", "isnan", "isinf", "isfinite", "signbit",
-                         "memcpy") for s in ("", "f")}
+_LIBM = {n + s for n in (*lower_ops._LIBM_TWINS, "trunc", "isnan", "isinf", "isfinite", "signbit", "memcpy")
+         for s in ("", "f")}
 
 
 def pointer_to(ct: str) -> str:
@@ -275,9 +272,13 @@ class _Func:
 
     def loop(self, shape: tuple[int, ...], vals: list[Val], body: Callable[[Callable[[Val], str], str], str]) -> None:
         """Emit a loop nest over ``shape``; ``body(at, flat)`` returns the statement for one element."""
-        if len(shape) <= 1 or all(self.flat_ok(v, shape) for v in vals):
+        if all(self.flat_ok(v, shape) for v in vals):
             with self.block(f"for (int32_t i_ = 0; i_ < {_prod(shape)}; ++i_)"):
                 self.emit(body(lambda v: self.access(v, None, "i_"), "i_"))
+            return
+        if len(shape) == 1:  # one strided operand (a broadcast, a split half...): index it through strides
+            with self.block(f"for (int32_t i_ = 0; i_ < {shape[0]}; ++i_)"):
+                self.emit(body(lambda v: self.access(v, ["i_"], "i_"), "i_"))
             return
         idx = [f"i{d}_" for d in range(len(shape))]
         flat = " + ".join(f"{i} * {s}" if s != 1 else i for i, s in zip(idx, _contig(shape), strict=True))

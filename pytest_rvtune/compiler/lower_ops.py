@@ -206,6 +206,17 @@ def scalar_expr(op: Op, args: list[str]) -> str:
         return f"(({c_type(rt)})(uintptr_t){args[0]})"
     if name in ("tt.ptr_to_int",):
         return f"(({c_type(rt)})(uintptr_t){args[0]})"
+    if name in ("math.ctpop", "math.ctlz", "math.cttz"):
+        w = _width(ty[0])
+        if w not in (32, 64):
+            raise OpSemanticsError(f"{name} on {t0} is not supported")
+        sfx, u = ("ll", "uint64_t") if w == 64 else ("", "uint32_t")
+        if name == "math.ctpop":
+            return f"(({_s(w)})__builtin_popcount{sfx}(({u}){args[0]}))"
+        builtin = "__builtin_clz" if name == "math.ctlz" else "__builtin_ctz"
+        return f"(({u}){args[0]} == 0 ? {w} : ({_s(w)}){builtin}{sfx}(({u}){args[0]}))"
+    if name == "tt.extern_elementwise":
+        return _extern(op, args, ty, rt)
     if name == "tt.addptr":
         return f"({args[0]} + (int64_t){args[1]})"
 
@@ -245,6 +256,24 @@ def _float_op(op: Op, ft: str, a: list[str], rt: str) -> str:
     else:
         raise OpSemanticsError(f"{name} on {ft} is not supported")
     return _from_float(e, rt if rt in FLOAT_TYPES else ft)
+
+
+#: libdevice symbols (tl.extra.cuda.libdevice) with a libm twin: ``__nv_tanhf`` -> ``tanhf``.
+_LIBM_TWINS = frozenset((
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos",
+    "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "pow", "fmod", "hypot",
+    "floor", "ceil", "round", "rint", "nearbyint", "fabs", "copysign", "fmax", "fmin", "fma", "lgamma", "tgamma",
+    "remainder"))
+
+
+def _extern(op: Op, args: list[str], ty: list[Type], rt: Type) -> str:
+    symbol = (op.attr("symbol") or "").strip('"')
+    base = symbol.removeprefix("__nv_")
+    ft = rt.elem or ""
+    libm = base[:-1] if base.endswith("f") and base[:-1] in _LIBM_TWINS else base
+    if libm not in _LIBM_TWINS or ft not in FLOAT_TYPES or any(t.elem != ft for t in ty):
+        raise OpSemanticsError(f"tt.extern_elementwise {symbol} (a libdevice function without a C equivalent here)")
+    return _from_float(f"{_fn(libm, ft)}({', '.join(_to_float(a, ft) for a in args)})", ft)
 
 
 def _int_cast(name: str, src: Type, dst: Type, a: str) -> str:
@@ -296,4 +325,5 @@ def is_elementwise(name: str) -> bool:
                 "arith.select", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui", "arith.extf",
                 "arith.truncf", "tt.fp_to_fp", "arith.bitcast", "tt.bitcast", "tt.int_to_ptr",
                 "tt.ptr_to_int", "tt.addptr", "arith.negf", "arith.maximumf", "arith.minimumf",
-                "math.rsqrt", "math.trunc", "math.fma", "tt.clampf", "math.isnan", "math.isinf", "math.isfinite"})
+                "math.rsqrt", "math.trunc", "math.fma", "math.ctpop", "math.ctlz", "math.cttz",
+                "tt.extern_elementwise", "tt.clampf", "math.isnan", "math.isinf", "math.isfinite"})

@@ -161,6 +161,65 @@ def op_split(f: _Func, op: Op) -> None:
         f.values[res] = f.view(base, t, base.strides[:-1], base.offset + k * base.strides[-1])
 
 
+@handles("tt.cat")
+def op_cat(f: _Func, op: Op) -> None:
+    """Concatenation along dim 0 (in order: also a valid answer when can_reorder was given)."""
+    a, b = f.get(op.operands[0]), f.get(op.operands[1])
+    t = op.result_types[0]
+    out = f.new_buf(op.results[0], t)
+    strides = _contig(t.shape or ())
+    f.copy_into(Val(a.type, "buf", out.expr, strides, 0, out.storage), a)
+    f.copy_into(Val(b.type, "buf", out.expr, strides, a.shape[0] * strides[0], out.storage), b)
+    f.values[op.results[0]] = out
+
+
+@handles("tt.unsplat")
+def op_unsplat(f: _Func, op: Op) -> None:
+    src = f.get(op.operands[0])
+    t = op.result_types[0]
+    f.values[op.results[0]] = f.scalar(op.results[0], t, f.access(src, ["0"] * len(src.shape), "0"))
+
+
+@handles("tt.histogram")
+def op_histogram(f: _Func, op: Op) -> None:
+    src = f.get(op.operands[0])
+    mask = f.get(op.operands[1]) if len(op.operands) > 1 else None
+    t = op.result_types[0]
+    out = f.new_buf(op.results[0], t)
+    bins = t.numel
+    f.loop(t.shape or (), [out], lambda at, flat: f"{out.expr}[{flat}] = 0;")
+
+    def count(at, _flat):
+        cond = f"0 <= v_ && v_ < {bins}" + (f" && {at(mask)}" if mask is not None else "")
+        return f"{{ const int64_t v_ = (int64_t){at(src)}; if ({cond}) {out.expr}[v_] += 1; }}"
+
+    f.loop(src.shape, [src] + ([mask] if mask is not None else []), count)
+    f.values[op.results[0]] = out
+
+
+@handles("tt.gather")
+def op_gather(f: _Func, op: Op) -> None:
+    """out[i] = src[i with index[i] on ``axis``]; an index outside the source reads 0 (Triton: undefined)."""
+    src, index = f.get(op.operands[0]), f.get(op.operands[1])
+    axis, t = op.int_attr("axis"), op.result_types[0]
+    out = f.new_buf(op.results[0], t)
+    shape = t.shape or ()
+    idx = [f"g{d}_" for d in range(len(shape))]
+    flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(shape), strict=True))
+    with contextlib.ExitStack() as stack:
+        for i, n in zip(idx, shape, strict=True):
+            stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
+        f.emit(f"const int64_t j_ = (int64_t){f.access(index, idx, '')};")
+        src_idx = [*idx[:axis], "(int32_t)j_", *idx[axis + 1:]]
+        f.emit(f"{out.expr}[{flat}] = (0 <= j_ && j_ < {src.shape[axis]}) ? {f.access(src, src_idx, '')} : 0;")
+    f.values[op.results[0]] = out
+
+
+@handles("llvm.intr.assume")
+def op_assume(f: _Func, op: Op) -> None:
+    """tl.assume: a hint only; nothing to compute."""
+
+
 # ---- memory -------------------------------------------------------------------------------------------
 
 
@@ -502,6 +561,6 @@ def op_call(f: _Func, op: Op) -> None:
 
 
 @handles("tt.assert", "tt.print", "tt.device_assert", "tt.device_print", "tt.atomic_rmw",
-         "tt.atomic_cas", "tt.histogram", "tt.gather", "tt.elementwise_inline_asm", "tt.extern_elementwise")
+         "tt.atomic_cas", "tt.elementwise_inline_asm")
 def op_rejected(f: _Func, op: Op) -> None:
     raise f.unsupported(f"operation {op.name}")
