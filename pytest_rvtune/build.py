@@ -73,7 +73,14 @@ def harness_args_of(launch: Any, inputs: Mapping[str, Path], expected: Mapping[s
     """The launch's non-constexpr args with their role: a tensor with an expected file is written by the
     kernel ("out", or "inout" when it also has an input file); other tensors are read ("in")."""
     out: list[generic.HarnessArg] = []
+    seen: dict[str, str] = {}
     for a in launch.args:
+        if a.is_pointer and a.tensor in seen:  # the generic harness gives every argument its own buffer
+            raise generic.HarnessError(
+                f"tensor {a.tensor!r} is passed to both {seen[a.tensor]} and {a.name}: the generic harness "
+                f"cannot alias buffers; write main_cpp/<kernel>.cpp for this kernel")
+        if a.is_pointer:
+            seen[a.tensor] = a.name
         if not a.is_pointer:
             out.append(generic.HarnessArg(a.name, a.type, "scalar"))
             continue

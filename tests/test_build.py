@@ -165,3 +165,22 @@ def test_concurrent_builds_of_one_item_share_one_elf(tmp_path: Path):
     assert results[0]["elf"] == results[1]["elf"] and results[0]["sha"] == results[1]["sha"]
     assert sorted(r["hit"] for r in results) == [False, True]  # one built, the other waited and reused
     assert not list((tmp_path / "cache" / "elf").glob("*/.*tmp*"))  # no half-built entry left behind
+
+
+def test_roles_from_golden_files_and_aliasing_is_refused():
+    from pytest_rvtune.spec import KernelArg, Launch
+
+    def launch(*args: KernelArg) -> Launch:
+        return Launch("k_kernel", args, {}, {}, (1, 1, 1), {})
+
+    files = {"a": Path("a.txt"), "c": Path("c.txt")}
+    roles = build.harness_args_of(launch(KernelArg("a_ptr", "*fp32", tensor="a"), KernelArg("n", "i32", value=3),
+                                         KernelArg("c_ptr", "*fp32", tensor="c")),
+                                  {"a": files["a"]}, {"c": files["c"]})
+    assert [(r.name, r.role, r.shown) for r in roles] == [("a_ptr", "in", "a"), ("n", "scalar", "n"),
+                                                          ("c_ptr", "out", "c")]
+    with pytest.raises(build.generic.HarnessError, match="'a' is passed to both x_ptr and y_ptr"):
+        build.harness_args_of(launch(KernelArg("x_ptr", "*fp32", tensor="a"), KernelArg("y_ptr", "*fp32", tensor="a")),
+                              {"a": files["a"]}, {"a": files["a"]})
+    with pytest.raises(build.generic.HarnessError, match=r"'b' .* has no golden file"):
+        build.harness_args_of(launch(KernelArg("b_ptr", "*fp32", tensor="b")), {}, {})

@@ -388,3 +388,36 @@ def test_fused_moe_cpp_rejects_the_data_of_another_block_size_m(moe_objects):
     r = run(moe_elf(moe_objects, config), *moe_argv(spec, {**config, "BLOCK_SIZE_M": 8}))
     assert r.returncode == 2
     assert "do not fit BLOCK_SIZE_M=16: use the golden variant generated for BLOCK_SIZE_M=16" in r.error
+
+
+# ---------------------------------------------------------------------------------- half-precision tensors
+DUMP_C = r"""
+#include "rvtune_harness.h"
+/* read argv[1] as fp16 and argv[2] as bf16; print every element back as the harness sees it */
+int main(int argc, char **argv) {
+    rvtune_tensor h, b;
+    (void)argc;
+    rvtune_read_txt(&h, "h", argv[1], RVTUNE_F16);
+    rvtune_read_txt(&b, "b", argv[2], RVTUNE_BF16);
+    for (int64_t i = 0; i < rvtune_numel(&h); i++) printf("%.17g %.17g\n", rvtune_get(&h, i), rvtune_get(&b, i));
+    return 0;
+}
+"""
+
+
+def test_fp16_and_bf16_files_round_to_nearest_even_like_torch(tmp_path):
+    import torch
+
+    values = [0.0, -0.0, 1.0, -2.5, 0.1, 1 / 3, 65504.0, 65520.0, 1e-5, 6e-8, 3e-8, 2.9802322387695312e-08,
+              1.00048828125, 1.00146484375, 3.0e38, float("inf"), float("-inf")]
+    tc = Toolchain.for_isa("host")
+    (tmp_path / "dump.c").write_text(DUMP_C)
+    tc.compile(tmp_path / "dump.c", tmp_path / "dump.o", ("-Wall", "-Wextra", "-Werror", f"-I{HEADER_DIR}"))
+    tc.link([tmp_path / "dump.o"], tmp_path / "dump")
+    f = write_txt(tmp_path / "v.txt", 1, len(values), values, "{!r}")
+    out = subprocess.run([str(tmp_path / "dump"), str(f), str(f)], capture_output=True, text=True, check=True)
+    got = [tuple(float(w) for w in ln.split()) for ln in out.stdout.splitlines()]
+    want_h = torch.tensor(values, dtype=torch.float32).to(torch.float16).float().tolist()
+    want_b = torch.tensor(values, dtype=torch.float32).to(torch.bfloat16).float().tolist()
+    assert [g[0] for g in got] == want_h
+    assert [g[1] for g in got] == want_b
