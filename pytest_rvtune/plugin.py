@@ -570,7 +570,7 @@ def _add_to_benchmark(config: pytest.Config, record: dict[str, Any]) -> None:
                   samples_ns=record["samples_ns"], extra_info=extra, group=f"{record['kernel']}-{record['case']}")
 
 
-@pytest.hookimpl(optionalhook=True)
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # firstresult: ours, not pytest-benchmark's host info
 def pytest_benchmark_generate_machine_info(config: pytest.Config) -> dict[str, Any] | None:
     """Saved runs carry the identity of the targets measured, never only the host's.
 
@@ -592,7 +592,17 @@ def pytest_benchmark_generate_machine_info(config: pytest.Config) -> dict[str, A
             "python_version": platform.python_version(), "rvtune_targets": identities}
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Iterator[None]:
+    # A wrapper, so the line comes last and still comes when pytest-benchmark raises PerformanceRegression
+    # (--benchmark-compare-fail) from its own summary.
+    try:
+        return (yield)
+    finally:
+        _write_summary(terminalreporter, config)
+
+
+def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is None or not _is_controller(config):
         return
