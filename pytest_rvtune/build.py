@@ -29,7 +29,7 @@ from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, ToolchainError, find_t
 HarnessKind = Literal["generic", "main_cpp"]
 
 #: Bump when the way objects are combined changes (link flags, argv layout, harness generation).
-BUILD_VERSION = "1"
+BUILD_VERSION = "2"
 
 #: Where custom harnesses live: ``main_cpp/<kernel module name>.cpp`` (the seeds' convention).
 MAIN_CPP_DIR = REPO_ROOT / "main_cpp"
@@ -52,7 +52,7 @@ class BuildArtifact:
     argv: list[str | Path]  # after the run options; Path = a golden file the ELF reads
     cache_hit: bool  # the ELF came from the cache (no compile, no link)
     seconds: float  # wall time build_item spent
-    asm: Path  # llvm-objdump-19 disassembly of the kernel (and its wrapper) in the linked ELF
+    asm: Path  # llvm-objdump-19 disassembly of the kernel's functions and its wrapper in the linked ELF
     kernel_symbol: str  # e.g. "matmul_kernel": the QEMU counter plugin's symbol
 
 
@@ -154,8 +154,18 @@ def disassemble(tc: Toolchain, elf: Path, symbols: Sequence[str], out: Path) -> 
     out.write_text(proc.stdout)
 
 
+def code_symbols(obj: Path) -> list[str]:
+    """Functions an object defines (global and static): the kernel and any helper the lowering emitted."""
+    cmd = [find_tool("llvm-nm-19"), "--defined-only", str(obj)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise ToolchainError(f"listing the symbols of {obj} failed ({' '.join(cmd)}):\n{proc.stderr.strip()}")
+    return [f[2] for f in (line.split() for line in proc.stdout.splitlines()) if len(f) == 3 and f[1] in "Tt"]
+
+
 def link_elf(tc: Toolchain, objects: Sequence[Path], symbol: str, cxx: bool) -> tuple[Path, Path, bool]:
-    """Link objects into the content-addressed ELF cache: (elf, asm, cache_hit)."""
+    """Link objects into the content-addressed ELF cache: (elf, asm, cache_hit). objects[0] is the kernel's:
+    its functions are what the .s shows."""
     linker = cxx_toolchain(tc) if cxx else tc
     key = cache_key(kind="elf", version=BUILD_VERSION, objects=[_sha256(o) for o in objects],
                     toolchain=tc.fingerprint(), linker=linker.cc)
@@ -164,7 +174,8 @@ def link_elf(tc: Toolchain, objects: Sequence[Path], symbol: str, cxx: bool) -> 
     def build(tmp: Path) -> None:
         # objects are read from their own cache entries, which are immutable once published
         linker.link(list(objects), tmp / elf_name)
-        disassemble(tc, tmp / elf_name, [symbol, f"{symbol}_wrap"], tmp / f"{elf_name}.s")
+        symbols = dict.fromkeys([symbol, *code_symbols(objects[0]), f"{symbol}_wrap"])
+        disassemble(tc, tmp / elf_name, list(symbols), tmp / f"{elf_name}.s")
 
     entry, hit = _cache().get_or_build("elf", key, build)
     return entry / elf_name, entry / f"{elf_name}.s", hit
