@@ -70,7 +70,8 @@ class TargetConfig:
     perf_events: tuple[str, ...] = X60_PERF_EVENTS
     record_events: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = 600.0  # seconds one run may take before it is killed
+    # Seconds one run may take on this target; None: the session's (--rvtune-timeout). The plugin reads it.
+    timeout: float | None = None
     taskset: str | None = None  # CPU list for `taskset -c`, e.g. "0-3"
     exec_prefix: tuple[str, ...] = ()  # e.g. ("qemu-riscv64", "-cpu", "rv64,v=true,vlen=256")
     lock_timeout: float = 3600.0  # seconds to wait for a board another job is measuring on

@@ -1,0 +1,89 @@
+"""The `laptop` path end to end: `pytest kernels --rvtune-target laptop` against the fixture board.
+
+A real kernel item (Triton frontend, our lowering, clang-19) is built here, uploaded over SFTP and run on the
+board under qemu-riscv64 with `perf stat`; pytest-benchmark output carries its counters and the board's
+identity. A second run of the same items uploads nothing. An unreachable board is one error for the session.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sshd_helpers import REPO, Sshd, board_config, free_port
+
+from pytest_rvtune.targets.config import TargetConfig
+
+ITEMS = [
+    "kernels/softmax.py::softmax[emu-BLOCK_SIZE_M=8-BLOCK_SIZE_N=64]",
+    "kernels/softmax.py::softmax[emu-BLOCK_SIZE_M=4-BLOCK_SIZE_N=64]",
+]
+
+
+def write_config(cfg: TargetConfig, path: Path) -> Path:
+    """The board as a user writes it in rvtune.toml."""
+    def toml_list(items: tuple[str, ...]) -> str:
+        return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+    path.write_text("\n".join([
+        f"[targets.{cfg.name}]",
+        f"host = {json.dumps(cfg.hosts[0])}",
+        f"port = {cfg.port}",
+        f"user = {json.dumps(cfg.user)}",
+        f"key = {json.dumps(str(cfg.key))}",
+        "agent = false",
+        f"known_hosts = {json.dumps(str(cfg.known_hosts))}",
+        f"ssh_config = {json.dumps(str(cfg.ssh_config))}",
+        f"work_dir = {json.dumps(cfg.work_dir)}",
+        'runner = "perf"',
+        'perf_events = ["task-clock", "instructions"]',
+        f"exec_prefix = {toml_list(cfg.exec_prefix)}",
+        f"lock_file = {json.dumps(cfg.lock_file)}",
+        f"connect_timeout = {cfg.connect_timeout}",
+        "",
+    ]))
+    return path
+
+
+def run_pytest(config: Path, tmp_path: Path, tag: str, items: list[str] = ITEMS
+               ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    bench = tmp_path / f"{tag}.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *items, "--rvtune-target", "laptop", "--rvtune-config-file", str(config),
+         "--rvtune-results", str(tmp_path / f"{tag}.jsonl"), "--benchmark-json", str(bench), "-p", "no:cacheprovider",
+         "-q", "-rA"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    return proc, bench
+
+
+@pytest.mark.skipif(not (REPO / "kernels" / "softmax.py").is_file(), reason="the softmax kernel is not in kernels/")
+def test_kernel_items_run_on_the_board_end_to_end(sshd: Sshd, tmp_path: Path):
+    cfg = board_config(sshd, tmp_path)
+    config = write_config(cfg, tmp_path / "rvtune.toml")
+    proc, bench = run_pytest(config, tmp_path, "first")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    data = json.loads(bench.read_text())
+    assert len(data["benchmarks"]) == len(ITEMS)
+    for entry in data["benchmarks"]:
+        assert entry["extra_info"]["counters"]["task-clock"] > 0
+        assert "instructions" not in entry["extra_info"]["counters"]  # <not supported> here: missing
+    machine = data["machine_info"]["rvtune_targets"]["laptop"]
+    assert machine["vlen"] == "256" and machine["runner"] == "perf" and str(cfg.key) not in json.dumps(machine)
+    first_files = {p.name for p in Path(cfg.work_dir, "files").iterdir()}
+
+    proc, _ = run_pytest(config, tmp_path, "again")  # a re-run: the board already has every file
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert {p.name for p in Path(cfg.work_dir, "files").iterdir()} == first_files
+
+
+def test_unreachable_board_fails_the_item_naming_host_and_cause(sshd: Sshd, tmp_path: Path):
+    # One item: with two, the plugin's skip of the second (the error "reported once, above") currently
+    # trips a pytest INTERNALERROR; that is the plugin's to fix (reported to the lead).
+    cfg = board_config(sshd, tmp_path, port=free_port(), connect_timeout=2.0)
+    proc, _ = run_pytest(write_config(cfg, tmp_path / "rvtune.toml"), tmp_path, "down", ITEMS[:1])
+    assert proc.returncode != 0
+    assert f"board root@127.0.0.1:{cfg.port}: unreachable" in proc.stdout, proc.stdout[-3000:]
