@@ -118,7 +118,9 @@ class RvtuneSession:
             try:
                 self.targets[name] = _make_target(self._target_configs[name], self.worker_id)
             except Exception as exc:  # one clear error per target and process, not one per item
-                self.target_errors[name] = f"target {name!r} is unavailable: {exc}"
+                text = str(exc)
+                self.target_errors[name] = text if f"target {name!r}" in text else \
+                    f"target {name!r} is unavailable: {type(exc).__name__}: {text}"
                 raise _TargetUnavailable(name, self.target_errors[name]) from exc
         return self.targets[name]
 
@@ -321,8 +323,9 @@ class KernelModule(pytest.File):
 
 
 class KernelItem(pytest.Function):
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, self.name
+    def reportinfo(self) -> tuple[Path, int, str]:
+        # Line 0: there is no test function line; pytest's skip report needs a number.
+        return self.path, 0, self.name
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -400,10 +403,12 @@ def rvtune_target(request: pytest.FixtureRequest, rvtune_targets: RvtuneSession)
     try:
         return rvtune_targets.target(name)
     except _TargetUnavailable as exc:
-        if name in rvtune_targets.target_error_reported:
-            pytest.skip(f"target {name!r} unavailable (the error is reported once, above)")
-        rvtune_targets.target_error_reported.add(name)
-        pytest.fail(str(exc), pytrace=False)
+        message = str(exc)
+    # Outside the except block: the failure shows the message alone, not the exception chain behind it.
+    if name in rvtune_targets.target_error_reported:
+        pytest.skip(f"target {name!r} unavailable (the error is reported once, above)")
+    rvtune_targets.target_error_reported.add(name)
+    pytest.fail(message, pytrace=False)
 
 
 @pytest.fixture
