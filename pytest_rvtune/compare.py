@@ -111,6 +111,15 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float], alternative: str = "t
     return float(mannwhitneyu(a, b, alternative=alternative).pvalue)
 
 
+def format_pct(pct: float | None) -> str:
+    """A change in percent; tiny exact-count changes keep their digits instead of showing as +0.0%."""
+    if pct is None:
+        return ""
+    if pct == 0:
+        return "0%"
+    return f"{pct:+.3f}%" if abs(pct) < 0.1 else f"{pct:+.1f}%"
+
+
 def _label(key: tuple[str, str, str, str]) -> str:
     target, kernel, case, config_id = key
     return f"{kernel}[{case}-{config_id}] on {target}"
@@ -167,7 +176,7 @@ def _describe(change: Change, threshold: float) -> str:
     pct = change.change_pct
     text = (f"{change.metric} {format_metric(change.metric, change.base)} -> "
             f"{format_metric(change.metric, change.new)}")
-    text += f" ({pct:+.1f}%, threshold {threshold:g}%" if pct is not None else f" (threshold {threshold:g}%"
+    text += f" ({format_pct(pct)}, threshold {threshold:g}%" if pct is not None else f" (threshold {threshold:g}%"
     if change.p_value is not None:
         text += f", Mann-Whitney p={change.p_value:.2g}"
     if change.note:
@@ -256,7 +265,7 @@ def verdict_rows(verdicts: Sequence[Verdict], thresholds: Thresholds, show_all: 
             pct = c.change_pct
             rows.append({**base, "metric": c.metric, "base": format_metric(c.metric, c.base),
                          "new": format_metric(c.metric, c.new),
-                         "change": "" if pct is None else f"{pct:+.1f}%",
+                         "change": format_pct(pct),
                          "p": "" if c.p_value is None else f"{c.p_value:.2g}",
                          "verdict": c.status + (f" ({c.note})" if c.note else "")})
     rank = {s: i for i, s in enumerate(_ORDER)}

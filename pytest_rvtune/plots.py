@@ -74,6 +74,7 @@ def heatmap(group: Sequence[Record], path: Path) -> Path | None:
         grid[rows.index(rv), cols.index(cv)] = metric_value(record, metric) / div
     fig = Figure(figsize=(1.2 * len(cols) + 3.5, 0.7 * len(rows) + 2.5), dpi=110, layout="constrained")
     ax = fig.add_subplot()
+    ax.set_facecolor("#d9d9d9")  # cells without a valid config (failed, or not in the space) show grey
     image = ax.imshow(np.ma.masked_invalid(grid), cmap="YlOrRd", aspect="auto")
     fig.colorbar(image, ax=ax, label=f"{unit}, lower is better")
     ax.set_xticks(range(len(cols)), [str(c) for c in cols] if col_p else [""])

@@ -22,7 +22,7 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -313,6 +313,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="directory for report.<ext>, perf_stats.csv files and plots "
                         "(default: <run>-report beside the run file)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--top", type=int, default=None, metavar="N",
+                   help="show the N best configs per case (files under --out keep all)")
     p.set_defaults(func=run_report)
 
 
@@ -327,7 +329,11 @@ def run_report(args: argparse.Namespace) -> int:
     reports = build_case_reports(run)
     correlations = strong(correlation_rows(run.records))
     text = render_report(run, reports, args.format, correlations)
-    print(text)
+    if args.top is not None:
+        shown = [replace(rep, rows=rep.rows[: args.top]) for rep in reports]
+        print(render_report(run, shown, args.format, correlations))
+    else:
+        print(text)
     out: Path = args.out or default_out_dir(Path(args.run))
     out.mkdir(parents=True, exist_ok=True)
     ext = {"table": "txt", "markdown": "md"}.get(args.format, args.format)

@@ -49,6 +49,9 @@ def test_report_ranks_by_median_time_on_hardware(tuning_run, capsys) -> None:
     assert main(["report", str(run), "--no-plots"]) == 0
     out = capsys.readouterr().out
     assert "Best config per case" in out and "Items without a valid result" in out
+    assert main(["report", str(run), "--no-plots", "--top", "1", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [len(c["configs"]) for c in doc["cases"]] == [1, 1]
 
 
 def test_perf_stats_csv_keeps_the_seed_columns(tmp_path: Path) -> None:
