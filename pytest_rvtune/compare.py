@@ -250,7 +250,7 @@ def compare_runs(base: Run, new: Run, thresholds: Thresholds) -> list[Verdict]:
 _ORDER = ["regressed", "broken", "too few samples", "improved", "changed", "not gated", "same"]
 
 
-def verdict_rows(verdicts: Sequence[Verdict], thresholds: Thresholds, show_all: bool) -> list[dict[str, Any]]:
+def verdict_rows(verdicts: Sequence[Verdict], show_all: bool) -> list[dict[str, Any]]:
     """One row per item and metric worth showing: gated metrics, and anything that changed."""
     rows: list[dict[str, Any]] = []
     for v in verdicts:
@@ -304,7 +304,7 @@ def run_compare(args: argparse.Namespace) -> int:
         print(f"rvtune compare: {exc}", file=sys.stderr)
         return 2
     verdicts = compare_runs(base, new, thresholds)
-    print(render_rows(verdict_rows(verdicts, thresholds, args.all), args.format))
+    print(render_rows(verdict_rows(verdicts, args.all), args.format))
     counts: dict[str, int] = {}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1

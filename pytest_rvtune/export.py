@@ -19,13 +19,12 @@ import argparse
 import json
 import re
 import sys
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_rvtune.compare import DEFAULT_ALPHA, DEFAULT_MIN_SAMPLES, mann_whitney_p
-from pytest_rvtune.report import mean_slowdown, ranked
+from pytest_rvtune.report import most_common_winner, ranked
 from pytest_rvtune.runs import Record, RunFileError, group_by_case, load_run, metric_samples, metric_value, rank_metric
 
 #: Wins smaller than this (percent) are ties whatever the p-value.
@@ -85,13 +84,6 @@ def case_winner(group: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_sampl
     return entry
 
 
-def most_common(configs: Sequence[str], groups: Sequence[Sequence[Record]]) -> str:
-    """The most frequent winner; ties go to the smallest mean slowdown over the groups, then the id."""
-    counts = Counter(configs)
-    top = max(counts.values())
-    return min((c for c, n in counts.items() if n == top), key=lambda c: (mean_slowdown(c, groups), c))
-
-
 def export_kernel(records: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_samples: int = DEFAULT_MIN_SAMPLES,
                   source: str = "", min_gain_pct: float = DEFAULT_MIN_GAIN_PCT) -> dict[str, Any] | None:
     """The tuned-config document of one kernel on one target (records of that kernel and target only)."""
@@ -106,7 +98,7 @@ def export_kernel(records: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_s
     if not cases:
         return None
     first = records[0]
-    default_id = most_common([e["config_id"] for e in cases.values()], list(groups.values()))
+    default_id = most_common_winner([e["config_id"] for e in cases.values()], list(groups.values()))
     doc: dict[str, Any] = {
         "kernel": first.kernel, "target": first.target, "machine": first.machine, "source": source,
         "ranked_by": sorted({e["ranked_by"] for e in cases.values()}),
@@ -123,7 +115,7 @@ def export_kernel(records: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_s
                 by_bucket.setdefault(m_bucket(m), []).append(case)
         buckets: dict[str, Any] = {}
         for bucket, names in by_bucket.items():
-            winner = most_common([cases[c]["config_id"] for c in names],
+            winner = most_common_winner([cases[c]["config_id"] for c in names],
                                  [g for (_t, _k, c), g in groups.items() if c in names])
             buckets[bucket] = configs[winner]
         buckets["any"] = configs[default_id]

@@ -112,19 +112,24 @@ def default_configs(records: Sequence[Record]) -> dict[tuple[str, str], str]:
     best (over the cases where it ran validly), then to the smaller config id.
     """
     groups = group_by_case(records)
-    wins: dict[tuple[str, str], Counter[str]] = {}
+    wins: dict[tuple[str, str], list[str]] = {}
     for (target, kernel, _case), record in winners(records).items():
-        wins.setdefault((target, kernel), Counter())[record.config_id] += 1
-    result: dict[tuple[str, str], str] = {}
-    for (target, kernel), counts in wins.items():
-        top = max(counts.values())
-        tied = [cid for cid, n in counts.items() if n == top]
-        cases = [g for (t, k, _c), g in groups.items() if (t, k) == (target, kernel)]
-        result[(target, kernel)] = min(tied, key=lambda cid: (mean_slowdown(cid, cases), cid))
-    return result
+        wins.setdefault((target, kernel), []).append(record.config_id)
+    return {(target, kernel): most_common_winner(ids, [g for (t, k, _c), g in groups.items()
+                                                       if (t, k) == (target, kernel)])
+            for (target, kernel), ids in wins.items()}
+
+
+def most_common_winner(config_ids: Sequence[str], cases: Sequence[Sequence[Record]]) -> str:
+    """The most frequent of ``config_ids`` (the winners of ``cases``); ties go to the smallest mean slowdown
+    over the cases, then to the smaller config id, so the choice is deterministic."""
+    counts = Counter(config_ids)
+    top = max(counts.values())
+    return min((c for c, n in counts.items() if n == top), key=lambda c: (mean_slowdown(c, cases), c))
 
 
 def mean_slowdown(config_id: str, cases: Sequence[Sequence[Record]]) -> float:
+    """Mean of (this config's metric / the case's best) over the cases where the config ran validly."""
     ratios = []
     for group in cases:
         metric = rank_metric(group)
