@@ -265,6 +265,8 @@ def test_expected_file_of_another_size_than_the_inout_input_is_bad_input(elf, da
         (["--runs", "-1"], "argument --runs: expected an integer"),
         (["--bogus", "1"], "unknown option --bogus"),
         (["--grid", "3,1"], "argument --grid: expected X,Y,Z"),
+        (["--atol", "-1e-3"], "argument --atol: a tolerance must be >= 0"),
+        (["--rtol", "nan"], "argument --rtol: a tolerance must be >= 0"),
     ],
 )
 def test_bad_options_are_bad_input(elf, data, args, what):

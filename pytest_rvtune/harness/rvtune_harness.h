@@ -191,7 +191,8 @@ static inline size_t rvtune_nbytes(const rvtune_tensor *t) {
 /* 64-byte aligned, zeroed; never NULL (an allocation failure is reported as bad input). */
 static inline void *rvtune_alloc(size_t bytes, const char *what) {
     size_t rounded = ((bytes ? bytes : 1) + 63u) & ~(size_t)63u;
-    void *p = aligned_alloc(64, rounded);
+    void *p = NULL;
+    if (posix_memalign(&p, 64, rounded) != 0) p = NULL;
     if (p == NULL) rvtune_fail("out of memory allocating %zu bytes for %s", bytes, what);
     memset(p, 0, rounded);
     return p;
@@ -379,8 +380,11 @@ static inline void rvtune_parse_args(int argc, char **argv, rvtune_opts *o) {
         if (strcmp(a, "--warmup") == 0) o->warmup = (int)rvtune_parse_ll(v, a, 0, 1000000);
         else if (strcmp(a, "--runs") == 0) o->runs = (int)rvtune_parse_ll(v, a, 0, 1000000);
         else if (strcmp(a, "--threads") == 0) o->threads = (int)rvtune_parse_ll(v, a, 0, 4096);
-        else if (strcmp(a, "--atol") == 0) o->atol = rvtune_parse_double(v, a);
-        else if (strcmp(a, "--rtol") == 0) o->rtol = rvtune_parse_double(v, a);
+        else if (strcmp(a, "--atol") == 0 || strcmp(a, "--rtol") == 0) {
+            double tol = rvtune_parse_double(v, a);
+            if (!(tol >= 0.0)) rvtune_fail("argument %s: a tolerance must be >= 0, got '%s'", a, v);
+            *(a[2] == 'a' ? &o->atol : &o->rtol) = tol;
+        }
         else if (strcmp(a, "--grid") == 0) {
             unsigned long long g[3];
             int used = 0;
