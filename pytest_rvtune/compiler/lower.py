@@ -25,7 +25,7 @@ from .lower_ops import OpSemanticsError, c_type, scalar_expr
 from .ttir import Op, Region, TTIRParseError, Type, parse_function_type, parse_module
 
 #: Bump whenever the generated C changes for the same TTIR (it is part of the compile cache key).
-LOWERING_VERSION = "1"
+LOWERING_VERSION = "2"
 
 #: Directory holding rvtune_rt.h: compile generated kernels with ``-I RUNTIME_DIR``.
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -108,8 +108,11 @@ class _Storage:
     id: int
     nbytes: int
     start: int
+    def_op: Op | None = None  # the op whose lowering created (and wrote) the buffer
     uses: list[int] = field(default_factory=list)
     offset: int = -1
+    #: computed directly in another buffer's memory (a loop-carried home: the yield copy is skipped)
+    alias: _Storage | None = None
 
 
 @dataclass
@@ -235,7 +238,7 @@ class _Func:
 
     def new_buf(self, ssa: str | None, t: Type, hint: str = "tmp") -> Val:
         nbytes = _prod(t.shape or ()) * _elem_bytes(t)
-        st = _Storage(len(self.storages), nbytes, self.pos)
+        st = _Storage(len(self.storages), nbytes, self.pos, self.op)
         self.storages.append(st)
         name = self.cname(ssa) if ssa else self.temp(hint)
         pt = pointer_to(c_type(t))
@@ -348,7 +351,7 @@ class _Func:
             ends[st.id] = end
         active: list[_Storage] = []
         peak = 0
-        for st in sorted(self.storages, key=lambda s: (s.start, s.id)):
+        for st in sorted((s for s in self.storages if s.alias is None), key=lambda s: (s.start, s.id)):
             active = [a for a in active if ends[a.id] >= st.start]
             size = -(-st.nbytes // ARENA_ALIGN) * ARENA_ALIGN
             offset = 0
@@ -364,6 +367,11 @@ class _Func:
                                 f"live at once, more than {MAX_ARENA_BYTES} fit safely on a thread stack: "
                                 "use smaller BLOCK sizes for this config")
         self.arena_bytes = peak
+        for st in self.storages:
+            root = st
+            while root.alias is not None:
+                root = root.alias
+            st.offset = root.offset
         offsets = {st.id: st.offset for st in self.storages}
         return [re.sub(r"@OFF(\d+)@", lambda m: str(offsets[int(m.group(1))]), line) for line in self.lines]
 

@@ -10,7 +10,7 @@ import contextlib
 import re
 
 from .lower import Val, _contig, _Func, _prod, handles
-from .lower_ops import FLOAT_TYPES, INT_WIDTH, OpSemanticsError, c_type, float_literal, int_literal
+from .lower_ops import FLOAT_TYPES, INT_WIDTH, OpSemanticsError, c_type, float_literal, int_literal, is_elementwise
 from .ttir import Block, Op, Type, parse_int_array
 
 # ---- constants ----------------------------------------------------------------------------------------
@@ -281,7 +281,13 @@ def op_dot(f: _Func, op: Op) -> None:
     if rt not in ("f32", "f64") and not (rt == "i32" and ea == "i8"):
         raise f.unsupported(f"tt.dot with {ea} inputs and {rt} result")
     out = f.new_buf(op.results[0], t)
-    f.copy_into(out, c)
+    if c.kind == "buf" and _identity(c):
+        # the result may end up computed in the accumulator's own memory (a loop-carried acc, see
+        # _can_compute_in_place); both pointers are constants, so clang drops whichever branch is dead
+        with f.block(f"if ({out.expr} != {c.expr})"):
+            f.copy_into(out, c)
+    else:
+        f.copy_into(out, c)
     batch = shape[:-2]
     m_, n_ = shape[-2], shape[-1]
     k_ = (op.operand_types[0].shape or ())[-1]
@@ -400,8 +406,50 @@ def _declare(f: _Func, ssa: str, t: Type, init: Val | None = None) -> Val:
     return Val(t, "scalar", name)
 
 
-def assign(f: _Func, targets: list[Val], sources: list[Val]) -> None:
-    """Parallel assignment targets := sources (a yield): every source is read before any target changes."""
+def _identity(v: Val) -> bool:
+    return v.kind == "buf" and v.offset == 0 and v.strides == _contig(v.shape)
+
+
+def _can_compute_in_place(f: _Func, src: Val, dst: Val, sources: list[Val], body_start: int) -> bool:
+    """May the buffer of ``src`` (computed in this loop body) simply BE ``dst``'s (the value it is yielded to)?
+
+    Yes when the loop-carried value is dead from the moment ``src`` is computed (no later reads, the yield
+    included), and the op computing ``src`` reads it only element for element (or as the dot's
+    accumulator). Then the dot / pointer increment of a loop writes its carried tile in place, with no copy.
+    """
+    s, h = src.storage, dst.storage
+    if s is None or h is None or s is h or s.alias is not None or h.alias is not None or s.def_op is None:
+        return False
+    if not _identity(src) or src.type != dst.type or s.start < body_start:
+        return False
+    if sum(1 for v in sources if v.storage is s) != 1 or any(u > s.start for u in h.uses):
+        return False
+    op = s.def_op
+    for k, name in enumerate(op.operands):
+        v = f.values.get(name)
+        if v is None or v.storage is not h:
+            continue
+        if not _identity(v) or v.shape != src.shape:
+            return False
+        if op.name == "tt.dot" and k != 2:
+            return False
+        if op.name != "tt.dot" and op.name != "tt.load" and not is_elementwise(op.name):
+            return False
+    return True
+
+
+def assign(f: _Func, targets: list[Val], sources: list[Val], body_start: int | None = None) -> None:
+    """Parallel assignment targets := sources (a yield): every source is read before any target changes.
+
+    With ``body_start`` (an scf.for body) a source computed in the body may be placed in its target's
+    memory instead of being copied there (see _can_compute_in_place).
+    """
+    if body_start is not None:
+        for k, (dst, src) in enumerate(zip(targets, sources, strict=True)):
+            if dst.kind == "buf" and _can_compute_in_place(f, src, dst, sources, body_start):
+                assert src.storage is not None
+                src.storage.alias = dst.storage
+                sources = [*sources[:k], dst, *sources[k + 1:]]  # nothing left to copy for this one
     for v in targets:
         f.touch(v)
     homes = {id(v.storage) for v in targets if v.storage is not None}
@@ -451,7 +499,7 @@ def op_for(f: _Func, op: Op) -> None:
             f.values[ssa] = v
         f.emit(f"const {c_type(iv_t)} {iv} = ({c_type(iv_t)}){iv}_it_;")
         f.values[iv_ssa] = Val(iv_t, "scalar", iv)
-        _lower_body(f, block, lambda term: assign(f, homes, [f.get(o) for o in term.operands]))
+        _lower_body(f, block, lambda term: assign(f, homes, [f.get(o) for o in term.operands], start))
     f.loops.append((start, f.pos))
     for res, v in zip(op.results, homes, strict=True):
         f.values[res] = v

@@ -194,6 +194,21 @@ def flow_kernel(x_ptr, out_ptr, n_valid, steps, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def carry_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    ptrs = x_ptr + r
+    x = tl.load(ptrs)
+    y = x * 0.5
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for _ in range(steps):
+        x, y = y, x + y                 # tensors swapped through the loop: no buffer may be reused early
+        acc = acc + tl.load(ptrs) * x   # computed in place of the carried acc
+        ptrs += 1                       # a pointer tile carried and advanced in place
+    tl.store(out_ptr + r, acc)
+    tl.store(out_ptr + BLOCK + r, x - y)
+
+
+@triton.jit
 def grid_kernel(out_ptr, BLOCK: tl.constexpr):
     px = tl.program_id(0)
     py = tl.program_id(1)
@@ -342,6 +357,9 @@ def _launches() -> dict[str, tuple[KernelCall, dict]]:
     out["libdevice_cat"] = (KernelCall(libdevice_cat_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32"}, {"BLOCK": 8},
                                        [xi, np.zeros(24, np.float32)], (1,)),
                             {"rtol": 1e-5, "atol": 1e-6, "numpy_only": [xi, want]})
+    out["carry"] = (KernelCall(carry_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "steps": "i32"}, {"BLOCK": 16},
+                               [rng.standard_normal(24).astype(np.float32), np.zeros(32, np.float32), 6], (1,)),
+                    {"rtol": 1e-5, "atol": 1e-6})
     out["grid"] = (KernelCall(grid_kernel, {"out_ptr": "*i32"}, {"BLOCK": 4},
                               [np.zeros(3 * 2 * 2 * 4, np.int32)], (3, 2, 2)), {})
     return out
