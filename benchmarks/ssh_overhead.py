@@ -84,64 +84,67 @@ def main() -> int:
             golden.write_text("1 4\n1 2 3 4\n")
             qemu = qemu_command()
 
-            # The ELF's own run, locally: subtracted from both approaches.
-            local = [timed(lambda e=elf: subprocess.run([*qemu, str(e), str(golden)], check=True,
-                                                        capture_output=True)) for elf in items]
-            own_run = statistics.mean(local)
+            def local_run(elf: Path) -> None:  # the ELF's own run: subtracted from every approach
+                subprocess.run([*qemu, str(elf), str(golden)], check=True, capture_output=True)
 
-            # Ours: one connection for the session, uploads by content hash, flock/timeout wrapper, parse.
+            # The seeds' way: per item one scp (ELF) and one ssh (run), each a new connection.
             cfg = board_config(server, root, work_dir=str(root / "board work"))
-            connect_s = []
-            per_item: dict[str, list[float]] = {"ours": [], "ours_cached": [], "seeds": []}
+            ssh_opts = ["-i", str(keys.client_key), "-P", str(server.port), "-o", "BatchMode=yes",
+                        "-o", "ControlMaster=no", "-o", f"UserKnownHostsFile={cfg.known_hosts}", "-F", "/dev/null"]
+            dest = root / "seeds_run"  # scp (SFTP mode) takes the path literally: no shell quoting
+            dest.mkdir()
+            remote = "root@127.0.0.1"
+            subprocess.run(["scp", "-q", *ssh_opts, str(golden), f"{remote}:{dest}/"], check=True)
+            ssh = ["ssh", *[o if o != "-P" else "-p" for o in ssh_opts], remote]
+
+            def seeds_item(elf: Path) -> None:
+                subprocess.run(["scp", "-q", *ssh_opts, str(elf), f"{remote}:{dest}/"], check=True)
+                cmd = " ".join(shlex.quote(w) for w in [*qemu, str(dest / elf.name), str(dest / golden.name)])
+                out = subprocess.run([*ssh, cmd], check=True, capture_output=True, text=True).stdout
+                if "RVTUNE check out ok" not in out:
+                    raise RuntimeError(f"seeds-style run of {elf.name} failed: {out!r}")
+
+            # Ours: one connection per session, uploads by content hash, flock/timeout wrapper, parse.
+            # Measurements are paired and interleaved (local run, ours, seeds for the same item in a row), so
+            # the load of a shared machine drifting during the benchmark hits all of them alike.
+            connect_s: list[float] = []
+            uploads: list[int] = []
+            overhead: dict[str, list[float]] = {"ours": [], "ours_cached": [], "seeds": []}
+            own: list[float] = []
             for label in ("ours", "ours_cached"):  # the second pass: a re-run, everything already there
                 start = time.perf_counter()
                 target = connect_board(cfg, worker_id="gw0")
                 connect_s.append(time.perf_counter() - start)
                 target.prepare([golden])
                 for elf in items:
-                    per_item[label].append(timed(lambda e=elf, t=target: _check(t.run(e, [golden], timeout=60))))
-                if label == "ours":
-                    uploads_first = target.uploads
-                else:
-                    uploads_rerun = target.uploads
+                    base = timed(lambda e=elf: local_run(e))
+                    own.append(base)
+                    ours = timed(lambda e=elf, t=target: _check(t.run(e, [golden], timeout=60)))
+                    overhead[label].append(ours - base)
+                    if label == "ours":
+                        overhead["seeds"].append(timed(lambda e=elf: seeds_item(e)) - base)
+                uploads.append(target.uploads)
                 target.close()
-
-            # The seeds' way: per item one scp (ELF) and one ssh (run), each a new connection.
-            ssh_opts = ["-i", str(keys.client_key), "-P", str(server.port), "-o", "BatchMode=yes",
-                        "-o", "ControlMaster=no", "-o", f"UserKnownHostsFile={cfg.known_hosts}", "-F", "/dev/null"]
-            dest = root / "seeds_run"  # scp (SFTP mode) takes the path literally: no shell quoting
-            dest.mkdir()
-            remote = "root@127.0.0.1"
-            subprocess.run(["scp", "-q", *ssh_opts, str(golden), f"{remote}:{dest}/"],
-                           check=True)
-            ssh = ["ssh", *[o if o != "-P" else "-p" for o in ssh_opts], remote]
-            for elf in items:
-                def seeds_item(e: Path = elf) -> None:
-                    subprocess.run(["scp", "-q", *ssh_opts, str(e), f"{remote}:{dest}/"],
-                                   check=True)
-                    cmd = " ".join(shlex.quote(w) for w in [*qemu, str(dest / e.name), str(dest / golden.name)])
-                    out = subprocess.run([*ssh, cmd], check=True, capture_output=True, text=True).stdout
-                    if "RVTUNE check out ok" not in out:
-                        raise RuntimeError(f"seeds-style run of {e.name} failed: {out!r}")
-                per_item["seeds"].append(timed(seeds_item))
         finally:
             server.stop()
 
     rows = []
-    seeds_over = statistics.median(per_item["seeds"]) - own_run
+    seeds_over = statistics.median(overhead["seeds"])
     names = {"ours": "asyncssh target, first run (uploads each ELF)",
              "ours_cached": "asyncssh target, re-run (nothing uploaded)",
              "seeds": "per-command scp + ssh (ControlMaster off)"}
     for key in ("ours", "ours_cached", "seeds"):
-        med = statistics.median(per_item[key])
-        over = med - own_run
-        rows.append([names[key], len(per_item[key]), f"{med * 1e3:.1f}", f"{over * 1e3:.1f}",
+        over = statistics.median(overhead[key])
+        rows.append([names[key], len(overhead[key]), f"{over * 1e3:.1f}",
+                     f"{statistics.quantiles(overhead[key], n=4)[0] * 1e3:.1f} .. "
+                     f"{statistics.quantiles(overhead[key], n=4)[2] * 1e3:.1f}",
                      f"{seeds_over / over:.1f}x" if key != "seeds" and over > 0 else "1.0x"])
+    own_run = statistics.median(own)
     print(f"items: {args.items} distinct ELFs of {elf_kib} KiB; the ELF's own run "
-          f"(local qemu-riscv64): {own_run * 1e3:.1f} ms, subtracted")
+          f"(local qemu-riscv64, median): {own_run * 1e3:.1f} ms, subtracted item by item")
     print(f"asyncssh connect + board checks (once per session): {connect_s[0] * 1e3:.0f} ms first, "
-          f"{connect_s[1] * 1e3:.0f} ms re-run; uploads: {uploads_first} first run, {uploads_rerun} re-run")
-    print(tabulate(rows, headers=["approach", "items", "median ms/item", "overhead ms/item", "vs per-command"],
+          f"{connect_s[1] * 1e3:.0f} ms re-run; uploads: {uploads[0]} first run, {uploads[1]} re-run")
+    print(tabulate(rows, headers=["approach", "items", "overhead ms/item (median)", "IQR ms", "vs per-command"],
                    tablefmt="github"))
     return 0
 
