@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -78,3 +79,9 @@ def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> Path:
 
 #: The config space of the fake "matmul": BLOCK_SIZE_M x BLOCK_SIZE_N x GROUP_SIZE_M.
 SPACE = [(bm, bn, g) for bm in (16, 32, 48) for bn in (16, 32, 96) for g in (1, 8)]
+
+
+def clean_env() -> dict[str, str]:
+    """The environment for a nested pytest: without xdist's worker variables, which would make
+    pytest-benchmark in the child think it runs under xdist and disable itself."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}

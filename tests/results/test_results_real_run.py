@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from results_data import clean_env
 
 from pytest_rvtune.cli import main
 from pytest_rvtune.runs import load_run
@@ -25,7 +26,7 @@ def _suite(out: Path, *targets: str) -> tuple[Path, Path]:
     target_args = [arg for t in targets for arg in ("--rvtune-target", t)]
     done = subprocess.run([sys.executable, "-m", "pytest", *SELECT, *target_args, "-q", "-p", "no:cacheprovider",
                            f"--rvtune-results={results}", f"--benchmark-json={bench}"],
-                          cwd=ROOT, capture_output=True, text=True)
+                          cwd=ROOT, capture_output=True, text=True, env=clean_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return results, bench
 

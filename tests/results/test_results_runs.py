@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from results_data import make_record, measure, write_jsonl
+from results_data import clean_env, make_record, measure, write_jsonl
 
 from pytest_rvtune.runs import RunFileError, completed_items, identity_key, load_run
 
@@ -45,7 +45,7 @@ def test_reads_real_pytest_benchmark_json(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:rvtune", "-p", "no:cacheprovider",
                     "test_bench.py", f"--benchmark-json={out}", "--benchmark-save-data"],
-                   cwd=tmp_path, check=True, capture_output=True)
+                   cwd=tmp_path, check=True, capture_output=True, env=clean_env())
     run = load_run(out)
     assert run.format == "pytest-benchmark" and run.machine_info
     by_config = {r.config_id: r for r in run.records}
