@@ -1,8 +1,9 @@
 """Fixtures of the SSH target tests: real OpenSSH servers, the test ELF, and the board to test on.
 
 With ``RVTUNE_TEST_BOARD=<name>`` the board-agnostic tests (fixture ``board``) use that target from
-``rvtune.toml`` instead (a real board); the fault tests keep using fixture servers, since they stop, break
-and misconfigure them. Helpers and the server class live in sshd_helpers.py.
+``rvtune.toml`` (or from the file in ``RVTUNE_TEST_CONFIG``) instead: a real board. The fault tests keep
+using fixture servers, since they stop, break and misconfigure them. Helpers and the server class live in
+sshd_helpers.py.
 """
 
 from __future__ import annotations
@@ -53,9 +54,10 @@ def board(sshd: Sshd, tmp_path: Path) -> TargetConfig:
     """The board the behaviour tests run on: RVTUNE_TEST_BOARD from rvtune.toml, else the fixture server."""
     name = os.environ.get("RVTUNE_TEST_BOARD")
     if name:
-        targets = load_targets(REPO)
+        config = os.environ.get("RVTUNE_TEST_CONFIG")  # else rvtune.toml / pyproject.toml of the repo
+        targets = load_targets(REPO, Path(config) if config else None)
         if name not in targets or targets[name].kind != "ssh":
-            pytest.fail(f"RVTUNE_TEST_BOARD={name}: no such SSH target in {REPO}/rvtune.toml or pyproject.toml")
+            pytest.fail(f"RVTUNE_TEST_BOARD={name}: no such SSH target in {config or 'rvtune.toml/pyproject.toml'}")
         cfg = targets[name]
         return replace(cfg, work_dir=f"{cfg.work_dir}/test-{secrets.token_hex(4)}")
     return board_config(sshd, tmp_path)
