@@ -154,7 +154,7 @@ class CaseReport:
     case: str
     metric: str
     emulated: bool
-    rows: list[dict[str, Any]]  # one per valid config, best first
+    rows: list[dict[str, Any]]  # one per valid config, best first; raw numbers (display() formats them)
     failures: list[Record] = field(default_factory=list)
 
     @property
@@ -178,12 +178,12 @@ def case_report(group: Sequence[Record], default_id: str | None) -> CaseReport:
     rows = []
     for rank, record in enumerate(order, 1):
         value = metric_value(record, metric)
-        row: dict[str, Any] = {"rank": rank, "config": record.config_id, "median": format_ns(record.median_ns),
-                               "IQR": format_ns(record.iqr_ns), "n": len(record.samples_ns)}
+        row: dict[str, Any] = {"rank": rank, "config": record.config_id, "median_ns": record.median_ns,
+                               "iqr_ns": record.iqr_ns, "n": len(record.samples_ns)}
         for name in counters:
-            row[name] = format_count(record.counters.get(name))
-        row["vs worst"] = f"{slowest / value:.2f}x" if value else ""
-        row["vs default"] = f"{default_value / value:.2f}x" if value and default_value else ""
+            row[name] = record.counters.get(name)
+        row["vs_worst"] = slowest / value if value else None
+        row["vs_default"] = default_value / value if value and default_value else None
         rows.append(row)
     first = group[0]
     return CaseReport(first.target, first.kernel, first.case, metric, any(r.emulated for r in group), rows,
@@ -196,18 +196,35 @@ def build_case_reports(run: Run) -> list[CaseReport]:
             for (target, kernel, _case), group in group_by_case(run.records).items()]
 
 
+_SHOWN = {"median_ns": "median", "iqr_ns": "IQR", "vs_worst": "vs worst", "vs_default": "vs default",
+          "best_config": "best config", "default_config": "default config"}
+
+
+def display(row: dict[str, Any], metric: str = "time") -> dict[str, Any]:
+    """A raw row formatted for people: times with units, counts with separators, ratios as 1.23x."""
+    shown: dict[str, Any] = {}
+    for key, value in row.items():
+        if key in ("median_ns", "iqr_ns"):
+            value = format_ns(value)
+        elif key in ("vs_worst", "vs_default"):
+            value = "" if value is None else f"{value:.2f}x"
+        elif key == "value":
+            value = format_metric(metric, value)
+        elif isinstance(value, float) or value is None:
+            value = format_count(value)
+        shown[_SHOWN.get(key, key)] = value
+    return shown
+
+
 def best_rows(reports: Sequence[CaseReport], defaults: dict[tuple[str, str], str]) -> list[dict[str, Any]]:
     rows = []
     for rep in reports:
-        if not rep.rows:
-            rows.append({"target": rep.target, "kernel": rep.kernel, "case": rep.case, "best config": "(none valid)",
-                         "by": metric_title(rep.metric), "value": "", "vs worst": "", "default config": ""})
-            continue
-        best = rep.rows[0]
-        value = best[rep.metric] if rep.metric != "time" else best["median"]
-        rows.append({"target": rep.target, "kernel": rep.kernel, "case": rep.case, "best config": best["config"],
-                     "by": metric_title(rep.metric), "value": value, "vs worst": best["vs worst"],
-                     "default config": defaults.get((rep.target, rep.kernel), "")})
+        best = rep.rows[0] if rep.rows else {}
+        value = best.get("median_ns") if rep.metric == "time" else best.get(rep.metric)
+        rows.append({"target": rep.target, "kernel": rep.kernel, "case": rep.case,
+                     "best_config": best.get("config", "(none valid)"), "by": metric_title(rep.metric),
+                     "value": value, "vs_worst": best.get("vs_worst"),
+                     "default_config": defaults.get((rep.target, rep.kernel), "")})
     return rows
 
 
@@ -292,7 +309,9 @@ def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlation
     h = "## " if fmt == "markdown" else "== "
     parts = [f"{'# ' if fmt == 'markdown' else ''}rvtune report: {run.path} ({len(run.records)} items)"]
     for rep in reports:
-        parts += [f"{h}{rep.heading}", render_rows(rep.rows, fmt)]
+        parts += [f"{h}{rep.heading}", render_rows([display(row) for row in rep.rows], fmt)]
+    metric_of = {(r.target, r.kernel, r.case): r.metric for r in reports}
+    best = [display(row, metric_of[(row["target"], row["kernel"], row["case"])]) for row in best]
     parts += [f"{h}Best config per case (default = most common winner of the kernel)", render_rows(best, fmt)]
     if failures:
         parts += [f"{h}Items without a valid result (not ranked)", render_rows(failures, fmt)]

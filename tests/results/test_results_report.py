@@ -32,8 +32,9 @@ def test_report_ranks_by_kernel_insns_under_emulation(tmp_path: Path, capsys) ->
     out = capsys.readouterr().out
     assert "ranked by kernel_insns" in out and "emulated by QEMU, not performance" in out
     rows = build_case_reports(load_run(run))[0].rows
-    assert [r["kernel_insns"] for r in rows] == ["1,000", "2,000", "3,000"]
-    assert rows[0]["vs worst"] == "3.00x"
+    assert [r["kernel_insns"] for r in rows] == [1000.0, 2000.0, 3000.0]
+    assert rows[0]["vs_worst"] == 3.0
+    assert "| 3.00x" not in out and "3.00x" in out and "1,000" in out  # people see units and separators
 
 
 def test_report_ranks_by_median_time_on_hardware(tuning_run, capsys) -> None:
@@ -43,9 +44,9 @@ def test_report_ranks_by_median_time_on_hardware(tuning_run, capsys) -> None:
         assert rep.metric == "time"
         ranked_records = {r.config_id: r for r in load_run(run).records if r.case == rep.case}
         medians = [ranked_records[row["config"]].median_ns for row in rep.rows]
-        assert medians == sorted(medians)
+        assert medians == sorted(medians) == [row["median_ns"] for row in rep.rows]
         assert len(rep.failures) == 1 and rep.failures[0].outcome == "wrong"
-        assert rep.rows[-1]["vs worst"] == "1.00x"
+        assert rep.rows[-1]["vs_worst"] == 1.0
     assert main(["report", str(run), "--no-plots"]) == 0
     out = capsys.readouterr().out
     assert "Best config per case" in out and "Items without a valid result" in out
@@ -91,7 +92,8 @@ def test_report_formats_and_files(tuning_run, tmp_path: Path, capsys) -> None:
     assert main(["report", str(run), "--format", "json", "--out", str(out)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert {c["case"] for c in doc["cases"]} == {"M32", "M256"}
-    assert doc["best"][0]["default config"] and doc["failures"]
+    assert doc["best"][0]["default_config"] and doc["failures"]
+    assert doc["best"][0]["value"] == doc["cases"][0]["configs"][0]["median_ns"]  # numbers, not text
     assert json.loads((out / "report.json").read_text())["cases"] == doc["cases"]
     pngs = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.png"))
     assert pngs == ["host/matmul/M256/heatmap.png", "host/matmul/M32/heatmap.png"]  # no counters: no scatter
@@ -99,6 +101,7 @@ def test_report_formats_and_files(tuning_run, tmp_path: Path, capsys) -> None:
     assert main(["report", str(run), "--format", "csv", "--no-plots", "--out", str(out)]) == 0
     rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
     assert len(rows) == 34 and rows[0]["rank"] == "1"  # 2 cases x 17 valid configs
+    assert float(rows[0]["median_ns"]) > 0 and float(rows[0]["vs_worst"]) > 1
     assert main(["report", str(run), "--format", "markdown", "--no-plots", "--out", str(out)]) == 0
     assert "| rank " in (out / "report.md").read_text()
 
