@@ -250,27 +250,28 @@ def compare_runs(base: Run, new: Run, thresholds: Thresholds) -> list[Verdict]:
 _ORDER = ["regressed", "broken", "too few samples", "improved", "changed", "not gated", "same"]
 
 
-def verdict_rows(verdicts: Sequence[Verdict], show_all: bool) -> list[dict[str, Any]]:
-    """One row per item and metric worth showing: gated metrics, and anything that changed."""
+def verdict_rows(verdicts: Sequence[Verdict], show_all: bool, raw: bool = False) -> list[dict[str, Any]]:
+    """One row per item and metric worth showing: gated metrics, and anything that changed. ``raw``: numbers
+    as numbers (time in ns, change in percent) for JSON and CSV; otherwise formatted for people."""
     rows: list[dict[str, Any]] = []
     for v in verdicts:
         target, kernel, case, config_id = v.key
-        base = {"kernel": kernel, "case": case, "config": config_id, "target": target}
+        item = {"kernel": kernel, "case": case, "config": config_id, "target": target}
         if not v.changes:
-            rows.append({**base, "metric": "", "base": "", "new": "", "change": "", "p": "", "verdict": v.status})
-            continue
+            rows.append({**item, "metric": "", "base": None, "new": None, "change": None, "p": None,
+                         "verdict": v.status, "note": ""})
         for c in v.changes:
             if not show_all and not c.gated and c.status in ("same", "only in one run"):
                 continue
-            pct = c.change_pct
-            rows.append({**base, "metric": c.metric, "base": format_metric(c.metric, c.base),
-                         "new": format_metric(c.metric, c.new),
-                         "change": format_pct(pct),
-                         "p": "" if c.p_value is None else f"{c.p_value:.2g}",
-                         "verdict": c.status + (f" ({c.note})" if c.note else "")})
+            rows.append({**item, "metric": c.metric, "base": c.base, "new": c.new, "change": c.change_pct,
+                         "p": c.p_value, "verdict": c.status, "note": c.note})
     rank = {s: i for i, s in enumerate(_ORDER)}
-    rows.sort(key=lambda r: rank.get(str(r["verdict"]).split(" (")[0], len(_ORDER)))
-    return rows
+    rows.sort(key=lambda r: rank.get(r["verdict"], len(_ORDER)))
+    if raw:
+        return rows
+    return [{**row, "base": format_metric(row["metric"], row["base"]), "new": format_metric(row["metric"], row["new"]),
+             "change": format_pct(row["change"]), "p": "" if row["p"] is None else f"{row['p']:.2g}"}
+            for row in rows]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -304,7 +305,7 @@ def run_compare(args: argparse.Namespace) -> int:
         print(f"rvtune compare: {exc}", file=sys.stderr)
         return 2
     verdicts = compare_runs(base, new, thresholds)
-    print(render_rows(verdict_rows(verdicts, args.all), args.format))
+    print(render_rows(verdict_rows(verdicts, args.all, raw=args.format in ("json", "csv")), args.format))
     counts: dict[str, int] = {}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,10 @@ def test_injected_ten_percent_slowdown_is_flagged(tmp_path: Path, interleaved, c
     # the other config did not change: only one regression
     assert out.err.count("REGRESSION") == 1
     assert "regressed" in out.out  # the table row
+    assert main(["compare", str(a), str(b), "--format", "json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["verdict"] == "regressed" and rows[0]["metric"] == "time"
+    assert 5 < rows[0]["change"] < 20 and rows[0]["p"] < 0.01 and rows[0]["new"] > rows[0]["base"]
 
 
 def test_per_kernel_threshold_overrides_default(tmp_path: Path, interleaved) -> None:
