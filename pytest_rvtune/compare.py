@@ -117,7 +117,7 @@ def format_pct(pct: float | None) -> str:
         return ""
     if pct == 0:
         return "0%"
-    return f"{pct:+.3f}%" if abs(pct) < 0.1 else f"{pct:+.1f}%"
+    return f"{pct:+.2g}%" if abs(pct) < 0.1 else f"{pct:+.1f}%"
 
 
 def _label(key: tuple[str, str, str, str]) -> str:
