@@ -57,8 +57,9 @@ class Sshd:
     """One OpenSSH server process (optionally inside a network namespace)."""
 
     def __init__(self, root: Path, keys: Keys, address: str = "127.0.0.1", netns: str | None = None,
-                 also: tuple[str, ...] = ()) -> None:
+                 also: tuple[str, ...] = (), cpuinfo: str | None = None) -> None:
         self.root, self.keys, self.address, self.netns = root, keys, address, netns
+        self.cpuinfo = cpuinfo  # a /proc/cpuinfo the board's processes see instead (own mount namespace)
         self.addresses = (address, *also)  # a pool test gives one server two loopback addresses
         self.port = free_port()
         self.home = root / "home"
@@ -88,6 +89,11 @@ class Sshd:
             "",
         ]))
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
+        if self.cpuinfo is not None:
+            fake = self.root / "cpuinfo"
+            fake.write_text(self.cpuinfo)
+            prefix += ["unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+                       f'mount --bind {shlex.quote(str(fake))} /proc/cpuinfo && exec "$@"', "sh"]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen([*prefix, SSHD, "-D", "-e", "-f", str(self.config)],
                                          stdout=log, stderr=log)

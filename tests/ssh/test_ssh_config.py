@@ -165,3 +165,13 @@ def test_perf_script_samples_sum_per_event_and_symbol():
     assert in_kernel == {"l2_access:u (perf record)": 100.0, "l2_miss:u (perf record)": 50.0,
                          "l2_store_access:u (perf record)": 0.0}  # sampled, none in the kernel: a real 0
     assert "l2_load_access:u (perf record)" not in in_kernel  # never sampled: missing, not zero
+
+
+def test_isa_letters_and_worker_index():
+    from pytest_rvtune.targets.ssh import _required_letters, worker_index
+
+    need = _required_letters("rv64gcv_zvl256b")
+    assert need == set("imafdcv")
+    assert need <= _required_letters("rv64imafdcv_zicbom_zicboz_zicntr_zicond_zicsr_zifencei_zihintpause")
+    assert need - _required_letters("rv64imafdc_zicsr_zifencei") == {"v"}  # a K1 without V: refused
+    assert [worker_index(w) for w in ("master", "gw0", "gw7")] == [0, 0, 7]

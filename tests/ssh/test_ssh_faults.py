@@ -60,6 +60,30 @@ def test_board_checks_vlen_isa_and_tools(sshd: Sshd, tmp_path: Path):
         connect_board(board_config(sshd, tmp_path, exec_prefix=("no-such-emulator",)), worker_id="gw0")
 
 
+def test_board_isa_from_cpuinfo_is_checked(tmp_path: Path, ssh_keys: Keys):
+    """A board whose /proc/cpuinfo says rv64imafdc (no V) is refused before any run."""
+    server = Sshd(tmp_path / "sshd", ssh_keys, cpuinfo="processor\t: 0\nisa\t\t: rv64imafdc_zicsr_zifencei\n")
+    try:
+        server.start()
+    except RuntimeError as exc:
+        pytest.skip(f"no private mount namespace for a fake /proc/cpuinfo here: {exc}")
+    try:
+        with pytest.raises(BoardError, match=r"the board's ISA rv64imafdc_zicsr_zifencei lacks v needed by "
+                                             r"rv64gcv_zvl256b"):
+            connect_board(board_config(server, tmp_path, exec_prefix=()), worker_id="gw0")
+    finally:
+        server.stop()
+
+    # The ISA line alone is not trusted: the vector probe must run there too (it cannot on this x86 "board").
+    claims_v = Sshd(tmp_path / "sshd2", ssh_keys, cpuinfo="isa\t\t: rv64imafdcv_zicsr\n").start()
+    try:
+        (tmp_path / "known_hosts").write_text(claims_v.known_hosts_line())
+        with pytest.raises(BoardError, match=r"the vector probe failed .* no usable V extension"):
+            connect_board(board_config(claims_v, tmp_path, exec_prefix=()), worker_id="gw0")
+    finally:
+        claims_v.stop()
+
+
 def test_dropped_connection_reconnects_and_retries_once(own_sshd: Sshd, tmp_path: Path, rvtest_elf: Path):
     t = connect_board(board_config(own_sshd, tmp_path), worker_id="gw0")
     results: list[RunResult] = []
