@@ -44,6 +44,14 @@ class Thresholds:
     min_samples: int = DEFAULT_MIN_SAMPLES
     counters: str = "deterministic"  # which counters gate: deterministic (QEMU) | all | none
 
+    def __post_init__(self) -> None:
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha {self.alpha}: the significance level must be between 0 and 1, e.g. 0.01")
+        if self.min_samples < 2:
+            raise ValueError(f"min-samples {self.min_samples}: a rank test needs at least 2 samples per side")
+        if self.counters not in COUNTER_GATES:
+            raise ValueError(f"counters {self.counters!r}: expected one of {', '.join(COUNTER_GATES)}")
+
     def for_kernel(self, kernel: str) -> float:
         return self.per_kernel.get(kernel, self.default_pct)
 

@@ -122,6 +122,14 @@ def test_missing_and_new_items_are_reported(tmp_path: Path, interleaved, capsys)
     assert "missing from the new run" in err and "2 new" in err
 
 
+@pytest.mark.parametrize(("args", "message"), [(["--alpha", "1.5"], "alpha 1.5"),
+                                                (["--min-samples", "1"], "min-samples 1")])
+def test_bad_test_parameters_are_named(tmp_path: Path, interleaved, capsys, args, message) -> None:
+    a = _run(tmp_path / "a.jsonl", interleaved["a"])
+    assert main(["compare", str(a), str(a), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("spec", ["abc", "matmul=", "=5", "-3"])
 def test_bad_threshold_is_named(tmp_path: Path, interleaved, capsys, spec: str) -> None:
     a = _run(tmp_path / "a.jsonl", interleaved["a"])
