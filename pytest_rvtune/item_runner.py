@@ -24,6 +24,7 @@ class ItemWork:
     config: dict[str, Any]
     config_id: str
     target: str
+    case_params: dict[str, Any] = field(default_factory=dict)  # the case's sizes: export buckets by M
 
     @property
     def what(self) -> str:
@@ -56,6 +57,7 @@ def base_record(work: ItemWork, target: Target | None) -> Record:
         "nodeid": work.nodeid,
         "kernel": work.kernel,
         "case": work.case,
+        "case_params": work.case_params,
         "config": work.config,
         "config_id": work.config_id,
         "target": work.target,

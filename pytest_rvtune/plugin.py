@@ -465,7 +465,7 @@ def _kernel_item_test(request: pytest.FixtureRequest, rvtune_item: KernelItemInf
     session = _session(request.config)
     info = rvtune_item
     work = ItemWork(request.node.nodeid, info.spec.name, info.case, info.config_values, info.config_id,
-                    info.target)
+                    info.target, dict(info.spec.cases[info.case]))
     build = _build(session, info, rvtune_target)
     if build.error is not None:
         outcome = build_failed(work, rvtune_target, build.error, build.seconds)
