@@ -25,7 +25,7 @@ from .lower_ops import OpSemanticsError, c_type, scalar_expr
 from .ttir import Op, Region, TTIRParseError, Type, parse_function_type, parse_module
 
 #: Bump whenever the generated C changes for the same TTIR (it is part of the compile cache key).
-LOWERING_VERSION = "2"
+LOWERING_VERSION = "3"
 
 #: Directory holding rvtune_rt.h: compile generated kernels with ``-I RUNTIME_DIR``.
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -68,6 +68,11 @@ _Static_assert _Thread_local bool true false NULL main
 _ABI_NAMES = {"pid_x", "pid_y", "pid_z", "grid_x", "grid_y", "grid_z"}
 _LIBM = {n + s for n in (*lower_ops._LIBM_TWINS, "trunc", "isnan", "isinf", "isfinite", "signbit", "memcpy")
          for s in ("", "f")}
+
+
+def arena_type(ct: str) -> str:
+    """The may_alias twin (rvtune_rt.h) of an element type, for buffers in the reused arena."""
+    return f"rv_{ct[:-1].strip()}_ptr" if ct.endswith("*") else f"rv_{ct}"
 
 
 def pointer_to(ct: str) -> str:
@@ -241,7 +246,7 @@ class _Func:
         st = _Storage(len(self.storages), nbytes, self.pos, self.op)
         self.storages.append(st)
         name = self.cname(ssa) if ssa else self.temp(hint)
-        pt = pointer_to(c_type(t))
+        pt = arena_type(c_type(t)) + " *"
         self.emit(f"{pt}{name} = ({pt})(rv_arena + @OFF{st.id}@); /* {t} */")
         return Val(t, "buf", name, _contig(t.shape or ()), 0, st)
 
@@ -322,7 +327,8 @@ class _Func:
         if self.helper:  # results come back through out pointers (tensors: a caller-owned buffer)
             for k, t in enumerate(self.callees[self.func.props["sym_name"].strip('"@')][1]):
                 self.returns.append(f"ret{k}_")
-                c_params.append(f"{pointer_to(c_type(t))}ret{k}_")
+                ct = arena_type(c_type(t)) + " *" if t.is_tensor else pointer_to(c_type(t))
+                c_params.append(f"{ct}ret{k}_")
         self.signature = ", ".join(c_params)
         self.lower_region_cfg(region)
         self.pos += 1

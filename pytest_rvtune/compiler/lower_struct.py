@@ -608,7 +608,56 @@ def op_call(f: _Func, op: Op) -> None:
     f.emit(f"{target[0]}({', '.join([*args, *grid, *outs])});")
 
 
-@handles("tt.assert", "tt.print", "tt.device_assert", "tt.device_print", "tt.atomic_rmw",
-         "tt.atomic_cas", "tt.elementwise_inline_asm")
+_RMW = {1: "and", 2: "or", 3: "xor", 4: "add", 5: "fadd", 6: "max", 7: "min", 8: "umax", 9: "umin", 10: "xchg"}
+_ATOMIC_SUFFIX = {"f32": "f32", "f64": "f64", "f16": "f16", "bf16": "bf16", "i32": "i32", "i64": "i64"}
+
+
+def _atomic_expr(f: _Func, op: Op, kind: str, ptr: str, args: list[str]) -> str:
+    elem = op.result_types[0].element.elem or ""
+    if elem not in _ATOMIC_SUFFIX:
+        raise f.unsupported(f"{op.name} on {elem}")
+    sfx, is_float = _ATOMIC_SUFFIX[elem], elem in FLOAT_TYPES
+    if kind == "cas":
+        return f"rv_atomic_cas_{sfx}({ptr}, {args[0]}, {args[1]})"
+    if kind == "fadd" and is_float:
+        return f"rv_atomic_fadd_{sfx}({ptr}, {args[0]})"
+    if kind == "xchg":
+        return f"rv_atomic_xchg_{sfx}({ptr}, {args[0]})" if is_float else \
+            f"__atomic_exchange_n({ptr}, {args[0]}, __ATOMIC_ACQ_REL)"
+    if is_float or kind == "fadd":
+        raise f.unsupported(f"tt.atomic_rmw {kind} on {elem}")
+    if kind in ("umax", "umin"):
+        u = c_type(op.result_types[0].element).replace("int", "uint")
+        return f"(({c_type(op.result_types[0].element)})__atomic_fetch_{kind[1:]}(({u} *){ptr}, ({u}){args[0]}, " \
+               "__ATOMIC_ACQ_REL))"
+    return f"__atomic_fetch_{kind}({ptr}, {args[0]}, __ATOMIC_ACQ_REL)"
+
+
+@handles("tt.atomic_rmw", "tt.atomic_cas")
+def op_atomic(f: _Func, op: Op) -> None:
+    """One atomic per element, in order (never computed once for a splat pointer); masked lanes give 0."""
+    ptr = f.get(op.operands[0])
+    if op.name == "tt.atomic_cas":
+        kind, vals, mask = "cas", [f.get(op.operands[1]), f.get(op.operands[2])], None
+    else:
+        kind = _RMW.get(op.int_attr("atomic_rmw_op"), "?")
+        vals = [f.get(op.operands[1])]
+        mask = f.get(op.operands[2]) if len(op.operands) > 2 else None
+    t = op.result_types[0]
+
+    def element(at) -> str:
+        e = _atomic_expr(f, op, kind, at(ptr), [at(v) for v in vals])
+        return f"({at(mask)} ? {e} : 0)" if mask is not None else e
+
+    if not t.is_tensor:
+        f.values[op.results[0]] = f.scalar(op.results[0], t, element(lambda v: v.expr))
+        return
+    out = f.new_buf(op.results[0], t)
+    used = [v for v in (ptr, *vals, mask) if v is not None]
+    f.loop(t.shape or (), [out, *used], lambda at, flat: f"{out.expr}[{flat}] = {element(at)};")
+    f.values[op.results[0]] = out
+
+
+@handles("tt.assert", "tt.print", "tt.device_assert", "tt.device_print", "tt.elementwise_inline_asm")
 def op_rejected(f: _Func, op: Op) -> None:
     raise f.unsupported(f"operation {op.name}")

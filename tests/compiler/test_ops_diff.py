@@ -4,7 +4,7 @@ and as rv64gcv ELFs under QEMU, against Triton's interpreter on the same random 
 Every lowered op family appears in at least one kernel: arith (int + float, NaN / inf / -0.0 inputs), math,
 f16 / bf16 storage, casts, tt.{make_range, splat, broadcast, expand_dims, reshape, trans, join, split,
 addptr, load/store with mask and other, dot (f32, f16, bf16), reduce (sum, max, argmax: two operands,
-a custom combiner), scan (forward, reverse), call (a noinline function), cat, gather, histogram,
+a custom combiner), scan (forward, reverse), call (a noinline function), cat, gather, histogram, atomics,
 extern_elementwise (libdevice), get_program_id / get_num_programs on a 3-D grid}, scf.{for with a swap
 of carried values, if, while}, cf (an early return) and scalar loads/stores. All launches are built into
 ONE C file per ISA and interpreted in ONE child process (see difftest.py).
@@ -16,11 +16,10 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
+from difftest import KernelCall, assert_match, run_c_kernels, run_interpreter_many
 from triton.language.extra import libdevice
 
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
-
-from .difftest import KernelCall, assert_match, run_c_kernels, run_interpreter_many
 
 # ---- kernels -------------------------------------------------------------------------------------------
 
@@ -209,6 +208,22 @@ def carry_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def atomic_kernel(x_ptr, f_ptr, i_ptr, old_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x_ptr + offs, mask=m)
+    old = tl.atomic_add(f_ptr + offs % 4, v, mask=m)   # colliding lanes: one atomic each, in order
+    tl.store(old_ptr + offs, old, mask=m)
+    tl.atomic_max(i_ptr + offs % 2, offs - 5, mask=m)
+    tl.atomic_min(i_ptr + 2 + offs % 2, offs - 5, mask=m)
+    tl.atomic_max(f_ptr + 4 + offs % 2, v, mask=m)      # float max: Triton's signed/unsigned int trick
+    tl.atomic_cas(i_ptr + 4, 0, 7)
+    tl.atomic_xchg(i_ptr + 5, n)
+    tl.atomic_or(i_ptr + 6 + offs * 0, offs, mask=m)
+    tl.atomic_add(i_ptr + 7, 1)
+
+
+@triton.jit
 def grid_kernel(out_ptr, BLOCK: tl.constexpr):
     px = tl.program_id(0)
     py = tl.program_id(1)
@@ -360,6 +375,11 @@ def _launches() -> dict[str, tuple[KernelCall, dict]]:
     out["carry"] = (KernelCall(carry_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "steps": "i32"}, {"BLOCK": 16},
                                [rng.standard_normal(24).astype(np.float32), np.zeros(32, np.float32), 6], (1,)),
                     {"rtol": 1e-5, "atol": 1e-6})
+    xa = rng.standard_normal(13).astype(np.float32)
+    s = {"x_ptr": "*fp32", "f_ptr": "*fp32", "i_ptr": "*i32", "old_ptr": "*fp32", "n": "i32"}
+    out["atomic"] = (KernelCall(atomic_kernel, s, {"BLOCK": 8},
+                                [xa, np.zeros(6, np.float32) - 10, np.zeros(8, np.int32), np.zeros(13, np.float32), 13],
+                                (2,)), {"rtol": 1e-6, "atol": 1e-6})
     out["grid"] = (KernelCall(grid_kernel, {"out_ptr": "*i32"}, {"BLOCK": 4},
                               [np.zeros(3 * 2 * 2 * 4, np.int32)], (3, 2, 2)), {})
     return out

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from difftest import KernelCall, assert_match, run_c_kernels
 
 from pytest_rvtune.compiler.lower import lower_ttir
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
-
-from .difftest import KernelCall, assert_match, run_c_kernels
 
 N = 32  # elements per op (one program, one tile): 16 edge values + 16 random
 NP = {"i1": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "f16": np.float16,

@@ -20,6 +20,23 @@
 
 #define RV_INLINE static inline __attribute__((always_inline))
 
+/* Tiles live in one stack arena whose bytes are reused by liveness for values of different types. C's
+ * effective-type rules would make that undefined (clang's type-based alias analysis really does move a
+ * float store past an int load of the same bytes at -O3), so every arena access goes through one of these
+ * may_alias types: rv_float *x = (rv_float *)(rv_arena + 64). Kernel arguments keep their plain types. */
+#define RV_ARENA_TYPE(T)                                                                                 \
+    typedef T rv_##T __attribute__((may_alias));                                                         \
+    typedef T *rv_##T##_ptr __attribute__((may_alias));
+RV_ARENA_TYPE(uint8_t)
+RV_ARENA_TYPE(int8_t)
+RV_ARENA_TYPE(int16_t)
+RV_ARENA_TYPE(uint16_t)
+RV_ARENA_TYPE(int32_t)
+RV_ARENA_TYPE(int64_t)
+RV_ARENA_TYPE(float)
+RV_ARENA_TYPE(double)
+#undef RV_ARENA_TYPE
+
 /* ---- bit casts ---------------------------------------------------------------------------------- */
 RV_INLINE uint32_t rv_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 RV_INLINE float rv_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
@@ -211,6 +228,53 @@ RV_INLINE double rv_minimum(double a, double b) {
 RV_INLINE float rv_clampf(float x, float lo, float hi, int propagate_nan) {
     if (propagate_nan && x != x) return x;
     return fminf(fmaxf(x, lo), hi);
+}
+
+/* ---- atomics (tt.atomic_rmw fadd, tt.atomic_cas on floats): compare-and-swap loops on the bits ------- */
+#define RV_ATOMIC_FLOAT(NAME, T, U, TO_F, FROM_F)                                                        \
+    RV_INLINE T rv_atomic_fadd_##NAME(T *p, T v) {                                                      \
+        U *q = (U *)p, old = __atomic_load_n(q, __ATOMIC_RELAXED), nw;                                   \
+        do {                                                                                             \
+            T cur;                                                                                       \
+            memcpy(&cur, &old, sizeof cur);                                                              \
+            T sum = FROM_F(TO_F(cur) + TO_F(v));                                                         \
+            memcpy(&nw, &sum, sizeof nw);                                                                \
+        } while (!__atomic_compare_exchange_n(q, &old, nw, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));      \
+        T out;                                                                                           \
+        memcpy(&out, &old, sizeof out);                                                                  \
+        return out;                                                                                      \
+    }                                                                                                    \
+    RV_INLINE T rv_atomic_xchg_##NAME(T *p, T v) {                                                      \
+        U nw, old;                                                                                       \
+        memcpy(&nw, &v, sizeof nw);                                                                      \
+        old = __atomic_exchange_n((U *)p, nw, __ATOMIC_ACQ_REL);                                         \
+        T out;                                                                                           \
+        memcpy(&out, &old, sizeof out);                                                                  \
+        return out;                                                                                      \
+    }                                                                                                    \
+    RV_INLINE T rv_atomic_cas_##NAME(T *p, T cmp, T v) {                                                \
+        U expected, nw;                                                                                  \
+        memcpy(&expected, &cmp, sizeof expected);                                                        \
+        memcpy(&nw, &v, sizeof nw);                                                                      \
+        __atomic_compare_exchange_n((U *)p, &expected, nw, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);       \
+        T out;                                                                                           \
+        memcpy(&out, &expected, sizeof out);                                                             \
+        return out;                                                                                      \
+    }
+#define RV_ID(x) (x)
+RV_ATOMIC_FLOAT(f32, float, uint32_t, RV_ID, RV_ID)
+RV_ATOMIC_FLOAT(f64, double, uint64_t, RV_ID, RV_ID)
+RV_ATOMIC_FLOAT(f16, uint16_t, uint16_t, rv_f16_to_f32, rv_f32_to_f16)
+RV_ATOMIC_FLOAT(bf16, uint16_t, uint16_t, rv_bf16_to_f32, rv_f32_to_bf16)
+#undef RV_ATOMIC_FLOAT
+
+RV_INLINE int32_t rv_atomic_cas_i32(int32_t *p, int32_t cmp, int32_t v) {
+    __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return cmp; /* the old value, whether or not the swap happened */
+}
+RV_INLINE int64_t rv_atomic_cas_i64(int64_t *p, int64_t cmp, int64_t v) {
+    __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return cmp;
 }
 
 #endif /* RVTUNE_RT_H */
