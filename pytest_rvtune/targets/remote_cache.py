@@ -88,6 +88,8 @@ class RemoteCache:
             await self.sftp.chmod(tmp, 0o755)
             # posix-rename replaces a copy another worker finished first (same content, so either wins).
             await self.sftp.posix_rename(tmp, remote)
+        except asyncssh.SFTPConnectionLost:
+            raise  # not the board's disk: the caller reconnects and retries
         except (asyncssh.SFTPError, OSError) as exc:
             await self._forget(tmp)
             reason = getattr(exc, "reason", None) or str(exc)

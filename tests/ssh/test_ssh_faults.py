@@ -104,6 +104,21 @@ def test_dropped_connection_reconnects_and_retries_once(own_sshd: Sshd, tmp_path
         t.close()
 
 
+def test_connection_dropped_between_items_reconnects(own_sshd: Sshd, tmp_path: Path, rvtest_elf: Path):
+    """The next item's upload (an SFTP call, the first to notice) reconnects too."""
+    t = connect_board(board_config(own_sshd, tmp_path), worker_id="gw0")
+    try:
+        assert t.run(rvtest_elf, [], timeout=60).returncode == 0
+        own_sshd.kill_sessions()
+        fresh = tmp_path / "new golden.txt"
+        fresh.write_text("5 6\n")
+        result = t.run(rvtest_elf, [fresh], timeout=60)
+        assert result.all_checks_ok and "sum0=11" in result.stdout
+        assert t.reconnects == 1
+    finally:
+        t.close()
+
+
 def test_board_gone_mid_run_fails_the_run_with_host_and_cause(own_sshd: Sshd, tmp_path: Path, rvtest_elf: Path):
     t = connect_board(board_config(own_sshd, tmp_path, connect_timeout=2.0), worker_id="gw0")
     errors: list[BaseException] = []
