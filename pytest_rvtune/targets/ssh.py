@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -367,7 +367,7 @@ class SshTarget:
             kernel_symbol: str | None = None) -> RunResult:
         return self._with_retry(lambda: self._run(elf, args, timeout, kernel_symbol), f"running {elf.name}")
 
-    def _with_retry(self, make: Any, what: str) -> Any:
+    def _with_retry(self, make: Callable[[], Coroutine[Any, Any, T]], what: str) -> T:
         """Run a coroutine; if the connection breaks, reconnect and try once more, then give up."""
         try:
             return self._loop.run(make())
