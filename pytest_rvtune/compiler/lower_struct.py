@@ -492,9 +492,13 @@ def op_for(f: _Func, op: Op) -> None:
     (iv_ssa, iv_t, _), *carried = block.args
     homes = [_declare(f, ssa, t, init) for (ssa, t, _), init in zip(carried, inits, strict=True)]
     iv = f.cname(iv_ssa)
-    wide = "int64_t"  # an i32 induction variable never overflows in 64 bits
+    # an i32 induction variable never overflows in 64 bits; unsignedCmp loops compare the bounds unsigned
+    lo, hi = lb.expr, ub.expr
+    if op.attr("unsignedCmp") is not None and iv_t.elem != "i64":
+        lo, hi = f"(uint32_t){lo}", f"(uint32_t){hi}"
+    wide = "uint64_t" if op.attr("unsignedCmp") is not None else "int64_t"
     start = f.pos + 1
-    with f.region_scope(), f.block(f"for ({wide} {iv}_it_ = {lb.expr}; {iv}_it_ < {ub.expr}; {iv}_it_ += {step.expr})"):
+    with f.region_scope(), f.block(f"for ({wide} {iv}_it_ = {lo}; {iv}_it_ < {hi}; {iv}_it_ += {step.expr})"):
         for (ssa, _t, _), v in zip(carried, homes, strict=True):
             f.values[ssa] = v
         f.emit(f"const {c_type(iv_t)} {iv} = ({c_type(iv_t)}){iv}_it_;")

@@ -5,9 +5,9 @@ Every lowered op family appears in at least one kernel: arith (int + float, NaN 
 f16 / bf16 storage, casts, tt.{make_range, splat, broadcast, expand_dims, reshape, trans, join, split,
 addptr, load/store with mask and other, dot (f32, f16, bf16), reduce (sum, max, argmax: two operands,
 a custom combiner), scan (forward, reverse), call (a noinline function), cat, gather, histogram, atomics,
-extern_elementwise (libdevice), get_program_id / get_num_programs on a 3-D grid}, scf.{for with a swap
-of carried values, if, while}, cf (an early return) and scalar loads/stores. All launches are built into
-ONE C file per ISA and interpreted in ONE child process (see difftest.py).
+extern_elementwise (libdevice), get_program_id / get_num_programs on a 3-D grid}, tensor descriptors,
+scf.{for with a swap of carried values, if, while}, cf (an early return) and scalar loads/stores. All
+launches are built into ONE C file per ISA and interpreted in ONE child process (see difftest.py).
 """
 
 from __future__ import annotations
@@ -224,6 +224,14 @@ def atomic_kernel(x_ptr, f_ptr, i_ptr, old_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def descriptor_kernel(x_ptr, o_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(o_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    pm, pn = tl.program_id(0) * BM, tl.program_id(1) * BN
+    dst.store([pm, pn], src.load([pm, pn]) * 2.0 + 1.0)   # rewritten to masked pointer loads/stores
+
+
+@triton.jit
 def grid_kernel(out_ptr, BLOCK: tl.constexpr):
     px = tl.program_id(0)
     py = tl.program_id(1)
@@ -380,6 +388,10 @@ def _launches() -> dict[str, tuple[KernelCall, dict]]:
     out["atomic"] = (KernelCall(atomic_kernel, s, {"BLOCK": 8},
                                 [xa, np.zeros(6, np.float32) - 10, np.zeros(8, np.int32), np.zeros(13, np.float32), 13],
                                 (2,)), {"rtol": 1e-6, "atol": 1e-6})
+    xd = rng.standard_normal((10, 13)).astype(np.float32)
+    s = {"x_ptr": "*fp32", "o_ptr": "*fp32", "M": "i32", "N": "i32"}
+    out["descriptor"] = (KernelCall(descriptor_kernel, s, {"BM": 4, "BN": 8}, [xd, np.zeros_like(xd), 10, 13], (3, 2)),
+                         {"rtol": 0, "atol": 0, "numpy_only": [xd, xd * 2 + 1]})
     out["grid"] = (KernelCall(grid_kernel, {"out_ptr": "*i32"}, {"BLOCK": 4},
                               [np.zeros(3 * 2 * 2 * 4, np.int32)], (3, 2, 2)), {})
     return out
