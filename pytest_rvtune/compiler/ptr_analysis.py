@@ -1,0 +1,647 @@
+"""Pointer analysis: tensors of pointers and masks as structured blocks (as triton-shared's PtrAnalysis).
+
+Without it every ``tl.load`` is a per-element gather through a materialised tensor of pointers
+(``a[i] = mask[i] ? *ptrs[i] : other``), which clang can only vectorise into indexed masked loads.
+Here, integer and pointer tensors built from ``make_range``, splats and broadcasts stay symbolic:
+
+- ``Affine``: ``base + sum_d i_d * stride_d + sum_j coef_j * vec_j[i]`` where ``base`` and the strides are
+  scalar C expressions and each ``vec_j`` is an ordinary (usually one-dimensional, broadcast) tensor: a
+  row of token offsets in fused MoE stays indirect, the columns stay a unit-stride block.
+- ``Bounds``: a mask that is a conjunction of ``lo_d <= i_d < hi_d`` ranges (from ``offs < N`` on a
+  ``make_range``), a scalar guard and leftover per-element conditions.
+
+A load or store through an ``Affine`` pointer becomes a loop nest whose innermost loop runs over a
+contiguous (or constant-stride) row between the mask's bounds: ``out[o + q] = row[q]`` for
+``lo <= q < hi`` (clang: vle32 / vector loads), the other value outside. Runtime strides are versioned
+(``stride == 1`` gets the unit-stride loop). Loop-carried pointer tensors advanced by a splat
+(``a_ptrs += BLOCK_K * stride``) keep one scalar base pointer per loop instead of a tile of pointers.
+
+Anything else reads a symbolic value through ``_Func.get``, which materialises it into an ordinary
+buffer first (``Affine.materialize`` / ``Bounds.materialize``): the fallback is the old code, so every
+op keeps working. Integer wrap-around of the index arithmetic is not modelled (offsets are computed in
+64 bits), as in triton-shared and triton-cpu.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import dot_kernel
+from .lower import _HANDLERS, Val, _contig, _Func
+from .lower_ops import c_type
+from .ttir import Block, Op, Type, parse_int_array
+
+#: The handlers this module wraps: it falls back to them whenever a pattern is not recognised.
+_ORIGINAL: dict[str, Callable[[_Func, Op], None]] = {}
+
+# ---- C expressions with constant folding ------------------------------------------------------------
+
+
+def _const(e: str) -> int | None:
+    try:
+        return int(e)
+    except ValueError:
+        return None
+
+
+def c_add(a: str, b: str) -> str:
+    ia, ib = _const(a), _const(b)
+    if ia is not None and ib is not None:
+        return str(ia + ib)
+    if ia == 0:
+        return b
+    if ib == 0:
+        return a
+    return f"({a} + {b})"
+
+
+def c_neg(a: str) -> str:
+    ia = _const(a)
+    return str(-ia) if ia is not None else f"(-{a})"
+
+
+def c_mul(a: str, b: str) -> str:
+    ia, ib = _const(a), _const(b)
+    if ia is not None and ib is not None:
+        return str(ia * ib)
+    if ia == 0 or ib == 0:
+        return "0"
+    if ia == 1:
+        return b
+    if ib == 1:
+        return a
+    return f"({a} * {b})"
+
+
+def _i64(e: str) -> str:
+    return e if _const(e) is not None else f"((int64_t){e})"
+
+
+def _max(a: str | None, b: str | None) -> str | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return f"rv_max64({a}, {b})"
+
+
+def _min(a: str | None, b: str | None) -> str | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return f"rv_min64({a}, {b})"
+
+
+# ---- the symbolic values --------------------------------------------------------------------------------
+
+
+def _dep_dims(v: Val) -> tuple[int, ...]:
+    """The dimensions an ordinary tensor value varies along."""
+    if v.kind in ("scalar", "splat"):
+        return ()
+    return tuple(d for d, (s, n) in enumerate(zip(v.strides, v.shape, strict=True)) if s != 0 and n != 1)
+
+
+def _touch_val(f: _Func, v: Val) -> None:
+    f.touch(v)
+    if v.sym is not None:
+        for inner in v.sym.parts():
+            f.touch(inner)
+
+
+def _retype(v: Val, shape: tuple[int, ...], strides: tuple[int, ...]) -> Val:
+    e = v.type.element
+    return Val(Type(e.elem, e.pointee, shape), v.kind, v.expr, strides, v.offset, v.storage)
+
+
+def _view_expand(v: Val, shape: tuple[int, ...], axis: int) -> Val:
+    return v if v.kind in ("scalar", "splat") else _retype(v, shape, (*v.strides[:axis], 0, *v.strides[axis:]))
+
+
+def _view_broadcast(v: Val, shape: tuple[int, ...]) -> Val:
+    if v.kind in ("scalar", "splat"):
+        return v
+    strides = tuple(0 if s == 1 and d != 1 else st for s, d, st in zip(v.shape, shape, v.strides, strict=True))
+    return _retype(v, shape, strides)
+
+
+def _view_trans(v: Val, shape: tuple[int, ...], order: list[int]) -> Val:
+    return v if v.kind in ("scalar", "splat") else _retype(v, shape, tuple(v.strides[o] for o in order))
+
+
+def _loop_nest(f: _Func, shape: tuple[int, ...]) -> contextlib.ExitStack:
+    stack = contextlib.ExitStack()
+    for d, n in enumerate(shape):
+        stack.enter_context(f.block(f"for (int32_t p{d}_ = 0; p{d}_ < {n}; ++p{d}_)"))
+    return stack
+
+
+@dataclass(eq=False)
+class Affine:
+    """``base + sum_d i_d * strides[d] + sum coef * vec[i]``: an int64 offset, or a pointer when ``ptr``."""
+
+    base: str
+    strides: tuple[str, ...]
+    vecs: tuple[tuple[Val, str], ...] = ()
+    ptr: bool = False
+
+    def parts(self) -> list[Val]:
+        return [v for v, _c in self.vecs]
+
+    @property
+    def uniform(self) -> bool:
+        return not self.vecs and all(s == "0" for s in self.strides)
+
+    def offset_expr(self, idx: list[str], skip_base: bool = False) -> str:
+        """The int64 offset (from ``base`` when it is a pointer) of element ``idx``."""
+        e = "0" if (self.ptr or skip_base) else self.base
+        for i, s in zip(idx, self.strides, strict=True):
+            e = c_add(e, c_mul(i, s))
+        for v, coef in self.vecs:
+            e = c_add(e, c_mul(_i64(_Func.access(v, idx, "")), coef))
+        return e
+
+    def materialize(self, f: _Func, v: Val) -> Val:
+        for part in self.parts():
+            f.touch(part)
+        out = f.new_buf(None, v.type, "aff")
+        idx = [f"p{d}_" for d in range(len(v.shape))]
+        flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(v.shape), strict=True))
+        off = self.offset_expr(idx)
+        with _loop_nest(f, v.shape):
+            if self.ptr:
+                f.emit(f"{out.expr}[{flat}] = {self.base} + {off};")
+            else:
+                f.emit(f"{out.expr}[{flat}] = ({c_type(v.type)})({off});")
+        return out
+
+    def expand(self, shape: tuple[int, ...], axis: int) -> Affine:
+        return Affine(self.base, (*self.strides[:axis], "0", *self.strides[axis:]),
+                      tuple((_view_expand(v, shape, axis), c) for v, c in self.vecs), self.ptr)
+
+    def broadcast(self, src_shape: tuple[int, ...], shape: tuple[int, ...]) -> Affine:
+        strides = tuple("0" if s == 1 else st for s, st in zip(src_shape, self.strides, strict=True))
+        return Affine(self.base, strides, tuple((_view_broadcast(v, shape), c) for v, c in self.vecs), self.ptr)
+
+    def trans(self, shape: tuple[int, ...], order: list[int]) -> Affine:
+        return Affine(self.base, tuple(self.strides[o] for o in order),
+                      tuple((_view_trans(v, shape, order), c) for v, c in self.vecs), self.ptr)
+
+
+@dataclass(eq=False)
+class Bounds:
+    """A mask: ``guard && all(lo[d] <= i_d < hi[d]) && all(conds[i])`` (None = no bound on that side)."""
+
+    guard: str
+    lo: tuple[str | None, ...]
+    hi: tuple[str | None, ...]
+    conds: tuple[Val, ...] = ()
+
+    def parts(self) -> list[Val]:
+        return list(self.conds)
+
+    def cond_expr(self, idx: list[str], dims: set[int] | None = None) -> str:
+        """The condition for ``idx`` (only the ranges/conditions within ``dims`` when given)."""
+        terms = [self.guard] if self.guard != "1" else []
+        for d, (i, lo, hi) in enumerate(zip(idx, self.lo, self.hi, strict=True)):
+            if dims is not None and d not in dims:
+                continue
+            if lo is not None:
+                terms.append(f"{i} >= {lo}")
+            if hi is not None:
+                terms.append(f"{i} < {hi}")
+        for c in self.conds:
+            if dims is None or set(_dep_dims(c)) <= dims:
+                terms.append(_Func.access(c, idx, ""))
+        return " && ".join(f"({t})" for t in terms) or "1"
+
+    def materialize(self, f: _Func, v: Val) -> Val:
+        for part in self.parts():
+            f.touch(part)
+        out = f.new_buf(None, v.type, "mask")
+        idx = [f"p{d}_" for d in range(len(v.shape))]
+        flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(v.shape), strict=True))
+        with _loop_nest(f, v.shape):
+            f.emit(f"{out.expr}[{flat}] = (uint8_t)({self.cond_expr(idx)});")
+        return out
+
+    def expand(self, shape: tuple[int, ...], axis: int) -> Bounds:
+        return Bounds(self.guard, (*self.lo[:axis], None, *self.lo[axis:]), (*self.hi[:axis], None, *self.hi[axis:]),
+                      tuple(_view_expand(c, shape, axis) for c in self.conds))
+
+    def broadcast(self, src_shape: tuple[int, ...], shape: tuple[int, ...]) -> Bounds:
+        guard, lo, hi = [self.guard], list(self.lo), list(self.hi)
+        for d, (s, n) in enumerate(zip(src_shape, shape, strict=True)):
+            if s == 1 and n != 1:  # the source index was 0 on this dim: its range is a scalar condition now
+                guard += [f"0 >= {lo[d]}"] if lo[d] is not None else []
+                guard += [f"0 < {hi[d]}"] if hi[d] is not None else []
+                lo[d] = hi[d] = None
+        g = " && ".join(f"({x})" for x in guard if x != "1") or "1"
+        return Bounds(g, tuple(lo), tuple(hi), tuple(_view_broadcast(c, shape) for c in self.conds))
+
+    def trans(self, shape: tuple[int, ...], order: list[int]) -> Bounds:
+        return Bounds(self.guard, tuple(self.lo[o] for o in order), tuple(self.hi[o] for o in order),
+                      tuple(_view_trans(c, shape, order) for c in self.conds))
+
+
+def _sym_val(t: Type, sym: Affine | Bounds) -> Val:
+    return Val(t, "sym", "", (), 0, None, sym)
+
+
+# ---- recognising operands ---------------------------------------------------------------------------
+
+
+def _peek(f: _Func, ssa: str) -> Val:
+    """An operand without materialising it (the caller understands symbolic values)."""
+    try:
+        v = f.values[ssa]
+    except KeyError:
+        raise f.fail(f"uses {ssa} before its definition") from None
+    _touch_val(f, v)
+    return v
+
+
+def _is_int(t: Type) -> bool:
+    e = t.element
+    return e.pointee is None and e.elem in ("i8", "i16", "i32", "i64", "index")
+
+
+def as_affine(v: Val) -> Affine | None:
+    rank = len(v.shape)
+    if isinstance(v.sym, Affine):
+        return v.sym
+    if v.sym is not None:
+        return None
+    is_ptr = v.type.element.pointee is not None
+    if not is_ptr and not _is_int(v.type):
+        return None
+    if v.kind in ("scalar", "splat"):
+        return Affine(v.expr if is_ptr else _i64(v.expr), ("0",) * rank, (), is_ptr)
+    if v.kind == "iota":
+        return Affine(str(v.offset), tuple("0" if n == 1 else str(s) for s, n in zip(v.strides, v.shape, strict=True)))
+    if v.kind == "buf" and not is_ptr and len(_dep_dims(v)) <= 1:
+        return Affine("0", ("0",) * rank, ((v, "1"),))
+    return None
+
+
+def as_mask(f: _Func, v: Val) -> Bounds:
+    rank = len(v.shape)
+    if isinstance(v.sym, Bounds):
+        return v.sym
+    if v.sym is not None:
+        v = v.sym.materialize(f, v)
+    if v.kind in ("scalar", "splat"):
+        return Bounds(v.expr, (None,) * rank, (None,) * rank)
+    return Bounds("1", (None,) * rank, (None,) * rank, (v,))
+
+
+def _structured(v: Val) -> bool:
+    return v.kind == "iota" or isinstance(v.sym, Affine)
+
+
+# ---- handlers -----------------------------------------------------------------------------------------
+
+
+def _wrap(*names: str) -> Callable[[Callable[[_Func, Op], bool]], None]:
+    """Install ``fn`` for ``names``; when it returns False the original handler (or element-wise) runs."""
+    def register(fn: Callable[[_Func, Op], bool]) -> None:
+        for name in names:
+            original = _HANDLERS.get(name)
+            if original is not None:
+                _ORIGINAL[name] = original
+
+            def handler(f: _Func, op: Op, _name: str = name) -> None:
+                if fn(f, op):
+                    return
+                if _name in _ORIGINAL:
+                    _ORIGINAL[_name](f, op)
+                else:
+                    f.op_elementwise(op)
+            _HANDLERS[name] = handler
+    return register
+
+
+@_wrap("arith.addi", "arith.subi", "arith.muli", "tt.addptr", "arith.extsi")
+def op_affine_arith(f: _Func, op: Op) -> bool:
+    rt = op.result_types[0]
+    if not rt.is_tensor:
+        return False
+    vals = [_peek(f, o) for o in op.operands]
+    affs = [as_affine(v) for v in vals]
+    if any(a is None for a in affs):
+        return False
+    dims = {d for v in vals for d in (_dep_dims(v) if v.sym is None else range(len(v.shape)))}
+    if not any(_structured(v) for v in vals) and not (op.name in ("arith.addi", "tt.addptr") and len(dims) >= 2):
+        return False  # nothing to gain: the ordinary element-wise loop is as good
+    if op.name == "arith.extsi":
+        out = affs[0]
+    elif op.name == "arith.muli":
+        x, y = affs
+        if not y.uniform:
+            x, y = y, x
+        if not y.uniform:
+            return False
+        c = y.base
+        out = Affine(c_mul(x.base, c), tuple(c_mul(s, c) for s in x.strides),
+                     tuple((v, c_mul(k, c)) for v, k in x.vecs))
+    else:
+        x, y = affs
+        if op.name == "arith.subi":
+            if y.ptr:
+                return False
+            y = Affine(c_neg(y.base), tuple(c_neg(s) for s in y.strides), tuple((v, c_neg(k)) for v, k in y.vecs))
+        if x.ptr and y.ptr:
+            return False
+        if y.ptr:
+            x, y = y, x
+        base = (x.base if y.base == "0" else f"({x.base} + {y.base})") if x.ptr else c_add(x.base, y.base)
+        out = Affine(base, tuple(c_add(a, b) for a, b in zip(x.strides, y.strides, strict=True)), x.vecs + y.vecs,
+                     x.ptr)
+    f.values[op.results[0]] = _sym_val(rt, out)
+    return True
+
+
+_MIRROR = {2: 4, 3: 5, 4: 2, 5: 3}
+
+
+@_wrap("arith.cmpi")
+def op_cmpi(f: _Func, op: Op) -> bool:
+    """``offs < N`` on a make_range-based offset: a range of indices, not a tensor of booleans."""
+    rt = op.result_types[0]
+    pred = op.int_attr("predicate")
+    if not rt.is_tensor or pred not in _MIRROR:
+        return False
+    x, y = (_peek(f, o) for o in op.operands)
+    ax, ay = as_affine(x), as_affine(y)
+    if ax is None or ay is None:
+        return False
+    if ax.uniform and not ay.uniform:
+        ax, ay, pred, x = ay, ax, _MIRROR[pred], y
+    if not ay.uniform or ax.vecs or ax.ptr or not _structured(x):
+        return False
+    dims = [d for d, s in enumerate(ax.strides) if s != "0"]
+    if len(dims) != 1 or ax.strides[dims[0]] != "1":
+        return False
+    d, rank = dims[0], len(rt.shape or ())
+    limit = c_add(ay.base, c_neg(ax.base))  # i_d <pred> limit
+    lo, hi = [None] * rank, [None] * rank
+    if pred == 2:
+        hi[d] = limit
+    elif pred == 3:
+        hi[d] = c_add(limit, "1")
+    elif pred == 4:
+        lo[d] = c_add(limit, "1")
+    else:
+        lo[d] = limit
+    f.values[op.results[0]] = _sym_val(rt, Bounds("1", tuple(lo), tuple(hi)))
+    return True
+
+
+@_wrap("arith.andi")
+def op_andi(f: _Func, op: Op) -> bool:
+    rt = op.result_types[0]
+    if not rt.is_tensor or rt.element.elem != "i1":
+        return False
+    x, y = (_peek(f, o) for o in op.operands)
+    if not isinstance(x.sym, Bounds) and not isinstance(y.sym, Bounds):
+        return False
+    a, b = as_mask(f, x), as_mask(f, y)
+    guard = " && ".join(f"({g})" for g in (a.guard, b.guard) if g != "1") or "1"
+    lo = tuple(_max(p, q) for p, q in zip(a.lo, b.lo, strict=True))
+    hi = tuple(_min(p, q) for p, q in zip(a.hi, b.hi, strict=True))
+    f.values[op.results[0]] = _sym_val(rt, Bounds(guard, lo, hi, a.conds + b.conds))
+    return True
+
+
+@_wrap("tt.expand_dims")
+def op_expand_dims(f: _Func, op: Op) -> bool:
+    src = _peek(f, op.operands[0])
+    if src.sym is None:
+        return False
+    t = op.result_types[0]
+    f.values[op.results[0]] = _sym_val(t, src.sym.expand(t.shape or (), op.int_attr("axis")))
+    return True
+
+
+@_wrap("tt.broadcast")
+def op_broadcast(f: _Func, op: Op) -> bool:
+    src = _peek(f, op.operands[0])
+    if src.sym is None:
+        return False
+    t = op.result_types[0]
+    f.values[op.results[0]] = _sym_val(t, src.sym.broadcast(src.shape, t.shape or ()))
+    return True
+
+
+@_wrap("tt.trans")
+def op_trans(f: _Func, op: Op) -> bool:
+    src = _peek(f, op.operands[0])
+    if src.sym is None:
+        return False
+    t = op.result_types[0]
+    f.values[op.results[0]] = _sym_val(t, src.sym.trans(t.shape or (), parse_int_array(op.props["order"])))
+    return True
+
+
+# ---- loads and stores through structured pointers --------------------------------------------------------
+
+
+def _segments(op: Op, names: int) -> list[int]:
+    raw = op.attr("operandSegmentSizes")
+    return parse_int_array(raw) if raw else [1] * names
+
+
+def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, elem_ptr_type: str,
+                 inner: Callable[[str, str, list[str]], str], outside: Callable[[str, list[str]], str] | None,
+                 what: str) -> None:
+    """Loops over a structured block: ``inner(elem, flat, idx)`` for every element inside the mask (``elem``
+    is the C lvalue of the element in memory), ``outside(flat, idx)`` for the others (loads: ``other``)."""
+    rank = len(shape)
+    last = rank - 1
+    n = shape[last]
+    outer_dims = set(range(last))
+    idx = [f"p{d}_" for d in range(last)] + ["q_"]
+    contig = _contig(shape)
+    o = " + ".join(f"p{d}_ * {contig[d]}" for d in range(last)) or "0"
+    row_vecs = [(v, c) for v, c in ptr.vecs if last not in _dep_dims(v)]
+    col_vecs = [(v, c) for v, c in ptr.vecs if last in _dep_dims(v)]
+    row = Affine("0", (*ptr.strides[:last], "0"), tuple(row_vecs))
+    row_off = row.offset_expr([*idx[:last], "0"], skip_base=True)
+    col_cond = [c for c in mask.conds if last in _dep_dims(c)]
+    stride = ptr.strides[last]
+    f.emit(f"/* {what}: a strided block, unit-stride rows between the mask's bounds */")
+    f.emit("{")
+    f.depth += 1
+    lo_raw, hi_raw = mask.lo[last], mask.hi[last]
+    lo = f"rv_clamp64({lo_raw}, 0, {n})" if lo_raw is not None else "0"
+    hi = f"rv_clamp64({hi_raw}, lo_, {n})" if hi_raw is not None else str(n)
+    f.emit(f"const int64_t lo_ = {lo}, hi_ = {hi};")
+    with _outer_loops(f, shape[:last]):
+        f.emit(f"const int64_t o_ = {o};")
+        f.emit(f"{elem_ptr_type}row_ = {ptr.base} + {row_off};")
+        outer_ok = Bounds(mask.guard, mask.lo, mask.hi, tuple(c for c in mask.conds if c not in col_cond))
+        cond = outer_ok.cond_expr(idx, outer_dims)
+        col_extra = Affine("0", ("0",) * last + ("0",), tuple(col_vecs)).offset_expr(idx, skip_base=True)
+
+        def middle(step: str) -> None:
+            off = c_add(c_mul("q_", step), col_extra)
+            elem = f"row_[{off}]"
+            body = inner(elem, "o_ + q_", idx)
+            if col_cond:
+                cc = " && ".join(f"({_Func.access(c, idx, '')})" for c in col_cond)
+                els = outside("o_ + q_", idx) if outside else ""
+                body = f"if ({cc}) {{ {body} }}" + (f" else {{ {els} }}" if els else "")
+            with f.block("for (int64_t q_ = lo_; q_ < hi_; ++q_)"):
+                f.emit(body)
+
+        with f.block(f"if ({cond})") if cond != "1" else contextlib.nullcontext():
+            if outside is not None and (lo_raw is not None or hi_raw is not None):
+                with f.block("for (int64_t q_ = 0; q_ < lo_; ++q_)"):
+                    f.emit(outside("o_ + q_", idx))
+            if _const(stride) is not None:
+                middle(stride)
+            else:  # runtime stride: the unit-stride version is the one that vectorises into vle / vmovups
+                with f.block(f"if ({stride} == 1)"):
+                    middle("1")
+                with f.block("else"):
+                    middle(stride)
+            if outside is not None and (lo_raw is not None or hi_raw is not None):
+                with f.block(f"for (int64_t q_ = hi_; q_ < {n}; ++q_)"):
+                    f.emit(outside("o_ + q_", idx))
+        if cond != "1" and outside is not None:
+            with f.block("else"), f.block(f"for (int64_t q_ = 0; q_ < {n}; ++q_)"):
+                f.emit(outside("o_ + q_", idx))
+    f.depth -= 1
+    f.emit("}")
+
+
+def _outer_loops(f: _Func, shape: tuple[int, ...]) -> contextlib.ExitStack:
+    return _loop_nest(f, shape)
+
+
+@_wrap("tt.load")
+def op_load(f: _Func, op: Op) -> bool:
+    t = op.result_types[0]
+    seg = _segments(op, 3)
+    ptr_v = _peek(f, op.operands[0])
+    if not t.is_tensor or not isinstance(ptr_v.sym, Affine) or not ptr_v.sym.ptr:
+        return False
+    rest = iter(op.operands[1:])
+    mask_v = _peek(f, next(rest)) if len(seg) > 1 and seg[1] else None
+    other = f.get(next(rest)) if len(seg) > 2 and seg[2] else None
+    shape = t.shape or ()
+    mask = as_mask(f, mask_v) if mask_v is not None else Bounds("1", (None,) * len(shape), (None,) * len(shape))
+    out = f.new_buf(op.results[0], t)
+    fill = other.expr if other is not None and other.kind in ("scalar", "splat") else "0"
+
+    def other_at(flat: str, idx: list[str]) -> str:
+        value = fill if other is None or other.kind in ("scalar", "splat") else _Func.access(other, idx, "")
+        return f"{out.expr}[{flat}] = {value};"
+
+    block_access(f, shape, ptr_v.sym, mask, "const " + c_type(op.operand_types[0]),
+                 lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}")
+    f.values[op.results[0]] = out
+    return True
+
+
+@_wrap("tt.store")
+def op_store(f: _Func, op: Op) -> bool:
+    t = op.operand_types[0]
+    ptr_v = _peek(f, op.operands[0])
+    if not t.is_tensor or not isinstance(ptr_v.sym, Affine) or not ptr_v.sym.ptr:
+        return False
+    val = f.get(op.operands[1])
+    shape = t.shape or ()
+    mask = as_mask(f, _peek(f, op.operands[2])) if len(op.operands) > 2 else \
+        Bounds("1", (None,) * len(shape), (None,) * len(shape))
+    block_access(f, shape, ptr_v.sym, mask, c_type(t),
+                 lambda elem, _flat, idx: f"{elem} = {_Func.access(val, idx, '')};", None, "store")
+    return True
+
+
+# ---- loop-carried pointer blocks and accumulators --------------------------------------------------------
+
+
+def _defs(block: Block) -> dict[str, Op]:
+    return {r: op for op in block.ops for r in op.results}
+
+
+def _advances_by_splat(f: _Func, block: Block, arg: str, yielded: str) -> bool:
+    """``yielded`` is ``arg`` advanced by addptr of splats only (``a_ptrs += BLOCK_K * stride``)."""
+    defs = _defs(block)
+    cur = yielded
+    while cur != arg:
+        op = defs.get(cur)
+        if op is None or op.name != "tt.addptr":
+            return False
+        step = defs.get(op.operands[1])
+        if step is None:  # defined before the loop: its value is known already
+            outside = f.values.get(op.operands[1])
+            aff = as_affine(outside) if outside is not None else None
+            if aff is None or not aff.uniform:
+                return False
+        elif step.name != "tt.splat" and not (step.name == "arith.constant" and
+                                               "dense<[" not in step.props.get("value", "[")):
+            return False
+        cur = op.operands[0]
+    return True
+
+
+@_wrap("scf.for")
+def op_for(f: _Func, op: Op) -> bool:
+    from .lower_struct import _declare, _lower_body, assign
+
+    block = op.regions[0].blocks[0]
+    (iv_ssa, iv_t, _), *carried = block.args
+    term = block.ops[-1]
+    inits = [_peek(f, o) for o in op.operands[3:]]
+    chosen = [isinstance(v.sym, Affine) and v.sym.ptr and _advances_by_splat(f, block, ssa, y)
+              for v, (ssa, _t, _l), y in zip(inits, carried, term.operands, strict=True)]
+    if not any(chosen):
+        return False
+    lb, ub, step = (f.get(o) for o in op.operands[:3])
+    homes: list[Val] = []
+    for k, ((ssa, t, _), init) in enumerate(zip(carried, inits, strict=True)):
+        if chosen[k]:  # one scalar pointer carries the block; strides and vectors are loop-invariant
+            name = f.cname(ssa)
+            f.emit(f"{c_type(t)} {name} = {init.sym.base};")
+            homes.append(_sym_val(t, Affine(name, init.sym.strides, init.sym.vecs, True)))
+        else:
+            homes.append(_declare(f, ssa, t, f.get(op.operands[3 + k])))
+    iv = f.cname(iv_ssa)
+    start = f.pos + 1
+
+    def on_yield(term: Op) -> None:
+        srcs = [_peek(f, o) for o in term.operands]
+        nexts: list[tuple[str, str]] = []
+        for k, (home, src) in enumerate(zip(homes, srcs, strict=True)):
+            if chosen[k]:
+                a = src.sym
+                if not (isinstance(a, Affine) and a.strides == home.sym.strides and
+                        len(a.vecs) == len(home.sym.vecs) and
+                        all(x is y for (x, _), (y, _) in zip(a.vecs, home.sym.vecs, strict=True))):
+                    raise f.fail("a loop-carried pointer block changes shape inside the loop")
+                tmp = f.temp(home.sym.base + "_next")
+                f.emit(f"{c_type(home.type)} {tmp} = {a.base};")
+                nexts.append((home.sym.base, tmp))
+        rest = [(h, f.get(o)) for k, (h, o) in enumerate(zip(homes, term.operands, strict=True)) if not chosen[k]]
+        assign(f, [h for h, _ in rest], [s for _, s in rest], start)
+        for name, tmp in nexts:
+            f.emit(f"{name} = {tmp};")
+
+    wide = "int64_t"
+    with f.region_scope(), f.block(f"for ({wide} {iv}_it_ = {lb.expr}; {iv}_it_ < {ub.expr}; "
+                                   f"{iv}_it_ += {step.expr})"):
+        for (ssa, _t, _), v in zip(carried, homes, strict=True):
+            f.values[ssa] = v
+        f.emit(f"const {c_type(iv_t)} {iv} = ({c_type(iv_t)}){iv}_it_;")
+        f.values[iv_ssa] = Val(iv_t, "scalar", iv)
+        _lower_body(f, block, on_yield)
+    f.loops.append((start, f.pos))
+    for res, v in zip(op.results, homes, strict=True):
+        f.values[res] = v
+    return True
+
+
+@_wrap("tt.dot")
+def op_dot(f: _Func, op: Op) -> bool:
+    return dot_kernel.lower_dot(f, op)

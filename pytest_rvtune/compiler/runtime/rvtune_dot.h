@@ -1,0 +1,93 @@
+/* rvtune_dot.h: what the fast paths of the generated kernel C call (compiler/ptr_analysis.py, dot_kernel.py):
+ * index clamps for structured loads and tt.dot on fp32 tiles as a register-blocked micro-kernel.
+ *
+ * C[M x N] += A[M x K] * B[K x N]. B rows are contiguous (ldb apart), C is contiguous (ldc apart), A may
+ * have any strides. The work is cut into RV_MR x (RV_NV * RV_VW) register tiles: the accumulators are
+ * GCC vector values that never leave registers while k runs (i-k-j order, a broadcast of A[i][k] times a
+ * row of B), so clang emits one vfmacc.vf / vfmadd per vector and k step. M, N and K are compile-time
+ * constants at every call site (always_inline), so clang unrolls the tile loops and drops the
+ * remainder paths a config does not need. The sum over k is in order, one fused multiply-add per step:
+ * the same rounding as a scalar i-k-j loop compiled with -ffp-contract=on.
+ */
+#ifndef RVTUNE_DOT_H
+#define RVTUNE_DOT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#ifndef RV_INLINE
+#define RV_INLINE static inline __attribute__((always_inline))
+#endif
+
+/* Index bounds of structured loads/stores (compiler/ptr_analysis.py): a mask's range clamped to the tile. */
+RV_INLINE int64_t rv_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+RV_INLINE int64_t rv_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+RV_INLINE int64_t rv_clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+/* Vector width (floats) and register tile per ISA: the tile's accumulators + one B row fit the
+ * vector register file (RVV at VLEN 256: LMUL 4 groups, 4 + 1 of 8; AVX-512: 16 + 2 of 32 zmm). */
+#if defined(__riscv_v)
+#define RV_VW 32
+#define RV_MR 4
+#define RV_NV 1
+#elif defined(__AVX512F__)
+#define RV_VW 16
+#define RV_MR 8
+#define RV_NV 2
+#else
+#define RV_VW 8
+#define RV_MR 4
+#define RV_NV 2
+#endif
+
+typedef float rv_vf __attribute__((vector_size(RV_VW * 4), aligned(4)));
+typedef float rv_vf8 __attribute__((vector_size(32), aligned(4)));
+
+#define RV_DOT_TILE(NAME, VT, NV)                                                                         \
+    RV_INLINE void NAME(int mr, int K, const float *A, long sam, long sak, const float *B, long ldb,     \
+                        float *C, long ldc) {                                                            \
+        enum { W = (int)(sizeof(VT) / sizeof(float)) };                                                  \
+        VT acc[RV_MR][NV];                                                                               \
+        for (int r = 0; r < mr; ++r)                                                                     \
+            for (int v = 0; v < NV; ++v) memcpy(&acc[r][v], C + r * ldc + v * W, sizeof(VT));            \
+        for (int k = 0; k < K; ++k) {                                                                    \
+            VT b[NV];                                                                                    \
+            for (int v = 0; v < NV; ++v) memcpy(&b[v], B + k * ldb + v * W, sizeof(VT));                 \
+            for (int r = 0; r < mr; ++r) {                                                               \
+                const float a = A[r * sam + k * sak];                                                    \
+                for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];                                      \
+            }                                                                                            \
+        }                                                                                                \
+        for (int r = 0; r < mr; ++r)                                                                     \
+            for (int v = 0; v < NV; ++v) memcpy(C + r * ldc + v * W, &acc[r][v], sizeof(VT));            \
+    }
+
+RV_DOT_TILE(rv_dot_tile_wide, rv_vf, RV_NV)
+RV_DOT_TILE(rv_dot_tile_one, rv_vf, 1)
+RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 1)
+
+/* One column panel of width ``w`` (RV_NV * RV_VW, RV_VW or 8) over all rows: full RV_MR tiles, then
+ * the remaining rows one call with a constant row count each (a switch clang folds for constant M). */
+#define RV_DOT_PANEL(TILE)                                                                                \
+    do {                                                                                                 \
+        int i = 0;                                                                                       \
+        for (; i + RV_MR <= M; i += RV_MR)                                                               \
+            TILE(RV_MR, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);                      \
+        for (; i < M; ++i) TILE(1, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);          \
+    } while (0)
+
+RV_INLINE void rv_dot_f32(int M, int N, int K, const float *A, long sam, long sak, const float *B, long ldb,
+                          float *C, long ldc) {
+    int j = 0;
+    for (; j + RV_NV * RV_VW <= N; j += RV_NV * RV_VW) RV_DOT_PANEL(rv_dot_tile_wide);
+    for (; j + RV_VW <= N; j += RV_VW) RV_DOT_PANEL(rv_dot_tile_one);
+    for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8);
+    for (; j < N; ++j) /* columns left over (N not a multiple of 8): plain i-k order */
+        for (int i = 0; i < M; ++i) {
+            float acc = C[i * ldc + j];
+            for (int k = 0; k < K; ++k) acc += A[i * sam + k * sak] * B[k * ldb + j];
+            C[i * ldc + j] = acc;
+        }
+}
+
+#endif
