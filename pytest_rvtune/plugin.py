@@ -341,8 +341,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     session = _session(config)
     nowhere = sorted(k for k, n in session.filter_keys_unknown.items() if n == session.kernel_modules > 0)
     if nowhere:
-        raise pytest.UsageError(f"--rvtune-config: no kernel has the key(s) {', '.join(nowhere)}; "
-                                "check the spelling against the config ids in `pytest --collect-only -q`")
+        # A collection error rather than a UsageError: xdist workers forward it to the controller, which
+        # shows it (a UsageError raised in a worker is lost and the run just "collects nothing").
+        message = (f"--rvtune-config: no kernel has the key(s) {', '.join(nowhere)}; check the spelling "
+                   "against the config ids in `pytest --collect-only -q`")
+        config.hook.pytest_collectreport(report=pytest.CollectReport(
+            nodeid="rvtune-config", outcome="failed", longrepr=message, result=[]))
 
 
 # --------------------------------------------------------------------------------------------- fixtures
