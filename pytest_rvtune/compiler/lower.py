@@ -19,13 +19,14 @@ from collections import ChainMap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import lower_ops
 from .lower_ops import OpSemanticsError, c_type, scalar_expr
-from .ttir import Op, Region, TTIRParseError, Type, parse_function_type, parse_module
+from .ttir import Block, Op, Region, TTIRParseError, Type, parse_function_type, parse_module
 
 #: Bump whenever the generated C changes for the same TTIR (it is part of the compile cache key).
-LOWERING_VERSION = "3"
+LOWERING_VERSION = "4"
 
 #: Directory holding rvtune_rt.h: compile generated kernels with ``-I RUNTIME_DIR``.
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -121,6 +122,13 @@ class _Storage:
 
 
 @dataclass
+class _CFG:
+    blocks: dict[str, Block]  # label -> block
+    labels: dict[str, str]  # label -> C label
+    start: dict[str, int]  # label -> position of its first op (set once emitted: later branches go back)
+
+
+@dataclass
 class Val:
     """How one SSA value is reachable from C (see the module docstring)."""
 
@@ -130,6 +138,8 @@ class Val:
     strides: tuple[int, ...] = ()
     offset: int = 0  # buf: element offset into the buffer; iota: the start value
     storage: _Storage | None = None
+    #: kind "sym": a pointer/index block or a mask kept symbolic (ptr_analysis.Affine / Bounds)
+    sym: Any = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -158,8 +168,8 @@ class _Func:
         self.storages: list[_Storage] = []
         self.last_line: tuple[str | None, int | None] = (None, None)
         self.op: Op = func
-        self.block_labels: dict[str, str] = {}
-        self.block_start: dict[str, int] = {}
+        #: the block structure of each region being lowered with labels (cf.br / cf.cond_br targets)
+        self.cfgs: list[_CFG] = []
         self.pending_comment = ""
         self.arena_bytes = 0
 
@@ -235,6 +245,8 @@ class _Func:
         except KeyError:
             raise self.fail(f"uses {ssa} before its definition") from None
         self.touch(v)
+        if v.sym is not None:  # a symbolic block (ptr_analysis): ops that do not know it get a buffer
+            return v.sym.materialize(self, v)
         return v
 
     def touch(self, v: Val) -> None:
@@ -382,25 +394,40 @@ class _Func:
         return [re.sub(r"@OFF(\d+)@", lambda m: str(offsets[int(m.group(1))]), line) for line in self.lines]
 
     def lower_region_cfg(self, region: Region) -> None:
-        """The function body: one block is straight-line code; several become labels and gotos."""
-        blocks = region.blocks
-        if len(blocks) > 1:
-            for i, b in enumerate(blocks[1:], 1):
-                self.block_labels[b.label] = f"bb{i}_"
-                for ssa, t, _loc in b.args:
-                    if t.is_tensor:
-                        v = self.new_buf(ssa, t)
-                        v.storage.uses.append(10**9)  # cf block arguments stay alive for the whole function
-                    else:
-                        name = self.cname(ssa)
-                        self.emit(f"{c_type(t)} {name};")
-                        v = Val(t, "scalar", name)
-                    self.values[ssa] = v
+        """The function body."""
+        self.lower_blocks(region.blocks)
+
+    def lower_blocks(self, blocks: list[Block], terminators: dict[str, Callable[[Op], None]] | None = None) -> None:
+        """A region's blocks: one block is straight-line code; several become labels and gotos.
+
+        ``terminators`` handles region-specific terminators (e.g. tt.map_elementwise.return); cf.br and
+        cf.cond_br find their targets in the innermost region (block labels repeat between regions).
+        """
+        cfg = _CFG({b.label: b for b in blocks}, {}, {})
+        for b in blocks[1:]:
+            cfg.labels[b.label] = self.temp(b.label.lstrip("^"))
+            for ssa, t, _loc in b.args:
+                if t.is_tensor:
+                    v = self.new_buf(ssa, t)
+                    v.storage.uses.append(10**9)  # cf block arguments stay alive for the whole function
+                else:
+                    name = self.cname(ssa)
+                    self.emit(f"{c_type(t)} {name};")
+                    v = Val(t, "scalar", name)
+                self.values[ssa] = v
+        self.cfgs.append(cfg)
         for i, b in enumerate(blocks):
             if i > 0:
-                self.lines.append(f"{self.block_labels[b.label]}:;")
-            self.block_start[b.label] = self.pos + 1
-            self.lower_ops(b.ops)
+                self.lines.append(f"{cfg.labels[b.label]}:;")
+            cfg.start[b.label] = self.pos + 1
+            for op in b.ops:
+                if terminators and op.name in terminators:
+                    self.pos += 1
+                    self.op = op
+                    terminators[op.name](op)
+                else:
+                    self.lower_op(op)
+        self.cfgs.pop()
 
     def lower_ops(self, ops: list[Op]) -> None:
         for op in ops:
@@ -449,7 +476,8 @@ def handles(*names: str) -> Callable[[Callable[[_Func, Op], None]], Callable[[_F
     return register
 
 
-from . import lower_struct  # noqa: E402,F401  (registers the handlers of structural ops)
+from . import lower_struct  # noqa: E402,F401,I001  (registers the handlers of structural ops)
+from . import ptr_analysis  # noqa: E402,F401  (wraps loads/stores/index ops: structured blocks, fast dot)
 
 
 def lower_ttir(ttir: str) -> LoweredKernel:
@@ -475,7 +503,8 @@ def lower_ttir(ttir: str) -> LoweredKernel:
     bodies = [h.lower()[0] for h in helpers]
     protos = [f"static void {h.c_name}({h.signature});" for h in helpers]
     body, params = _Func(kernel, name, None, callees).lower()
-    parts = [f'/* Kernel {name} lowered from Triton IR by pytest-rvtune. */\n#include "rvtune_rt.h"\n',
+    parts = [f'/* Kernel {name} lowered from Triton IR by pytest-rvtune. */\n'
+             '#include "rvtune_rt.h"\n#include "rvtune_dot.h"\n',
              *([("\n".join(protos) + "\n")] if protos else []), *bodies, body]
     return LoweredKernel(name, "\n".join(parts), params)
 
