@@ -557,11 +557,12 @@ def op_while(f: _Func, op: Op) -> None:
 
 
 def _branch(f: _Func, target: str, args: list[str]) -> None:
-    block = next(b for b in f.func.regions[0].blocks if b.label == target)
+    cfg = f.cfgs[-1]
+    block = cfg.blocks[target]
     assign(f, [f.values[ssa] for ssa, _t, _l in block.args], [f.get(a) for a in args])
-    if target in f.block_start:  # a backward branch: everything live in between stays live
-        f.loops.append((f.block_start[target], f.pos))
-    f.emit(f"goto {f.block_labels[target]};")
+    if target in cfg.start:  # a backward branch: everything live in between stays live
+        f.loops.append((cfg.start[target], f.pos))
+    f.emit(f"goto {cfg.labels[target]};")
 
 
 @handles("cf.br")
@@ -579,6 +580,35 @@ def op_cond_br(f: _Func, op: Op) -> None:
         _branch(f, op.successors[0], t_args)
     with f.block("else"):
         _branch(f, op.successors[1], f_args)
+
+
+@handles("tt.map_elementwise")
+def op_map_elementwise(f: _Func, op: Op) -> None:
+    """The scalar region (branches allowed) once per element; its returns write the result tiles."""
+    if op.attr("pack") is not None and op.int_attr("pack") != 1:
+        raise f.unsupported("tt.map_elementwise with pack > 1")
+    srcs = [f.get(o) for o in op.operands]
+    outs = [f.new_buf(res, t) for res, t in zip(op.results, op.result_types, strict=True)]
+    shape = op.result_types[0].shape or ()
+    idx = [f"e{d}_" for d in range(len(shape))]
+    flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(shape), strict=True)) or "0"
+    region = op.regions[0]
+    done = f.temp("map_done")
+
+    def on_return(term: Op) -> None:
+        for out, o in zip(outs, term.operands, strict=True):
+            f.emit(f"{out.expr}[{flat}] = {f.get(o).expr};")
+        f.emit(f"goto {done};")
+
+    with contextlib.ExitStack() as stack:
+        for i, n in zip(idx, shape, strict=True):
+            stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
+        with f.region_scope():
+            _bind_region_args(f, region.blocks[0], [f.access(s, idx, "") for s in srcs])
+            f.lower_blocks(region.blocks, {"tt.map_elementwise.return": on_return})
+        f.lines.append(f"{done}:;")
+    for res, v in zip(op.results, outs, strict=True):
+        f.values[res] = v
 
 
 @handles("tt.return")

@@ -5,9 +5,10 @@ Every lowered op family appears in at least one kernel: arith (int + float, NaN 
 f16 / bf16 storage, casts, tt.{make_range, splat, broadcast, expand_dims, reshape, trans, join, split,
 addptr, load/store with mask and other, dot (f32, f16, bf16), reduce (sum, max, argmax: two operands,
 a custom combiner), scan (forward, reverse), call (a noinline function), cat, gather, histogram, atomics,
-extern_elementwise (libdevice), get_program_id / get_num_programs on a 3-D grid}, tensor descriptors,
-scf.{for with a swap of carried values, if, while}, cf (an early return) and scalar loads/stores. All
-launches are built into ONE C file per ISA and interpreted in ONE child process (see difftest.py).
+extern_elementwise (libdevice), map_elementwise (with branches), get_program_id / get_num_programs on a
+3-D grid}, tensor descriptors, scf.{for with a swap of carried values, if, while}, cf (an early return)
+and scalar loads/stores. All launches are built into ONE C file per ISA and interpreted in ONE child
+process (see difftest.py).
 """
 
 from __future__ import annotations
@@ -232,6 +233,28 @@ def descriptor_kernel(x_ptr, o_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
 
 
 @triton.jit
+def _selu(x, alpha):
+    if x > 0:  # a branch per element: the region has several blocks
+        return x
+    else:
+        return alpha * (tl.exp(x) - 1)
+
+
+@triton.jit
+def _sum_prod(x, y):
+    return x + y, x * y
+
+
+@triton.jit
+def map_kernel(x_ptr, o_ptr, alpha, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(o_ptr + offs, tl.map_elementwise(_selu, x, alpha))
+    a, b = tl.map_elementwise(_sum_prod, x, x + 1.0)
+    tl.store(o_ptr + BLOCK + offs, a - b)
+
+
+@triton.jit
 def grid_kernel(out_ptr, BLOCK: tl.constexpr):
     px = tl.program_id(0)
     py = tl.program_id(1)
@@ -392,6 +415,12 @@ def _launches() -> dict[str, tuple[KernelCall, dict]]:
     s = {"x_ptr": "*fp32", "o_ptr": "*fp32", "M": "i32", "N": "i32"}
     out["descriptor"] = (KernelCall(descriptor_kernel, s, {"BM": 4, "BN": 8}, [xd, np.zeros_like(xd), 10, 13], (3, 2)),
                          {"rtol": 0, "atol": 0, "numpy_only": [xd, xd * 2 + 1]})
+    xm = np.linspace(-2, 2, 8).astype(np.float32)
+    want = np.concatenate([np.where(xm > 0, xm, 1.5 * (np.exp(xm) - 1)), (xm + (xm + 1)) - xm * (xm + 1)])
+    # The interpreter cannot run map_elementwise with a scalar argument: numpy is the oracle.
+    out["map"] = (KernelCall(map_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32", "alpha": "fp32"}, {"BLOCK": 8},
+                             [xm, np.zeros(16, np.float32), 1.5], (1,)),
+                  {"rtol": 1e-6, "atol": 1e-7, "numpy_only": [xm, want.astype(np.float32)]})
     out["grid"] = (KernelCall(grid_kernel, {"out_ptr": "*i32"}, {"BLOCK": 4},
                               [np.zeros(3 * 2 * 2 * 4, np.int32)], (3, 2, 2)), {})
     return out
