@@ -1,0 +1,71 @@
+/* rvv_matmul.c: a hand-written RVV-intrinsics fp32 matmul, the yardstick of `rvtune bench-compiler`.
+ *
+ * C[n x n] = A[n x n] * B[n x n], row-major. Register tile: 4 rows x one LMUL-4 vector of columns
+ * (32 floats at VLEN 256); the k loop keeps the 4 accumulators in registers and does one vle32 of B's
+ * row plus four vfmacc.vf (A's elements as scalars) per step; vsetvl handles the column tail.
+ * Built with the generated kernels' flags (toolchain.py); run: rvv_matmul.elf N REPS. It checks itself
+ * against a scalar i-k-j product and exits 1 on a mismatch.
+ */
+#include <riscv_vector.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <math.h>
+
+__attribute__((noinline)) void rvv_matmul(int n, const float *A, const float *B, float *C) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        for (int j = 0; j < n;) {
+            size_t vl = __riscv_vsetvl_e32m4((size_t)(n - j));
+            vfloat32m4_t c0 = __riscv_vfmv_v_f_f32m4(0.0f, vl), c1 = c0, c2 = c0, c3 = c0;
+            const float *a = A + (size_t)i * n, *b = B + j;
+            for (int k = 0; k < n; ++k) {
+                vfloat32m4_t bv = __riscv_vle32_v_f32m4(b + (size_t)k * n, vl);
+                c0 = __riscv_vfmacc_vf_f32m4(c0, a[k], bv, vl);
+                c1 = __riscv_vfmacc_vf_f32m4(c1, a[n + k], bv, vl);
+                c2 = __riscv_vfmacc_vf_f32m4(c2, a[2 * n + k], bv, vl);
+                c3 = __riscv_vfmacc_vf_f32m4(c3, a[3 * n + k], bv, vl);
+            }
+            float *c = C + (size_t)i * n + j;
+            __riscv_vse32_v_f32m4(c, c0, vl);
+            __riscv_vse32_v_f32m4(c + n, c1, vl);
+            __riscv_vse32_v_f32m4(c + 2 * n, c2, vl);
+            __riscv_vse32_v_f32m4(c + 3 * n, c3, vl);
+            j += (int)vl;
+        }
+    }
+    for (; i < n; ++i) /* rows left over: one accumulator */
+        for (int j = 0; j < n;) {
+            size_t vl = __riscv_vsetvl_e32m4((size_t)(n - j));
+            vfloat32m4_t c0 = __riscv_vfmv_v_f_f32m4(0.0f, vl);
+            for (int k = 0; k < n; ++k)
+                c0 = __riscv_vfmacc_vf_f32m4(c0, A[(size_t)i * n + k], __riscv_vle32_v_f32m4(B + (size_t)k * n + j, vl), vl);
+            __riscv_vse32_v_f32m4(C + (size_t)i * n + j, c0, vl);
+            j += (int)vl;
+        }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s N REPS\n", argv[0]);
+        return 2;
+    }
+    int n = atoi(argv[1]), reps = atoi(argv[2]);
+    if (n <= 0 || reps <= 0) {
+        fprintf(stderr, "N and REPS must be positive\n");
+        return 2;
+    }
+    float *A = malloc(sizeof(float) * n * n), *B = malloc(sizeof(float) * n * n), *C = malloc(sizeof(float) * n * n);
+    float *R = calloc((size_t)n * n, sizeof(float));
+    for (int x = 0; x < n * n; ++x) {
+        A[x] = (float)((x * 7 + 3) % 23) / 23.0f - 0.5f;
+        B[x] = (float)((x * 5 + 1) % 19) / 19.0f - 0.5f;
+    }
+    for (int r = 0; r < reps; ++r) rvv_matmul(n, A, B, C);
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; k < n; ++k)
+            for (int j = 0; j < n; ++j) R[i * n + j] += A[i * n + k] * B[k * n + j];
+    float worst = 0.0f;
+    for (int x = 0; x < n * n; ++x) worst = fmaxf(worst, fabsf(C[x] - R[x]));
+    printf("rvv_matmul n=%d reps=%d max_abs_err=%g\n", n, reps, worst);
+    return worst <= 1e-3f * n ? 0 : 1;
+}
