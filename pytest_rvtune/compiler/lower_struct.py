@@ -333,8 +333,48 @@ def _region_result(f: _Func, block: Block, terminator: str) -> list[str]:
     return [f.get(o).expr for o in term.operands]
 
 
+def _reduce_tree(f: _Func, op: Op) -> None:
+    """tt.reduce as a halving tree: level by level, x[i] = combine(x[i], x[i + s]) for i < s.
+
+    Every level is a loop nest whose innermost loop runs over the last (contiguous) dimension, so clang
+    vectorises the combiner (sums included: a sequential float sum cannot be reordered). The combining
+    order is Triton's own freedom (GPUs reduce in butterflies); the left operand always holds the lower
+    indices, which is what argmax-style combiners break ties with.
+    """
+    axis = op.int_attr("axis")
+    in_t = op.operand_types
+    shape = in_t[0].shape or ()
+    block = op.regions[0].blocks[0]
+    srcs = [f.get(o) for o in op.operands]
+    work = []
+    for src, t in zip(srcs, in_t, strict=True):
+        buf = f.new_buf(None, t, "tree")
+        f.copy_into(buf, src)
+        work.append(buf)
+    idx = [f"t{d}_" for d in range(len(shape))]
+    other = [i if d != axis else f"({i} + s_)" for d, i in enumerate(idx)]
+    with f.block(f"for (int32_t s_ = {shape[axis] // 2}; s_ >= 1; s_ >>= 1)"), contextlib.ExitStack() as stack:
+        for d, (i, n) in enumerate(zip(idx, shape, strict=True)):
+            stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {'s_' if d == axis else n}; ++{i})"))
+        with f.region_scope():
+            lhs, rhs = [f.access(w, idx, "") for w in work], [f.access(w, other, "") for w in work]
+            _bind_region_args(f, block, [*lhs, *rhs])
+            results = _region_result(f, block, "tt.reduce.return")
+            for w, r in zip(work, results, strict=True):
+                f.emit(f"{f.access(w, idx, '')} = {r};")
+    for res, t, w in zip(op.results, op.result_types, work, strict=True):
+        if t.is_tensor:  # the reduced values sit at index 0 of the axis: a view, no copy
+            f.values[res] = f.view(w, t, w.strides[:axis] + w.strides[axis + 1:])
+        else:
+            f.values[res] = f.scalar(res, t, f"{w.expr}[0]")
+
+
 @handles("tt.reduce", "tt.scan")
 def op_reduce(f: _Func, op: Op) -> None:
+    length = (op.operand_types[0].shape or ())[op.int_attr("axis")]
+    if op.name == "tt.reduce" and length >= 4 and length & (length - 1) == 0:
+        _reduce_tree(f, op)
+        return
     is_scan = op.name == "tt.scan"
     axis = op.int_attr("axis")
     reverse = is_scan and op.attr("reverse") not in (None, "false")
