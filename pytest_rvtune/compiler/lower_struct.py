@@ -56,16 +56,27 @@ def op_constant(f: _Func, op: Op) -> None:
     if not m:
         raise f.unsupported(f"constant {raw[:60]}")
     body = m.group(1).strip()
-    if not body.startswith("["):
-        f.values[res] = Val(t, "splat", _literal(body, t))
-        return
     if body.startswith('"0x'):  # large constants may be printed as a little-endian hex blob
         items = _hex_items(body.strip('"')[2:], t)
+    elif not body.startswith("["):
+        f.values[res] = Val(t, "splat", _literal(body, t))
+        return
     else:
         items = [x for x in re.split(r"[\[\],\s]+", body) if x]
     if len(items) != t.numel:
         raise f.fail(f"dense constant has {len(items)} elements, its type {t} needs {t.numel}")
     name = f.cname(res)
+    e = t.element.elem
+    if e in ("f32", "f64"):  # exact bit patterns (NaN and inf have no constant C spelling): a union
+        import numpy as np
+
+        ft, ut, width = (np.float32, np.uint32, 8) if e == "f32" else (np.float64, np.uint64, 16)
+        bits = [int(x, 16) if x.lower().startswith("0x") else int(ft(float(x)).view(ut)) for x in items]
+        utype = "uint32_t" if e == "f32" else "uint64_t"
+        f.emit(f"static const union {{ {utype} u[{t.numel}]; {c_type(t)} v[{t.numel}]; }} {name} = "
+               f"{{{{{', '.join(f'0x{b:0{width}x}u' for b in bits)}}}}};")
+        f.values[res] = Val(t, "buf", f"{name}.v", _contig(t.shape or ()), 0, None)
+        return
     f.emit(f"static const {c_type(t)} {name}[{t.numel}] = {{{', '.join(_literal(x, t) for x in items)}}};")
     f.values[res] = Val(t, "buf", name, _contig(t.shape or ()), 0, None)
 

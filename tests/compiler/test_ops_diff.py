@@ -255,6 +255,21 @@ def map_kernel(x_ptr, o_ptr, alpha, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def tensor_flow_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r)
+    if n > 3:  # noqa: SIM108 (an scf.if yielding a tile)
+        y = x * 2.0
+    else:
+        y = x - 1.0
+    i = 0
+    while i < n:                   # an scf.while carrying a tile
+        y = y * 0.5 + x
+        i += 1
+    tl.store(o_ptr + r, y)
+
+
+@triton.jit
 def grid_kernel(out_ptr, BLOCK: tl.constexpr):
     px = tl.program_id(0)
     py = tl.program_id(1)
@@ -421,6 +436,11 @@ def _launches() -> dict[str, tuple[KernelCall, dict]]:
     out["map"] = (KernelCall(map_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32", "alpha": "fp32"}, {"BLOCK": 8},
                              [xm, np.zeros(16, np.float32), 1.5], (1,)),
                   {"rtol": 1e-6, "atol": 1e-7, "numpy_only": [xm, want.astype(np.float32)]})
+    xt = rng.standard_normal(16).astype(np.float32)
+    for n_iter in (2, 5):
+        out[f"tensor_flow_{n_iter}"] = (KernelCall(tensor_flow_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32", "n": "i32"},
+                                                   {"BLOCK": 16}, [xt, np.zeros(16, np.float32), n_iter], (1,)),
+                                        {"rtol": 1e-6, "atol": 1e-6})
     out["grid"] = (KernelCall(grid_kernel, {"out_ptr": "*i32"}, {"BLOCK": 4},
                               [np.zeros(3 * 2 * 2 * 4, np.int32)], (3, 2, 2)), {})
     return out

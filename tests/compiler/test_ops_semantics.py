@@ -236,6 +236,36 @@ def cases() -> dict[str, tuple[KernelCall, list[np.ndarray]]]:
     return out
 
 
+CONSTANTS = """
+"builtin.module"() ({
+  "tt.func"() <{function_type = (!tt.ptr<i32>, !tt.ptr<f32>) -> (), sym_name = "const_k",
+                sym_visibility = "public"}> ({
+  ^bb0(%ip: !tt.ptr<i32>, %fp: !tt.ptr<f32>):
+    %r = "tt.make_range"() <{end = 4 : i32, start = 0 : i32}> : () -> tensor<4xi32>
+    %c = "arith.constant"() <{value = dense<[7, -1, 2147483647, -2147483648]> : tensor<4xi32>}>
+         : () -> tensor<4xi32>
+    %h = "arith.constant"() <{value = dense<"0x0000803F000000C00000807F0000C07F"> : tensor<4xf32>}>
+         : () -> tensor<4xf32>
+    %ps = "tt.splat"(%ip) : (!tt.ptr<i32>) -> tensor<4x!tt.ptr<i32>>
+    %pi = "tt.addptr"(%ps, %r) : (tensor<4x!tt.ptr<i32>>, tensor<4xi32>) -> tensor<4x!tt.ptr<i32>>
+    "tt.store"(%pi, %c) : (tensor<4x!tt.ptr<i32>>, tensor<4xi32>) -> ()
+    %fs = "tt.splat"(%fp) : (!tt.ptr<f32>) -> tensor<4x!tt.ptr<f32>>
+    %pf = "tt.addptr"(%fs, %r) : (tensor<4x!tt.ptr<f32>>, tensor<4xi32>) -> tensor<4x!tt.ptr<f32>>
+    "tt.store"(%pf, %h) : (tensor<4x!tt.ptr<f32>>, tensor<4xf32>) -> ()
+    "tt.return"() : () -> ()
+  }) : () -> ()
+}) : () -> ()
+"""
+
+
+def test_non_splat_constants_list_and_hex_forms() -> None:
+    lowered = lower_ttir(CONSTANTS)
+    ints, floats = np.zeros(4, np.int32), np.zeros(4, np.float32)
+    got_i, got_f = run_c_kernels([KernelCall(None, {}, {}, [ints, floats], (1,), lowered)], HOST_ISA)[0]
+    assert got_i.tolist() == [7, -1, 2**31 - 1, -(2**31)]
+    assert got_f[:3].tolist() == [1.0, -2.0, float("inf")] and np.isnan(got_f[3])
+
+
 @pytest.fixture(scope="module", params=[HOST_ISA, RISCV_ISA])
 def results(request: pytest.FixtureRequest, cases) -> dict[str, list[np.ndarray]]:
     names = list(cases)
