@@ -330,7 +330,12 @@ def op_affine_arith(f: _Func, op: Op) -> bool:
     if any(a is None for a in affs):
         return False
     dims = {d for v in vals for d in (_dep_dims(v) if v.sym is None else range(len(v.shape)))}
-    if not any(_structured(v) for v in vals) and not (op.name in ("arith.addi", "tt.addptr") and len(dims) >= 2):
+    # Worth it: an index block (make_range based), or offsets along two dims, or a row of offsets that a
+    # broadcast will widen into a block (fused MoE's token rows). A 1-D tensor of loaded offsets is not:
+    # that is a real gather and stays one.
+    widened = op.name == "tt.addptr" and len(rt.shape or ()) >= 2 and vals[0].kind in ("scalar", "splat")
+    if not any(_structured(v) for v in vals) and not (op.name in ("arith.addi", "tt.addptr") and len(dims) >= 2) \
+            and not widened:
         return False  # nothing to gain: the ordinary element-wise loop is as good
     if op.name == "arith.extsi":
         out = affs[0]
