@@ -3,12 +3,12 @@ and as rv64gcv ELFs under QEMU, against Triton's interpreter on the same random 
 
 Every lowered op family appears in at least one kernel: arith (int + float, NaN / inf / -0.0 inputs), math,
 f16 / bf16 storage, casts, tt.{make_range, splat, broadcast, expand_dims, reshape, trans, join, split,
-addptr, load/store with mask and other, dot (f32, f16, bf16), reduce (sum, max, argmax: two operands,
-a custom combiner), scan (forward, reverse), call (a noinline function), cat, gather, histogram, atomics,
-extern_elementwise (libdevice), map_elementwise (with branches), get_program_id / get_num_programs on a
-3-D grid}, tensor descriptors, scf.{for with a swap of carried values, if, while}, cf (an early return)
-and scalar loads/stores. All launches are built into ONE C file per ISA and interpreted in ONE child
-process (see difftest.py).
+addptr, load/store with mask and other, dot (f32, f16, bf16, i8, batched 3-D), reduce (sum, max, argmax:
+two operands, a custom combiner), scan (forward, reverse), call (a noinline function), cat, gather,
+histogram, atomics, extern_elementwise (libdevice), map_elementwise (with branches), get_program_id /
+get_num_programs on a 3-D grid}, tensor descriptors, scf.{for with a swap of carried values, if, while},
+cf (an early return) and scalar loads/stores. All launches are built into ONE C file per ISA and
+interpreted in ONE child process (see difftest.py).
 """
 
 from __future__ import annotations
@@ -270,6 +270,23 @@ def tensor_flow_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def dot_i8_kernel(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], tl.dot(a, b))  # int8 x int8 -> int32
+
+
+@triton.jit
+def dot_3d_kernel(a_ptr, b_ptr, c_ptr, G: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    g = tl.arange(0, G)[:, None, None]
+    a = tl.load(a_ptr + g * BM * BK + tl.arange(0, BM)[None, :, None] * BK + tl.arange(0, BK)[None, None, :])
+    b = tl.load(b_ptr + g * BK * BN + tl.arange(0, BK)[None, :, None] * BN + tl.arange(0, BN)[None, None, :])
+    c = tl.dot(a, b)  # a batch of G products
+    tl.store(c_ptr + g * BM * BN + tl.arange(0, BM)[None, :, None] * BN + tl.arange(0, BN)[None, None, :], c)
+
+
+@triton.jit
 def grid_kernel(out_ptr, BLOCK: tl.constexpr):
     px = tl.program_id(0)
     py = tl.program_id(1)
@@ -441,6 +458,16 @@ def _launches() -> dict[str, tuple[KernelCall, dict]]:
         out[f"tensor_flow_{n_iter}"] = (KernelCall(tensor_flow_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32", "n": "i32"},
                                                    {"BLOCK": 16}, [xt, np.zeros(16, np.float32), n_iter], (1,)),
                                         {"rtol": 1e-6, "atol": 1e-6})
+    a8 = rng.integers(-128, 128, (16, 32), dtype=np.int8)
+    b8 = rng.integers(-128, 128, (32, 16), dtype=np.int8)
+    out["dot_i8"] = (KernelCall(dot_i8_kernel, {"a_ptr": "*i8", "b_ptr": "*i8", "c_ptr": "*i32"},
+                                {"BM": 16, "BN": 16, "BK": 32}, [a8, b8, np.zeros((16, 16), np.int32)], (1,)),
+                     {"numpy_only": [a8, b8, a8.astype(np.int32) @ b8.astype(np.int32)]})
+    a3 = rng.standard_normal((2, 4, 8)).astype(np.float32)
+    b3 = rng.standard_normal((2, 8, 4)).astype(np.float32)
+    out["dot_3d"] = (KernelCall(dot_3d_kernel, {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"},
+                                {"G": 2, "BM": 4, "BN": 4, "BK": 8}, [a3, b3, np.zeros((2, 4, 4), np.float32)], (1,)),
+                     {"rtol": 1e-5, "atol": 1e-5})
     out["grid"] = (KernelCall(grid_kernel, {"out_ptr": "*i32"}, {"BLOCK": 4},
                               [np.zeros(3 * 2 * 2 * 4, np.int32)], (3, 2, 2)), {})
     return out
