@@ -20,6 +20,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,8 +100,10 @@ def _arrays(c: KernelCall) -> list[np.ndarray]:
     return [np.ascontiguousarray(a).copy() for a in c.args if isinstance(a, np.ndarray)]
 
 
-def _main_source(calls: list[KernelCall]) -> str:
-    """Test-only main for the ELF: read every array (call by call) from argv[1], run, write them to argv[2]."""
+def _main_source(calls: list[KernelCall], threaded: bool) -> str:
+    """Test-only main for the ELF: read every array (call by call) from argv[1], run, write them to argv[2].
+
+    ``threaded``: each launch runs in its own pthread created with default attributes (default stack)."""
     body = []
     for i, c in enumerate(calls):
         sizes = [a.nbytes for a in _arrays(c)]
@@ -108,10 +111,14 @@ def _main_source(calls: list[KernelCall]) -> str:
         body.append(f"    {{ static const long n[] = {{{counts}}}; void *a[{len(sizes) or 1}];\n"
                     f"      for (int k = 0; k < {len(sizes)}; ++k) {{ a[k] = malloc(n[k] + 1);"
                     f" if (fread(a[k], 1, n[k], in) != (size_t)n[k]) return 2; }}\n"
-                    f"      rvtest_call{i}(a);\n"
-                    f"      for (int k = 0; k < {len(sizes)}; ++k) fwrite(a[k], 1, n[k], out); }}")
-    decls = "\n".join(f"void rvtest_call{i}(void **arrays);" for i in range(len(calls)))
-    return ("#include <stdio.h>\n#include <stdlib.h>\n" + decls + "\nint main(int argc, char **argv) {\n"
+                    + (f"      {{ pthread_t t; if (pthread_create(&t, NULL, rvtest_thread{i}, a)) return 3;"
+                       " pthread_join(t, NULL); }\n" if threaded else f"      rvtest_call{i}(a);\n")
+                    + f"      for (int k = 0; k < {len(sizes)}; ++k) fwrite(a[k], 1, n[k], out); }}")
+    decls = "\n".join(f"void rvtest_call{i}(void **arrays);\n"
+                      f"static void *rvtest_thread{i}(void *a) {{ rvtest_call{i}((void **)a); return NULL; }}"
+                      for i in range(len(calls)))
+    return ("#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n" + decls
+            + "\nint main(int argc, char **argv) {\n"
             "    if (argc != 3) return 2;\n    FILE *in = fopen(argv[1], \"rb\"), *out = fopen(argv[2], \"wb\");\n"
             "    if (!in || !out) return 2;\n" + "\n".join(body) + "\n    fclose(out);\n    return 0;\n}\n")
 
@@ -125,14 +132,16 @@ def _build(source: str, tc: Toolchain, extra_objects: list[Path], output: Path, 
     tc.link([obj, *extra_objects], output, libs=libs)
 
 
-def run_c_kernels(calls: list[KernelCall], isa: str = HOST_ISA) -> list[list[np.ndarray]]:
-    """Run every launch in ``calls`` from one compiled C file; the arrays of each launch after it ran."""
+def run_c_kernels(calls: list[KernelCall], isa: str = HOST_ISA, threaded: bool = False) -> list[list[np.ndarray]]:
+    """Run every launch in ``calls`` from one compiled C file; the arrays of each launch after it ran.
+
+    ``threaded``: every launch runs on a new thread with the default pthread stack (as in a launcher)."""
     for c in calls:
         c.lowered = c.lowered or lower_kernel(c.fn, c.signature, c.constexprs)
     source = _driver_source(calls)
     tc = Toolchain.for_isa(isa)
-    runtime = (RUNTIME_DIR / "rvtune_rt.h").read_text()
-    key = hashlib.sha256((source + runtime + tc.fingerprint()).encode()).hexdigest()[:16]
+    runtime = "".join(p.read_text() for p in sorted(RUNTIME_DIR.glob("*.h")))
+    key = hashlib.sha256((source + runtime + tc.fingerprint() + str(threaded)).encode()).hexdigest()[:16]
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     results = [_arrays(c) for c in calls]
     if isa == HOST_ISA:
@@ -142,14 +151,20 @@ def run_c_kernels(calls: list[KernelCall], isa: str = HOST_ISA) -> list[list[np.
         lib = ctypes.CDLL(str(lib_path))
         for i, arrays in enumerate(results):
             ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
-            getattr(lib, f"rvtest_call{i}")(ptrs)
+            call = getattr(lib, f"rvtest_call{i}")
+            if threaded:  # a Python thread is a pthread with the default stack size
+                worker = threading.Thread(target=call, args=(ptrs,))
+                worker.start()
+                worker.join()
+            else:
+                call(ptrs)
         return results
     if isa != RISCV_ISA:
         raise ValueError(f"unknown ISA {isa!r}")
     elf = BUILD_DIR / f"k{key}.rv"
     if not elf.exists():
         main_obj = BUILD_DIR / f"m{key}.o"
-        (BUILD_DIR / f"m{key}.c").write_text(_main_source(calls))
+        (BUILD_DIR / f"m{key}.c").write_text(_main_source(calls, threaded))
         tc.compile(BUILD_DIR / f"m{key}.c", main_obj)
         _build(source, tc, [main_obj], elf, shared=False)
     with tempfile.TemporaryDirectory() as tmp:

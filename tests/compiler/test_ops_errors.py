@@ -2,7 +2,8 @@
 
 Unsupported ops must fail with UnsupportedOpError naming the op and the kernel's own file:line (never
 silently wrong code); the generated C keeps the kernel's variable names and shows the source lines; the
-live-tile arena of the suite's largest tiles stays far below a thread stack.
+live-tile arena of the suite's largest tiles stays far below a thread stack, and such a kernel really
+runs on a default pthread stack, natively and under QEMU.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import triton
 import triton.language as tl
+from difftest import KernelCall, assert_match, run_c_kernels
 
 from pytest_rvtune.compiler.frontend import FrontendError, kernel_to_ttir
 from pytest_rvtune.compiler.lower import MAX_ARENA_BYTES, LoweringError, UnsupportedOpError, lower_ttir
+from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
 THIS_FILE = Path(__file__).name
 
@@ -115,6 +119,30 @@ def test_live_tiles_fit_far_below_a_thread_stack(bm: int, bn: int, bk: int) -> N
     # to far more; reuse by liveness keeps the peak to the tiles live at once.
     assert arena < MAX_ARENA_BYTES / 4
     assert arena <= 3 * (bm * bk + bk * bn) * (8 + 4) + 3 * bm * bn * 4
+
+
+@triton.jit
+def big_tile_kernel(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])
+    acc = tl.dot(a, b)
+    p = tl.exp(acc - tl.max(acc, axis=1)[:, None])  # flash-attention-like row softmax on the tile
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], p / tl.sum(p, axis=1)[:, None])
+
+
+@pytest.mark.parametrize("isa", [HOST_ISA, RISCV_ISA])
+def test_largest_tiles_run_on_a_default_pthread_stack(isa: str) -> None:
+    """The suite's largest tiles (128x128x128 fp32) on a thread created with default attributes."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((128, 128)).astype(np.float32) / 8
+    b = rng.standard_normal((128, 128)).astype(np.float32) / 8
+    call = KernelCall(big_tile_kernel, {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"},
+                      {"BM": 128, "BN": 128, "BK": 128}, [a, b, np.zeros((128, 128), np.float32)], (1,))
+    got = run_c_kernels([call], isa, threaded=True)[0][2]
+    s = a.astype(np.float64) @ b.astype(np.float64)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    assert_match([got], [(p / p.sum(axis=1, keepdims=True)).astype(np.float32)], rtol=1e-4, atol=1e-6)
 
 
 def test_too_large_tiles_are_refused_with_advice() -> None:
