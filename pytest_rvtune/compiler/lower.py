@@ -447,6 +447,8 @@ class _Func:
                 raise self.unsupported(f"operation {op.name}")
         except OpSemanticsError as e:
             raise self.unsupported(str(e)) from None
+        except (TTIRParseError, KeyError) as e:  # an attribute missing or unreadable: name the op and line
+            raise self.fail(f"cannot read the op ({type(e).__name__}: {e})") from None
         finally:
             self.op = op
 

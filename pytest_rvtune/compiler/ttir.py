@@ -246,24 +246,6 @@ class _Parser:
             self.i += 1
         raise self.error(f"unbalanced {open_}")
 
-    def until_top(self, stops: str) -> str:
-        """Raw text up to the first top-level character in ``stops``."""
-        start, depth = self.i, 0
-        while self.i < len(self.s):
-            c = self.s[self.i]
-            if depth == 0 and c in stops:
-                break
-            if c == '"':
-                self.i = self.s.index('"', self.i + 1)
-            elif c == "-" and self.s.startswith("->", self.i):
-                self.i += 1
-            elif c in "([{<":
-                depth += 1
-            elif c in ")]}>":
-                depth -= 1
-            self.i += 1
-        return self.s[start:self.i].strip()
-
     def attr_dict(self, body: str) -> dict[str, str]:
         out: dict[str, str] = {}
         for entry in _split_top(body, ","):

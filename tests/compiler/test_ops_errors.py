@@ -85,6 +85,15 @@ def test_unknown_op_in_ttir_is_unsupported_not_miscompiled() -> None:
         lower_ttir(mutated)
 
 
+def test_op_missing_an_attribute_names_op_and_line() -> None:
+    ttir = kernel_to_ttir(named_kernel, {"src_ptr": "*fp32", "dst_ptr": "*fp32", "n": "i32"}, {"BLOCK": 8})
+    broken = re.sub(r'"arith.cmpi"\((.*?)\) <\{predicate = \d+ : i64\}>', r'"arith.cmpi"(\1)', ttir)
+    assert broken != ttir
+    line = _line_of(named_kernel, "in_bounds = offsets < n")
+    with pytest.raises(LoweringError, match=rf"arith\.cmpi at .*{re.escape(THIS_FILE)}:{line}.*predicate"):
+        lower_ttir(broken)
+
+
 def test_unreadable_ttir_is_a_lowering_error() -> None:
     with pytest.raises(LoweringError, match="cannot read the TTIR"):
         lower_ttir('"builtin.module"() ({ "tt.func"(%x) <{ : () -> ()')
