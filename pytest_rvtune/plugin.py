@@ -209,7 +209,7 @@ def _session(config: pytest.Config) -> RvtuneSession:
 
 
 SESSION_KEY = pytest.StashKey[RvtuneSession]()
-_GOLDEN_ENV_KEY = pytest.StashKey[str | None]()
+_GOLDEN_ENV_KEY = pytest.StashKey[None]()
 
 # pytest's -k grammar has no '=': a user's `-k "BLOCK_SIZE_M=16"` is rewritten to the keyword
 # `BLOCK_SIZE_M:16`, which every item carries for each of its config values.
@@ -239,9 +239,12 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--rvtune-config: {exc}") from None
     session = config.stash[SESSION_KEY] = RvtuneSession(config)
     # golden.py finds its data through RVTUNE_GOLDEN_DIR; kernels outside this checkout keep theirs beside
-    # their kernels directory rather than in the package's tree. Restored at unconfigure (in-process runs).
-    config.stash[_GOLDEN_ENV_KEY] = os.environ.get("RVTUNE_GOLDEN_DIR")
-    os.environ.setdefault("RVTUNE_GOLDEN_DIR", str(session.golden_dir))
+    # their kernels directory rather than in the package's tree. Set only when that differs from golden.py's
+    # own default and the user set nothing; restored at unconfigure (in-process runs).
+    from pytest_rvtune.golden import golden_dir
+    if "RVTUNE_GOLDEN_DIR" not in os.environ and session.golden_dir != golden_dir().resolve():
+        config.stash[_GOLDEN_ENV_KEY] = None
+        os.environ["RVTUNE_GOLDEN_DIR"] = str(session.golden_dir)
     config.pluginmanager.register(session, "rvtune-session")
 
 
@@ -254,12 +257,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         session.close()
-    if _GOLDEN_ENV_KEY in config.stash:
-        previous = config.stash[_GOLDEN_ENV_KEY]
-        if previous is None:
-            os.environ.pop("RVTUNE_GOLDEN_DIR", None)
-        else:
-            os.environ["RVTUNE_GOLDEN_DIR"] = previous
+    if _GOLDEN_ENV_KEY in config.stash:  # we set it: drop it again
+        os.environ.pop("RVTUNE_GOLDEN_DIR", None)
 
 
 # --------------------------------------------------------------------------------------------- collection

@@ -53,8 +53,12 @@ BODIES: dict[str, dict[str, Any]] = {
     "good": dict(body="    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1.0, mask=mask)", ref="x + 1.0"),
     # the reference disagrees with the kernel by 1.0 everywhere: wrong answer at index 0
     "wrong": dict(body="    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1.0, mask=mask)", ref="x + 2.0"),
-    # an atomic: the lowering rejects tt.atomic_rmw (UnsupportedOpError) -> build error
-    "atomic": dict(body="    tl.atomic_add(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)", ref="x"),
+    # inline assembly (GPU code by nature): the lowering rejects tt.elementwise_inline_asm -> build error
+    "asm": dict(body=(
+        "    x = tl.load(x_ptr + offs, mask=mask)\n"
+        "    y = tl.inline_asm_elementwise(\"mov.b32 $0, $1;\", \"=r,r\", [x], dtype=tl.float32,\n"
+        "                                  is_pure=True, pack=1)\n"
+        "    tl.store(y_ptr + offs, y, mask=mask)"), ref="x"),
     # stores 1 GiB past the buffer: SIGSEGV
     "crash": dict(body="    tl.store(y_ptr + offs + (1 << 28), tl.load(x_ptr + offs, mask=mask), mask=mask)", ref="x"),
     # 2**31 - 1 iterations of a load-add under QEMU: never ends within the test's timeout

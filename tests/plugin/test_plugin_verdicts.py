@@ -15,7 +15,7 @@ from plugin_helpers import by_kernel, read_results, results_file
 def test_every_verdict_in_one_session(project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
     add_kernel("pv_good", "good", configs=(16, 32))
     add_kernel("pv_wrong", "wrong", configs=(16,))
-    add_kernel("pv_atomic", "atomic", configs=(16,))
+    add_kernel("pv_asm", "asm", configs=(16,))
     add_kernel("pv_crash", "crash", configs=(16,))
     add_kernel("pv_hang", "hang", configs=(16,))
     add_kernel("pv_broken", source="import triton\nraise ImportError('pv_broken needs a GPU, on purpose')\n")
@@ -29,8 +29,8 @@ def test_every_verdict_in_one_session(project: pytest.Pytester, add_kernel: Call
         "*pv_wrong [[]case small, BLOCK=16[]] on target qemu: wrong answer*",
         "*y: max abs error 1, max rel error *, first bad index 0 of 75*",
         # build error: the lowering's own message, naming kernel and config
-        "*pv_atomic [[]case small, BLOCK=16[]] on target qemu: build failed*",
-        "*tt.atomic_rmw*rvtune cannot lower it to C yet*",
+        "*pv_asm [[]case small, BLOCK=16[]] on target qemu: build failed*",
+        "*operation tt.elementwise_inline_asm at *pv_asm.py:*rvtune cannot lower it to C yet*",
         # crash: the signal and the output's tail
         "*pv_crash [[]case small, BLOCK=16[]] on target qemu: crashed with SIGSEGV; output tail:*",
         # hang: killed at --rvtune-timeout
@@ -44,7 +44,7 @@ def test_every_verdict_in_one_session(project: pytest.Pytester, add_kernel: Call
     records = by_kernel(read_results(results_file(project)))
     outcomes = {key: r["outcome"] for key, r in records.items()}
     assert outcomes == {"pv_good[BLOCK=16]": "passed", "pv_good[BLOCK=32]": "passed",
-                        "pv_wrong[BLOCK=16]": "wrong", "pv_atomic[BLOCK=16]": "build_failed",
+                        "pv_wrong[BLOCK=16]": "wrong", "pv_asm[BLOCK=16]": "build_failed",
                         "pv_crash[BLOCK=16]": "crashed", "pv_hang[BLOCK=16]": "timeout"}
     good = records["pv_good[BLOCK=16]"]
     assert good["nodeid"] == "kernels/pv_good.py::pv_good[small-BLOCK=16]"
@@ -56,4 +56,4 @@ def test_every_verdict_in_one_session(project: pytest.Pytester, add_kernel: Call
     (check,) = wrong["checks"]
     assert (check["name"], check["ok"], check["first_bad"], check["count"]) == ("y", False, 0, 75)
     assert check["max_abs"] == pytest.approx(1.0)
-    assert "tt.atomic_rmw" in records["pv_atomic[BLOCK=16]"]["message"]
+    assert "tt.elementwise_inline_asm" in records["pv_asm[BLOCK=16]"]["message"]
