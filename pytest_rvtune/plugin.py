@@ -297,7 +297,7 @@ class KernelModule(pytest.File):
             for key in missing:
                 session.filter_keys_unknown[key] += 1
             # A filter on a key this kernel does not have selects none of its configs (e.g. BLOCK_SIZE_M
-            # across the suite leaves out jacobi); a key no kernel has is a usage error (see below).
+            # across the suite leaves out jacobi); a key no kernel has is one collection error (see below).
             configs = [] if missing else filter_configs(configs, config_filter)
         for marker in (spec.name, *spec.cases):  # per kernel and case, registered so --strict-markers works
             self.config.addinivalue_line("markers", f"{marker}: pytest-rvtune kernel or case {marker}")
