@@ -475,9 +475,13 @@ def _can_compute_in_place(f: _Func, src: Val, dst: Val, sources: list[Val], body
         return False
     if sum(1 for v in sources if v.storage is s) != 1 or any(u > s.start for u in h.uses):
         return False
+    if s.start not in h.uses:  # the carried value is not even read where src is computed
+        return True
     op = s.def_op
     for k, name in enumerate(op.operands):
         v = f.values.get(name)
+        if v is not None and getattr(v, "sym", None) is not None:
+            return False  # a symbolic operand (a fused chain, a pointer block) may read it through any view
         if v is None or v.storage is not h:
             continue
         if not _identity(v) or v.shape != src.shape:
@@ -486,7 +490,8 @@ def _can_compute_in_place(f: _Func, src: Val, dst: Val, sources: list[Val], body
             return False
         if op.name != "tt.dot" and op.name != "tt.load" and not is_elementwise(op.name):
             return False
-    return True
+    # it is read there: only safe when it is one of this op's own element-for-element operands
+    return any(f.values.get(name) is not None and f.values[name].storage is h for name in op.operands)
 
 
 def assign(f: _Func, targets: list[Val], sources: list[Val], body_start: int | None = None) -> None:

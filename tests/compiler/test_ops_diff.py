@@ -287,6 +287,15 @@ def dot_3d_kernel(a_ptr, b_ptr, c_ptr, G: tl.constexpr, BM: tl.constexpr, BN: tl
 
 
 @triton.jit
+def carry_view_kernel(x_ptr, out_ptr, steps, B: tl.constexpr):
+    r = tl.arange(0, B)
+    t = tl.load(x_ptr + r[:, None] * B + r[None, :])
+    for _ in range(steps):
+        t = tl.trans(t) * 0.5 + t   # reads the carried tile transposed: it must not be updated in place
+    tl.store(out_ptr + r[:, None] * B + r[None, :], t)
+
+
+@triton.jit
 def grid_kernel(out_ptr, BLOCK: tl.constexpr):
     px = tl.program_id(0)
     py = tl.program_id(1)
@@ -468,6 +477,10 @@ def _launches() -> dict[str, tuple[KernelCall, dict]]:
     out["dot_3d"] = (KernelCall(dot_3d_kernel, {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"},
                                 {"G": 2, "BM": 4, "BN": 4, "BK": 8}, [a3, b3, np.zeros((2, 4, 4), np.float32)], (1,)),
                      {"rtol": 1e-5, "atol": 1e-5})
+    out["carry_view"] = (KernelCall(carry_view_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "steps": "i32"},
+                                    {"B": 8}, [rng.standard_normal((8, 8)).astype(np.float32),
+                                               np.zeros((8, 8), np.float32), 3], (1,)),
+                         {"rtol": 1e-6, "atol": 1e-6})
     out["grid"] = (KernelCall(grid_kernel, {"out_ptr": "*i32"}, {"BLOCK": 4},
                               [np.zeros(3 * 2 * 2 * 4, np.int32)], (3, 2, 2)), {})
     return out
