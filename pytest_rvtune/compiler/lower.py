@@ -26,7 +26,7 @@ from .lower_ops import OpSemanticsError, c_type, scalar_expr
 from .ttir import Block, Op, Region, TTIRParseError, Type, parse_function_type, parse_module
 
 #: Bump whenever the generated C changes for the same TTIR (it is part of the compile cache key).
-LOWERING_VERSION = "4"
+LOWERING_VERSION = "5"
 
 #: Directory holding rvtune_rt.h: compile generated kernels with ``-I RUNTIME_DIR``.
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -454,6 +454,8 @@ class _Func:
 
     # ---- element-wise ---------------------------------------------------------------------------------
     def op_elementwise(self, op: Op) -> None:
+        if any(hook(self, op) for hook in ELEMENTWISE_HOOKS):  # fusion.py: chains become one loop
+            return
         vals = [self.get(o) for o in op.operands]
         rt = op.result_types[0]
         if not rt.is_tensor or all(v.kind in ("scalar", "splat") for v in vals):
@@ -468,6 +470,8 @@ class _Func:
 
 
 _HANDLERS: dict[str, Callable[[_Func, Op], None]] = {}
+#: Tried first for every element-wise op; a hook returning True has defined the op's result.
+ELEMENTWISE_HOOKS: list[Callable[[_Func, Op], bool]] = []
 
 
 def handles(*names: str) -> Callable[[Callable[[_Func, Op], None]], Callable[[_Func, Op], None]]:
@@ -480,6 +484,7 @@ def handles(*names: str) -> Callable[[Callable[[_Func, Op], None]], Callable[[_F
 
 from . import lower_struct  # noqa: E402,F401,I001  (registers the handlers of structural ops)
 from . import ptr_analysis  # noqa: E402,F401  (wraps loads/stores/index ops: structured blocks, fast dot)
+from . import fusion  # noqa: E402,F401  (element-wise chains in one loop)
 
 
 def lower_ttir(ttir: str) -> LoweredKernel:

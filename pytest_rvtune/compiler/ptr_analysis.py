@@ -554,12 +554,19 @@ def op_store(f: _Func, op: Op) -> bool:
     ptr_v = _peek(f, op.operands[0])
     if not t.is_tensor or not isinstance(ptr_v.sym, Affine) or not ptr_v.sym.ptr:
         return False
-    val = f.get(op.operands[1])
+    val = _peek(f, op.operands[1])
+    if val.sym is not None and not hasattr(val.sym, "code"):
+        val = f.get(op.operands[1])  # a pointer block / mask stored as data: materialised
+
+    def element(idx: list[str]) -> str:  # a fused element-wise chain (fusion.Expr) is computed in the store
+        at = lambda leaf: _Func.access(leaf, idx, "")  # noqa: E731
+        return val.sym.code(at) if val.sym is not None else at(val)
+
     shape = t.shape or ()
     mask = as_mask(f, _peek(f, op.operands[2])) if len(op.operands) > 2 else \
         Bounds("1", (None,) * len(shape), (None,) * len(shape))
     block_access(f, shape, ptr_v.sym, mask, c_type(t),
-                 lambda elem, _flat, idx: f"{elem} = {_Func.access(val, idx, '')};", None, "store")
+                 lambda elem, _flat, idx: f"{elem} = {element(idx)};", None, "store")
     return True
 
 

@@ -1,0 +1,118 @@
+"""Fusion of element-wise chains: ``exp(qk * scale - m[:, None])`` is one loop, not three tiles.
+
+An element-wise op whose result has exactly one use, by an op of the same block that reads it element
+for element (another element-wise op, a store, a reduce, a dot), is not computed where it is defined:
+its value stays an ``Expr`` (kind "sym", like ptr_analysis' blocks). The consumer that is element-wise
+extends the expression; any other consumer gets it through ``_Func.get``, which materialises the whole
+chain in ONE loop nest over its leaves (ordinary tiles, views with broadcast strides, splats). A value
+with several uses is computed once into a tile, as before, so nothing is evaluated twice.
+
+Expressions are pure C over their leaves, and a leaf's liveness is extended to the point of use, so the
+arena never reuses a leaf's memory before the chain is computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import lower
+from .lower import Val, _Func
+from .lower_ops import FLOAT_TYPES, is_elementwise, scalar_expr
+from .ttir import Block, Op
+
+#: Consumers that read an operand element for element where it is used (fusing into them is safe and
+#: saves a tile); block terminators and shape ops get a materialised tile instead.
+_READERS = frozenset({"tt.store", "tt.reduce", "tt.dot"})
+#: Longest C expression a chain may grow to before it is materialised (ops like min/max repeat operands).
+MAX_EXPR_CHARS = 1500
+
+
+@dataclass(eq=False)
+class Expr:
+    op: Op
+    children: list[Val | Expr]
+
+    def parts(self) -> list[Val]:
+        out: list[Val] = []
+        for c in self.children:
+            out += c.parts() if isinstance(c, Expr) else [c]
+        return out
+
+    def code(self, at: Callable[[Val], str]) -> str:
+        return scalar_expr(self.op, [c.code(at) if isinstance(c, Expr) else at(c) for c in self.children])
+
+    def materialize(self, f: _Func, v: Val, ssa: str | None = None) -> Val:
+        leaves = self.parts()
+        for leaf in leaves:
+            f.touch(leaf)
+        out = f.new_buf(ssa, v.type, "fused")
+        f.loop(v.shape, [out, *leaves], lambda at, flat: f"{out.expr}[{flat}] = {self.code(at)};")
+        return out
+
+
+def _fusable(f: _Func) -> set[str]:
+    """SSA names defined by an element-wise tensor op and read exactly once, by a reader of the same block."""
+    cached = getattr(f, "_fusable", None)
+    if cached is not None:
+        return cached
+    uses: dict[str, int] = {}
+    blocks: list[Block] = []
+
+    def walk(op: Op) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                blocks.append(block)
+                for inner in block.ops:
+                    for o in inner.operands:
+                        uses[o] = uses.get(o, 0) + 1
+                    walk(inner)
+
+    walk(f.func)
+    out: set[str] = set()
+    for block in blocks:
+        # float chains only: integer / pointer / mask tensors are index arithmetic that ptr_analysis wants
+        # to see as values (a block or bounds), not as opaque expressions
+        defined = {r for op in block.ops if is_elementwise(op.name) and op.result_types and
+                   op.result_types[0].is_tensor and op.result_types[0].element.elem in FLOAT_TYPES
+                   for r in op.results}
+        for op in block.ops:
+            if op.name in _READERS or is_elementwise(op.name):
+                out |= {o for o in op.operands if o in defined and uses.get(o) == 1}
+    f._fusable = out  # type: ignore[attr-defined]
+    return out
+
+
+def fuse_elementwise(f: _Func, op: Op) -> bool:
+    """The element-wise hook of lower._Func.op_elementwise: True when this op was handled here."""
+    rt = op.result_types[0] if op.result_types else None
+    if rt is None or not rt.is_tensor:
+        return False
+    vals = [f.values.get(o) for o in op.operands]
+    if any(v is None for v in vals):
+        return False
+    has_expr = any(isinstance(v.sym, Expr) for v in vals)
+    fuse_out = op.results[0] in _fusable(f)
+    if not has_expr and not fuse_out:
+        return False
+    children: list[Val | Expr] = []
+    for o, v in zip(op.operands, vals, strict=True):
+        if isinstance(v.sym, Expr):
+            for leaf in v.sym.parts():
+                f.touch(leaf)
+            children.append(v.sym)
+        else:
+            children.append(f.get(o))  # ordinary values; other symbolic ones are materialised
+    if all(isinstance(c, Val) and c.kind in ("scalar", "splat") for c in children):
+        return False  # computed once as a scalar by the ordinary path
+    expr = Expr(op, children)
+    value = Val(rt, "sym", "", (), 0, None, expr)
+    too_long = len(expr.code(lambda v: "x" * 12)) > MAX_EXPR_CHARS
+    if fuse_out and not too_long:
+        f.values[op.results[0]] = value
+    else:  # computed here, in one loop with the chain that feeds it, under the kernel's own name
+        f.values[op.results[0]] = expr.materialize(f, value, op.results[0])
+    return True
+
+
+lower.ELEMENTWISE_HOOKS.append(fuse_elementwise)
