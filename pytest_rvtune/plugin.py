@@ -212,12 +212,13 @@ SESSION_KEY = pytest.StashKey[RvtuneSession]()
 _GOLDEN_ENV_KEY = pytest.StashKey[None]()
 
 # pytest's -k grammar has no '=': a user's `-k "BLOCK_SIZE_M=16"` is rewritten to the keyword
-# `BLOCK_SIZE_M:16`, which every item carries for each of its config values.
+# `:BLOCK_SIZE_M:16:`, which every item carries for each of its config values. -k matches substrings; the
+# colons around make it exact (BLOCK_SIZE_M=16 must not select BLOCK_SIZE_M=160 or XBLOCK_SIZE_M=16).
 _KEY_EQ_VALUE = re.compile(r"\b([A-Za-z_]\w*)=([\w.]+)")
 
 
 def _config_keywords(config: dict[str, Any]) -> set[str]:
-    return {f"{key}:{value}" for key, value in config.items()}
+    return {f":{key}:{value}:" for key, value in config.items()}
 
 
 def _filter_keys(config_filter: str) -> set[str]:
@@ -230,7 +231,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rvtune: an item of the pytest-rvtune kernel suite")
     keyword = config.getoption("keyword", default="")
     if keyword and "=" in keyword:
-        config.option.keyword = _KEY_EQ_VALUE.sub(r"\1:\2", keyword)
+        config.option.keyword = _KEY_EQ_VALUE.sub(r":\1:\2:", keyword)
     from pytest_rvtune.spec import filter_configs
     for config_filter in config.getoption("rvtune_config"):
         try:  # syntax only: with no configs no key can be unknown; keys are checked per kernel
