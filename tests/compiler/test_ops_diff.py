@@ -397,6 +397,7 @@ def _launches() -> dict[str, tuple[KernelCall, dict]]:
     M, N, R, C = 5, 7, 8, 8
     xr = rng.standard_normal((M, N)).astype(np.float32)
     xr[2, 3] = xr[2].max() + 1  # a unique argmax
+    xr[4, :] = 0.5  # all tied: argmax must pick the leftmost, whatever order the tree combines in
     s = {"x_ptr": "*fp32", "out_ptr": "*fp32", "idx_ptr": "*i32", "s_ptr": "*fp32", "cum_ptr": "*fp32",
          "M": "i32", "N": "i32"}
     out["reduce"] = (KernelCall(reduce_kernel, s, {"R": R, "C": C},
