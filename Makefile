@@ -30,9 +30,11 @@ setup:
 	@touch $(SETUP_STAMP)
 
 # Two xdist workers (the machine has 2 cores); whole files per worker so module-scoped fixtures
-# (servers, compiled programs) start once.
+# (servers, compiled programs) start once. Then the acceptance gate: every config of every kernel, built
+# for rv64gcv and run under QEMU on the small (ragged) case, must give the right answer.
 test: $(SETUP_STAMP)
 	$(VENV)/bin/pytest tests -n 2 --dist loadfile $(PYTEST_ARGS)
+	$(VENV)/bin/pytest kernels --rvtune-case small -n 2 --benchmark-disable -q $(PYTEST_ARGS)
 
 # The kernel suite on the default target (local QEMU) with the small emulation-sized problem case.
 bench: $(SETUP_STAMP)
