@@ -34,7 +34,7 @@ setup:
 # for rv64gcv and run under QEMU on the small (ragged) case, must give the right answer.
 test: $(SETUP_STAMP)
 	$(VENV)/bin/pytest tests -n 2 --dist loadfile $(PYTEST_ARGS)
-	$(VENV)/bin/pytest kernels --rvtune-case small -n 2 --benchmark-disable -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest kernels --rvtune-case small -n 2 --benchmark-disable -q
 
 # The kernel suite on the default target (local QEMU) with the small emulation-sized problem case.
 bench: $(SETUP_STAMP)
