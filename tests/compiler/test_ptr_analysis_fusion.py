@@ -1,0 +1,80 @@
+"""Element-wise fusion (compiler/fusion.py): a single-use float chain is one loop, computed where it is
+consumed (a store, a dot's accumulator); a value used twice is computed once. Differential check against
+Triton's interpreter on the host and under QEMU."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from difftest import KernelCall, assert_match, lower_kernel, run_c_kernels, run_interpreter_many
+
+from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
+
+
+@triton.jit
+def chain_kernel(x_ptr, m_ptr, out_ptr, scale, BM: tl.constexpr, BN: tl.constexpr):
+    rm, rn = tl.arange(0, BM), tl.arange(0, BN)
+    x = tl.load(x_ptr + rm[:, None] * BN + rn[None, :])
+    m = tl.load(m_ptr + rm)
+    p = tl.exp(x * scale - m[:, None])  # one use: fused into the store
+    tl.store(out_ptr + rm[:, None] * BN + rn[None, :], p)
+    q = x * 2.0 + 1.0  # two uses: computed once
+    tl.store(out_ptr + BM * BN + rm[:, None] * BN + rn[None, :], q + tl.sum(q, 1)[:, None])
+
+
+@triton.jit
+def acc_kernel(a_ptr, b_ptr, alpha_ptr, out_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    a = tl.load(a_ptr + r[:, None] * B + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * B + r[None, :])
+    alpha = tl.load(alpha_ptr + r)
+    acc = tl.dot(a, b, a * alpha[:, None], input_precision="ieee")  # the scaled accumulator is fused
+    tl.store(out_ptr + r[:, None] * B + r[None, :], acc)
+
+
+_CHAIN_SIG = {"x_ptr": "*fp32", "m_ptr": "*fp32", "out_ptr": "*fp32", "scale": "fp32"}
+_ACC_SIG = {"a_ptr": "*fp32", "b_ptr": "*fp32", "alpha_ptr": "*fp32", "out_ptr": "*fp32"}
+
+
+def test_single_use_chain_is_computed_in_the_store() -> None:
+    c = lower_kernel(chain_kernel, _CHAIN_SIG, {"BM": 8, "BN": 16}).c_source
+    assert re.search(r"row_\[q_\] = expf\(\(\(x_\w+\[.*\] \* scale\) - m_\w+\[", c)
+    assert not re.search(r"\*p_\w+ = ", c)  # no tile for p
+    assert len(re.findall(r"\*q_\w+ = \(rv_float \*\)", c)) == 1  # q (two uses) has its own tile
+
+
+def test_dot_accumulator_chain_goes_straight_into_the_result() -> None:
+    c = lower_kernel(acc_kernel, _ACC_SIG, {"B": 16}).c_source
+    assert "fused_" not in c
+    assert re.search(r"acc_\w+\[.*\] = \(a_\w+\[.*\] \* alpha_\w+\[", c)
+
+
+@pytest.fixture(scope="module")
+def launches() -> dict[str, KernelCall]:
+    rng = np.random.default_rng(3)
+    f32 = np.float32
+    return {
+        "chain": KernelCall(chain_kernel, _CHAIN_SIG, {"BM": 8, "BN": 16},
+                            [rng.standard_normal((8, 16)).astype(f32), rng.standard_normal(8).astype(f32),
+                             np.zeros(2 * 8 * 16, f32), 0.7], (1,)),
+        "acc": KernelCall(acc_kernel, _ACC_SIG, {"B": 16},
+                          [rng.standard_normal((16, 16)).astype(f32), rng.standard_normal((16, 16)).astype(f32),
+                           rng.standard_normal(16).astype(f32), np.zeros((16, 16), f32)], (1,)),
+    }
+
+
+@pytest.fixture(scope="module")
+def expected(launches) -> list:
+    return run_interpreter_many(list(launches.values()))
+
+
+@pytest.mark.parametrize("isa", [HOST_ISA, RISCV_ISA])
+def test_fused_chains_match_interpreter(isa: str, launches, expected) -> None:
+    want = expected
+    got = run_c_kernels(list(launches.values()), isa)
+    for name, g, w in zip(launches, got, want, strict=True):
+        assert_match(g, w, what=f"{name} on {isa}", rtol=1e-5, atol=1e-5)
