@@ -95,12 +95,9 @@ class RvtuneSession:
                              else self.rootdir / ".rvtune" / "results" / f"{self.run_id}.jsonl")
         self._writer: ResultsWriter | None = None
         self.worker_id: str = workerinput["workerid"] if workerinput else "main"
-        self._target_configs = _load_target_configs(self.rootdir, config.getoption("rvtune_config_file"))
-        unknown = [name for name in self.target_names if name not in self._target_configs]
-        if unknown:
-            raise pytest.UsageError(
-                f"--rvtune-target {', '.join(unknown)}: unknown target; known targets are "
-                f"{', '.join(sorted(self._target_configs))} (configure boards in rvtune.toml, see README)")
+        self._configs: dict[str, Any] | None = None
+        if config.getoption("rvtune_target") or config.getoption("rvtune_config_file"):
+            self.target_configs()  # asked for by name: a bad name or file is an error before anything runs
         self.compare_base = _load_run_option(config, "rvtune_compare")
         self.resume_index = _load_resume_index(config)
 
@@ -110,13 +107,26 @@ class RvtuneSession:
             self._writer = ResultsWriter(self.results_path)
         return self._writer
 
+    def target_configs(self) -> dict[str, Any]:
+        """Built-in and configured targets, read on first use: a broken rvtune.toml does not stop a plain
+        `pytest tests` that never uses a target."""
+        if self._configs is None:
+            configs = _load_target_configs(self.rootdir, self.config.getoption("rvtune_config_file"))
+            unknown = [name for name in self.target_names if name not in configs]
+            if unknown:
+                raise pytest.UsageError(
+                    f"--rvtune-target {', '.join(unknown)}: unknown target; known targets are "
+                    f"{', '.join(sorted(configs))} (configure boards in rvtune.toml, see README)")
+            self._configs = configs
+        return self._configs
+
     def target(self, name: str) -> Any:
         """The live target ``name``, opened once per process; _TargetUnavailable (cached) if it cannot be."""
         if name in self.target_errors:
             raise _TargetUnavailable(name, self.target_errors[name])
         if name not in self.targets:
             try:
-                self.targets[name] = _make_target(self._target_configs[name], self.worker_id)
+                self.targets[name] = _make_target(self.target_configs()[name], self.worker_id)
             except Exception as exc:  # one clear error per target and process, not one per item
                 text = str(exc)
                 self.target_errors[name] = text if f"target {name!r}" in text else \
@@ -125,7 +135,7 @@ class RvtuneSession:
         return self.targets[name]
 
     def default_case(self, target_name: str) -> str:
-        cfg = self._target_configs.get(target_name)
+        cfg = self.target_configs().get(target_name)
         default = getattr(cfg, "default_case", None)
         if default:
             return default
