@@ -457,9 +457,11 @@ def _segments(op: Op, names: int) -> list[int]:
 
 def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, elem_ptr_type: str,
                  inner: Callable[[str, str, list[str]], str], outside: Callable[[str, list[str]], str] | None,
-                 what: str) -> None:
+                 what: str, row_copy: Callable[[str, list[str]], str] | None = None) -> None:
     """Loops over a structured block: ``inner(elem, flat, idx)`` for every element inside the mask (``elem``
-    is the C lvalue of the element in memory), ``outside(flat, idx)`` for the others (loads: ``other``)."""
+    is the C lvalue of the element in memory), ``outside(flat, idx)`` for the others (loads: ``other``).
+    ``row_copy(stride, idx)``, when given, is one statement doing ``inner`` for q in [lo_, hi_) of a row
+    (rv_copy_e*: vle/vlse on RVV) and is used when no per-element condition or offset is left."""
     rank = len(shape)
     last = rank - 1
     n = shape[last]
@@ -502,7 +504,9 @@ def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, el
             if outside is not None and (lo_raw is not None or hi_raw is not None):
                 with f.block("for (int64_t q_ = 0; q_ < lo_; ++q_)"):
                     f.emit(outside("o_ + q_", idx))
-            if _const(stride) is not None:
+            if row_copy is not None and not col_cond and not col_vecs:
+                f.emit(row_copy(stride, idx))
+            elif _const(stride) is not None:
                 middle(stride)
             else:  # runtime stride: the unit-stride version is the one that vectorises into vle / vmovups
                 with f.block(f"if ({stride} == 1)"):
@@ -517,6 +521,15 @@ def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, el
                 f.emit(outside("o_ + q_", idx))
     f.depth -= 1
     f.emit("}")
+
+
+def _bits(t: Type) -> int:
+    """Element width in bits for rv_copy_e* (0: none fits)."""
+    e = t.element
+    if e.pointee is not None:
+        return 64
+    return {"i1": 8, "i8": 8, "i16": 16, "f16": 16, "bf16": 16, "i32": 32, "f32": 32, "i64": 64,
+            "f64": 64}.get(e.elem or "", 0)
 
 
 def _outer_loops(f: _Func, shape: tuple[int, ...]) -> contextlib.ExitStack:
@@ -542,8 +555,14 @@ def op_load(f: _Func, op: Op) -> bool:
         value = fill if other is None or other.kind in ("scalar", "splat") else _Func.access(other, idx, "")
         return f"{out.expr}[{flat}] = {value};"
 
+    width = _bits(t)
+
+    def copy(stride: str, _idx: list[str]) -> str:
+        return f"rv_copy_e{width}({out.expr} + o_ + lo_, 1, row_ + lo_ * {stride}, {stride}, hi_ - lo_);"
+
     block_access(f, shape, ptr_v.sym, mask, "const " + c_type(op.operand_types[0]),
-                 lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}")
+                 lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}",
+                 copy if width else None)
     f.values[op.results[0]] = out
     return True
 
@@ -565,8 +584,16 @@ def op_store(f: _Func, op: Op) -> bool:
     shape = t.shape or ()
     mask = as_mask(f, _peek(f, op.operands[2])) if len(op.operands) > 2 else \
         Bounds("1", (None,) * len(shape), (None,) * len(shape))
+    width = _bits(op.operand_types[1])
+    plain = val.sym is None and val.kind == "buf" and val.strides and val.strides[-1] == 1
+
+    def copy(stride: str, idx: list[str]) -> str:
+        src = _Func.access(val, [*idx[:-1], "lo_"], "")
+        return f"rv_copy_e{width}(row_ + lo_ * {stride}, {stride}, &{src}, 1, hi_ - lo_);"
+
     block_access(f, shape, ptr_v.sym, mask, c_type(t),
-                 lambda elem, _flat, idx: f"{elem} = {element(idx)};", None, "store")
+                 lambda elem, _flat, idx: f"{elem} = {element(idx)};", None, "store",
+                 copy if width and plain else None)
     return True
 
 

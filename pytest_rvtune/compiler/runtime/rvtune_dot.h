@@ -24,6 +24,48 @@ RV_INLINE int64_t rv_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 RV_INLINE int64_t rv_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 RV_INLINE int64_t rv_clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
+/* Row copies of structured loads and stores: n elements of W bits, source and destination strides in
+ * elements. RVV: vle/vse for unit strides, vlse/vsse otherwise, at LMUL 8 (clang would turn a plain copy
+ * loop into a call to glibc's memcpy, which is scalar on riscv64). Elsewhere: memcpy or a plain loop. */
+#if defined(__riscv_v)
+#include <riscv_vector.h>
+#define RV_DEF_COPY(W)                                                                                   \
+    RV_INLINE void rv_copy_e##W(void *dst, int64_t ds, const void *src, int64_t ss, int64_t n) {       \
+        uint##W##_t *d = (uint##W##_t *)dst;                                                            \
+        const uint##W##_t *s = (const uint##W##_t *)src;                                                \
+        for (size_t vl; n > 0; n -= (int64_t)vl, s += (int64_t)vl * ss, d += (int64_t)vl * ds) {        \
+            vl = __riscv_vsetvl_e##W##m8((size_t)n);                                                     \
+            vuint##W##m8_t v = ss == 1 ? __riscv_vle##W##_v_u##W##m8(s, vl)                              \
+                                       : __riscv_vlse##W##_v_u##W##m8(s, ss * (W / 8), vl);              \
+            if (ds == 1)                                                                                 \
+                __riscv_vse##W##_v_u##W##m8(d, v, vl);                                                   \
+            else                                                                                         \
+                __riscv_vsse##W##_v_u##W##m8(d, ds * (W / 8), v, vl);                                    \
+        }                                                                                                \
+    }
+#else
+/* may_alias: the copied memory is also read and written as the kernel's own element type */
+typedef uint8_t __attribute__((may_alias)) rv_copy_u8;
+typedef uint16_t __attribute__((may_alias)) rv_copy_u16;
+typedef uint32_t __attribute__((may_alias)) rv_copy_u32;
+typedef uint64_t __attribute__((may_alias)) rv_copy_u64;
+#define RV_DEF_COPY(W)                                                                                   \
+    RV_INLINE void rv_copy_e##W(void *dst, int64_t ds, const void *src, int64_t ss, int64_t n) {       \
+        rv_copy_u##W *d = (rv_copy_u##W *)dst;                                                          \
+        const rv_copy_u##W *s = (const rv_copy_u##W *)src;                                              \
+        if (n <= 0) return;                                                                              \
+        if (ds == 1 && ss == 1) {                                                                        \
+            memcpy(d, s, (size_t)n * (W / 8));                                                           \
+            return;                                                                                      \
+        }                                                                                                \
+        for (int64_t i = 0; i < n; ++i) d[i * ds] = s[i * ss];                                           \
+    }
+#endif
+RV_DEF_COPY(8)
+RV_DEF_COPY(16)
+RV_DEF_COPY(32)
+RV_DEF_COPY(64)
+
 /* Vector width (floats) and register tile per ISA: the tile's accumulators + one B row fit the
  * vector register file (RVV at VLEN 256: LMUL 4 groups, 4 + 1 of 8; AVX-512: 16 + 2 of 32 zmm). */
 #if defined(__riscv_v)
