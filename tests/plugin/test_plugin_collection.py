@@ -28,8 +28,10 @@ def test_ids_stable_and_selection(project: pytest.Pytester, add_kernel: Callable
     assert collected(project.runpytest("--co", "-q", "-k", "pc_other")) == first[3:]
     assert collected(project.runpytest("--co", "-q", "-k", "BLOCK=16")) == [first[0], first[3]]
     assert collected(project.runpytest("--co", "-q", "-k", "BLOCK=1 or LOCK=16")) == []  # values are exact
-    # filters: values ORed, repeatable; a kernel without the key... has it here, both do
+    # --rvtune-config: values ORed; repeated filters all apply
     assert collected(project.runpytest("--co", "-q", "--rvtune-config", "BLOCK=32,64")) == first[1:3]
+    assert collected(project.runpytest("--co", "-q", "--rvtune-config", "BLOCK=16,64",
+                                       "--rvtune-config", "BLOCK=64,32")) == first[2:3]
     # cases (repeatable) and markers per kernel and per case
     both = collected(project.runpytest("--co", "-q", "--rvtune-case", "small", "--rvtune-case", "emu",
                                        "-k", "pc_other"))
