@@ -40,7 +40,10 @@ class Expr:
         return out
 
     def code(self, at: Callable[[Val], str]) -> str:
-        return scalar_expr(self.op, [c.code(at) if isinstance(c, Expr) else at(c) for c in self.children])
+        args = [c.code(at) if isinstance(c, Expr) else at(c) for c in self.children]
+        if _vector_exp(self.op):
+            return f"rv_expf({args[0]})"
+        return scalar_expr(self.op, args)
 
     def materialize(self, f: _Func, v: Val, ssa: str | None = None) -> Val:
         leaves = self.parts()
@@ -83,6 +86,11 @@ def _fusable(f: _Func) -> set[str]:
     return out
 
 
+def _vector_exp(op: Op) -> bool:
+    """fp32 ``math.exp``: rv_expf (rvtune_dot.h, <= 1.03 ulp, branch-free: it vectorises; libm's is a call)."""
+    return op.name == "math.exp" and op.result_types[0].element.elem == "f32"
+
+
 def fuse_elementwise(f: _Func, op: Op) -> bool:
     """The element-wise hook of lower._Func.op_elementwise: True when this op was handled here."""
     rt = op.result_types[0] if op.result_types else None
@@ -93,7 +101,7 @@ def fuse_elementwise(f: _Func, op: Op) -> bool:
         return False
     has_expr = any(isinstance(v.sym, Expr) for v in vals)
     fuse_out = op.results[0] in _fusable(f)
-    if not has_expr and not fuse_out:
+    if not has_expr and not fuse_out and not _vector_exp(op):
         return False
     children: list[Val | Expr] = []
     for o, v in zip(op.operands, vals, strict=True):

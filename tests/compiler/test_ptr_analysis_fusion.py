@@ -36,13 +36,21 @@ def acc_kernel(a_ptr, b_ptr, alpha_ptr, out_ptr, B: tl.constexpr):
     tl.store(out_ptr + r[:, None] * B + r[None, :], acc)
 
 
+@triton.jit
+def exp_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    y = tl.exp(tl.load(x_ptr + r))
+    tl.store(out_ptr + r, y + 0.0)  # a tile of y, then a store (both the materialised and the fused path)
+    tl.store(out_ptr + BLOCK + r, tl.exp(tl.load(x_ptr + r)))
+
+
 _CHAIN_SIG = {"x_ptr": "*fp32", "m_ptr": "*fp32", "out_ptr": "*fp32", "scale": "fp32"}
 _ACC_SIG = {"a_ptr": "*fp32", "b_ptr": "*fp32", "alpha_ptr": "*fp32", "out_ptr": "*fp32"}
 
 
 def test_single_use_chain_is_computed_in_the_store() -> None:
     c = lower_kernel(chain_kernel, _CHAIN_SIG, {"BM": 8, "BN": 16}).c_source
-    assert re.search(r"row_\[q_\] = expf\(\(\(x_\w+\[.*\] \* scale\) - m_\w+\[", c)
+    assert re.search(r"row_\[q_\] = rv_expf\(\(\(x_\w+\[.*\] \* scale\) - m_\w+\[", c)
     assert not re.search(r"\*p_\w+ = ", c)  # no tile for p
     assert len(re.findall(r"\*q_\w+ = \(rv_float \*\)", c)) == 1  # q (two uses) has its own tile
 
@@ -51,6 +59,22 @@ def test_dot_accumulator_chain_goes_straight_into_the_result() -> None:
     c = lower_kernel(acc_kernel, _ACC_SIG, {"B": 16}).c_source
     assert "fused_" not in c
     assert re.search(r"acc_\w+\[.*\] = \(a_\w+\[.*\] \* alpha_\w+\[", c)
+
+
+@pytest.mark.parametrize("isa", [HOST_ISA, RISCV_ISA])
+def test_vector_exp_is_within_one_ulp_with_ieee_special_cases(isa: str) -> None:
+    xs = np.concatenate([np.linspace(-110, 95, 4000), [0.0, -0.0, np.inf, -np.inf, np.nan, 88.72, 88.73, -87.3,
+                                                       -103.9, -104.5, 1e-8, -1e-30]]).astype(np.float32)
+    n = 4096
+    x = np.resize(xs, n)
+    x[len(xs):] = 1.0
+    out = run_c_kernels([KernelCall(exp_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": n},
+                                    [x, np.zeros(2 * n, np.float32)], (1,))], isa)[0][1]
+    with np.errstate(over="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(np.float32)
+    for half in (out[:n], out[n:]):
+        assert_match([half], [want], what="rv_expf", rtol=1.2e-7, atol=1e-44)
+        assert np.signbit(half[np.isfinite(half)]).sum() == 0
 
 
 @pytest.fixture(scope="module")

@@ -66,6 +66,35 @@ RV_DEF_COPY(16)
 RV_DEF_COPY(32)
 RV_DEF_COPY(64)
 
+/* exp(x) in fp32 without libm, branch-free so that clang vectorises a loop of it (glibc's expf is a scalar
+ * call: a quarter of flash attention's time). k = round(x / ln 2) by the 1.5 * 2^23 trick (the integer is
+ * read from the float's bits: no float -> int conversion, which QEMU 7.2 mishandles when vectorised),
+ * r = x - k ln 2 in two parts (Cody-Waite), exp(r) by cephes' degree-5 polynomial (max error ~1.5 ulp on
+ * the reduced range), 2^k applied as two halves so that subnormal results come out right. */
+RV_INLINE float rv_expf(float x) {
+    const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+    const float kf = xc * 1.44269504088896341f + 12582912.0f;
+    uint32_t kb;
+    memcpy(&kb, &kf, 4);
+    const int32_t k = (int32_t)(kb - 0x4B400000u);
+    const float kr = kf - 12582912.0f;
+    const float r = (xc - kr * 0.693359375f) - kr * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    const float e = (p * r * r + r) + 1.0f;
+    const int32_t k1 = k / 2, k2 = k - k1;
+    const uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, 4);
+    memcpy(&s2, &b2, 4);
+    const float y = e * s1 * s2;
+    return x != x ? x + x : y;
+}
+
 /* Vector width (floats) and register tile per ISA: the tile's accumulators + one B row fit the
  * vector register file (RVV at VLEN 256: LMUL 4 groups, 4 + 1 of 8; AVX-512: 16 + 2 of 32 zmm). */
 #if defined(__riscv_v)
