@@ -25,6 +25,7 @@ class ItemWork:
     config_id: str
     target: str
     case_params: dict[str, Any] = field(default_factory=dict)  # the case's sizes: export buckets by M
+    problem: dict[str, Any] = field(default_factory=dict)  # config values that change the problem (IS_CAUSAL)
 
     @property
     def what(self) -> str:
@@ -58,6 +59,7 @@ def base_record(work: ItemWork, target: Target | None) -> Record:
         "kernel": work.kernel,
         "case": work.case,
         "case_params": work.case_params,
+        "problem": work.problem,
         "config": work.config,
         "config_id": work.config_id,
         "target": work.target,

@@ -27,6 +27,7 @@ from pytest_rvtune.verdict import OUTCOMES, Verdict
 RECORD_KEY = "rvtune_record"
 ITEM_KEY = pytest.StashKey["KernelItemInfo"]()
 DEFAULT_TARGET = "qemu"
+DEFAULT_TIMEOUT = 300.0
 #: The outcomes the summary line always shows (others only when they happened).
 SUMMARY_OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout")
 
@@ -43,8 +44,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rvtune-config", action="append", default=[], metavar="FILTER",
                     help="keep configs matching e.g. 'BLOCK_SIZE_M=16,32;BLOCK_SIZE_N=64' (repeatable: all apply; "
                          "a kernel without such a key is left out)")
-    group.addoption("--rvtune-timeout", type=float, default=300.0, metavar="SECONDS",
-                    help="kill one ELF run after this long (default 300)")
+    group.addoption("--rvtune-timeout", type=float, default=None, metavar="SECONDS",
+                    help="kill one ELF run after this long (default: the target's timeout, else 300)")
     group.addoption("--rvtune-runs", type=int, default=None, metavar="N",
                     help="timed runs per item (default: 10 on real hardware, 2 under emulation)")
     group.addoption("--rvtune-warmup", type=int, default=None, metavar="N",
@@ -149,8 +150,15 @@ class RvtuneSession:
             warmup=warmup if warmup is not None else (1 if emulated else 2),
             runs=runs if runs is not None else (2 if emulated else 10),
             threads=self.config.getoption("rvtune_threads"),
-            timeout=self.config.getoption("rvtune_timeout"),
+            timeout=self.timeout_for(target.name),
         )
+
+    def timeout_for(self, target_name: str) -> float:
+        """--rvtune-timeout, else the target's own `timeout` (a slow board may need more), else the default."""
+        given = self.config.getoption("rvtune_timeout")
+        if given is not None:
+            return given
+        return getattr(self.target_configs().get(target_name), "timeout", None) or DEFAULT_TIMEOUT
 
     def close(self) -> None:
         for target in self.targets.values():
@@ -478,8 +486,9 @@ def _kernel_item_test(request: pytest.FixtureRequest, rvtune_item: KernelItemInf
     every failure becomes an outcome with a message, recorded like a pass."""
     session = _session(request.config)
     info = rvtune_item
+    problem_of = getattr(info.spec, "problem_of", None)
     work = ItemWork(request.node.nodeid, info.spec.name, info.case, info.config_values, info.config_id,
-                    info.target, dict(info.spec.cases[info.case]))
+                    info.target, dict(info.spec.cases[info.case]), problem_of(info.config) if problem_of else {})
     build = _build(session, info, rvtune_target)
     if build.error is not None:
         outcome = build_failed(work, rvtune_target, build.error, build.seconds)
@@ -503,11 +512,14 @@ def _run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: B
         verdict = Verdict(record["outcome"], record.get("message") or f"{work.what}: resumed")
         return ItemOutcome(verdict, record, timings={"build": build.seconds})
     options = session.run_options(target)
-    target.prepare([p for p in artifact.argv if isinstance(p, Path)] + [artifact.elf])
-    with _exclusive(target):
-        return run_item(work, target, elf=artifact.elf, argv=list(artifact.argv),
-                        elf_sha256=artifact.elf_sha256, golden_sha256=golden.sha256, options=options,
-                        kernel_symbol=artifact.kernel_symbol, build_info=build_info)
+    try:
+        target.prepare([p for p in artifact.argv if isinstance(p, Path)] + [artifact.elf])
+        with _exclusive(target):
+            return run_item(work, target, elf=artifact.elf, argv=list(artifact.argv),
+                            elf_sha256=artifact.elf_sha256, golden_sha256=golden.sha256, options=options,
+                            kernel_symbol=artifact.kernel_symbol, build_info=build_info)
+    except Exception as exc:  # a board lost after its retry, a full disk, a lock never freed: this item only
+        return item_error(work, target, f"{work.what}: {exc}")
 
 
 def _resumed_record(session: RvtuneSession, elf_sha: str, golden_sha: str, target: Any) -> Any:

@@ -54,7 +54,7 @@ def judge(result: RunResult, *, what: str, timeout: float, check: bool = True) -
     bad = [c for c in result.checks if not c.ok]
     if bad:
         lines = [f"    {c.name}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g}, "
-                 f"first bad index {c.first_bad} of {c.count}" for c in bad]
+                 f"first bad index {c.first_bad}, {c.count} elements wrong" for c in bad]
         return Verdict("wrong", f"{what}: wrong answer\n" + "\n".join(lines))
     if result.returncode != 0:
         return Verdict("crashed", f"{what}: exited with status {result.returncode}; output tail:\n"

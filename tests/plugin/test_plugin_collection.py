@@ -96,3 +96,16 @@ def test_repo_kernels_select_by_name_and_config_value(pytester: pytest.Pytester)
     # a filter on a key some kernels lack leaves those kernels out instead of failing them
     filtered = collected(pytester.runpytest(*args, "--rvtune-config", "BLOCK_SIZE_M=16"))
     assert {i.split("::")[0] for i in filtered} == {i.split("::")[0] for i in m16}
+
+
+def test_run_timeout_from_option_then_target_then_default(project: pytest.Pytester) -> None:
+    """A board's own `timeout` applies unless --rvtune-timeout is given (a slow board may need more)."""
+    project.makefile(".toml", rvtune='[targets.slowboard]\nhost = "127.0.0.1"\ntimeout = 7\n')
+    project.makepyfile(test_timeouts="""
+        def test_timeouts(rvtune_targets, pytestconfig):
+            given = pytestconfig.getoption("rvtune_timeout")
+            assert rvtune_targets.timeout_for("slowboard") == (given or 7)
+            assert rvtune_targets.timeout_for("qemu") == (given or 300)
+    """)
+    project.runpytest("test_timeouts.py").assert_outcomes(passed=1)
+    project.runpytest("test_timeouts.py", "--rvtune-timeout", "3").assert_outcomes(passed=1)

@@ -27,7 +27,7 @@ def test_every_verdict_in_one_session(project: pytest.Pytester, add_kernel: Call
         "*pv_broken.py: import failed: ImportError: pv_broken needs a GPU, on purpose*",
         # wrong answer: max abs / rel error and the first bad index, per output
         "*pv_wrong [[]case small, BLOCK=16[]] on target qemu: wrong answer*",
-        "*y: max abs error 1, max rel error *, first bad index 0 of 75*",
+        "*y: max abs error 1, max rel error *, first bad index 0, 75 elements wrong*",
         # build error: the lowering's own message, naming kernel and config
         "*pv_asm [[]case small, BLOCK=16[]] on target qemu: build failed*",
         "*operation tt.elementwise_inline_asm at *pv_asm.py:*rvtune cannot lower it to C yet*",
