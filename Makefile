@@ -37,8 +37,9 @@ test: $(SETUP_STAMP)
 	$(VENV)/bin/pytest kernels --rvtune-case small -n 2 --benchmark-disable -q
 
 # The kernel suite on the default target (local QEMU) with the small emulation-sized problem case.
+# Emulated timings are not performance, so QEMU items may run side by side: one xdist worker per core.
 bench: $(SETUP_STAMP)
-	$(VENV)/bin/pytest kernels --rvtune-case emu $(PYTEST_ARGS)
+	$(VENV)/bin/pytest kernels --rvtune-case emu -n auto $(PYTEST_ARGS)
 
 lint: $(SETUP_STAMP)
 	$(VENV)/bin/ruff check .
