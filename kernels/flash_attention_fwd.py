@@ -83,6 +83,9 @@ def get_flash_attention_fwd_kernel_autotune_config():
 
 
 VARIANT_KEYS = ("IS_CAUSAL",)
+# Causal and non-causal attention are two problems (causal does about half the work): rank, pick winners and
+# plot configs per IS_CAUSAL value, never one against the other.
+PROBLEM_KEYS = ("IS_CAUSAL",)
 CASES = {
     "small": dict(Z=1, H=2, N_CTX=21, D_HEAD=16),  # ragged sequence: partial row and key blocks
     "emu": dict(Z=1, H=2, N_CTX=96, D_HEAD=64),  # partial blocks for BLOCK_SIZE_M/N 64

@@ -1,8 +1,10 @@
 """Which counters move with kernel time? Spearman and Pearson of every counter against median time.
 
-Per target, kernel and case, over the valid configs only (a wrong answer's time means nothing), like the seeds'
-analysis_correlation.py but with Spearman too: a monotonic but non-linear relation (cache misses vs time
-often is) shows up there when Pearson misses it. Counters that never vary are skipped (r is undefined).
+Per target, kernel, case and problem (PROBLEM_KEYS values: causal attention does half the work, so mixing
+problems would correlate every counter with the problem, not with the config), over the valid configs only (a
+wrong answer's time means nothing), like the seeds' analysis_correlation.py but with Spearman too: a monotonic
+but non-linear relation (cache misses vs time often is) shows up there when Pearson misses it. Counters that
+never vary are skipped (r is undefined).
 Also printed by ``rvtune report``; ``rvtune correlate RUN`` lists every counter, strongest first.
 """
 
@@ -17,7 +19,7 @@ from typing import Any
 from scipy.stats import pearsonr, spearmanr
 
 from pytest_rvtune.report import FORMATS, counter_names, render_rows
-from pytest_rvtune.runs import Record, RunFileError, group_by_case, load_run
+from pytest_rvtune.runs import Record, RunFileError, group_by_problem, has_problems, load_run
 
 #: The seeds' cut-off for "high correlation".
 STRONG = 0.7
@@ -26,9 +28,13 @@ MIN_POINTS = 3
 
 
 def correlation_rows(records: Iterable[Record]) -> list[dict[str, Any]]:
-    """One row per (target, kernel, case, counter): n, Spearman rho, Pearson r and their p-values."""
+    """One row per (target, kernel, case, problem, counter): n, Spearman rho, Pearson r and their p-values.
+
+    The ``problem`` column (e.g. ``IS_CAUSAL=True``) is there only when some record has problem keys."""
+    records = list(records)
+    with_problem = has_problems(records)
     rows: list[dict[str, Any]] = []
-    for (target, kernel, case), group in group_by_case(records).items():
+    for (target, kernel, case, problem), group in group_by_problem(records).items():
         valid = [r for r in group if r.valid and r.median_ns is not None]
         for name in counter_names(valid):
             pairs = [(r.counters[name], r.median_ns) for r in valid if name in r.counters]
@@ -39,11 +45,14 @@ def correlation_rows(records: Iterable[Record]) -> list[dict[str, Any]]:
                 continue  # a constant has no correlation
             rho, p_rho = spearmanr(xs, ys)
             r, p_r = pearsonr(xs, ys)
-            rows.append({"target": target, "kernel": kernel, "case": case, "counter": name, "n": len(pairs),
+            where = {"target": target, "kernel": kernel, "case": case}
+            if with_problem:
+                where["problem"] = problem
+            rows.append({**where, "counter": name, "n": len(pairs),
                          "spearman": round(float(rho), 3), "spearman p": float(f"{p_rho:.2g}"),
                          "pearson": round(float(r), 3), "pearson p": float(f"{p_r:.2g}"),
                          "emulated time": any(rec.emulated for rec in valid)})
-    rows.sort(key=lambda row: (row["target"], row["kernel"], row["case"],
+    rows.sort(key=lambda row: (row["target"], row["kernel"], row["case"], row.get("problem", ""),
                                -max(abs(row["spearman"]), abs(row["pearson"]))))
     return rows
 
@@ -57,8 +66,8 @@ def strong(rows: Iterable[dict[str, Any]], cutoff: float = STRONG) -> list[dict[
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "correlate", help="Spearman and Pearson of every counter against kernel time",
-        description="Per target, kernel and case, over valid configs: Spearman and Pearson correlation of each "
-                    f"counter with median kernel time, strongest first; |r| > {STRONG} listed by --strong.")
+        description="Per target, kernel, case and problem, over valid configs: Spearman and Pearson correlation "
+                    f"of each counter with median kernel time, strongest first; |r| > {STRONG} listed by --strong.")
     p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--strong", action="store_true", help=f"only counters with |r| > {STRONG}")

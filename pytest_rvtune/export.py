@@ -11,6 +11,13 @@ The default config is the most common winner across the kernel's cases. Where a 
 M sizes, the configs are also keyed by aiter's M buckets (small M<32, medium_M32/64/128 for 32<=M<=128 by the
 next power of two, large M<=256, xlarge M>256, any = the default), so a caller can pick one by M.
 M comes from the record's ``case_params["M"]``, else from the case name (``M64``, ``M=64``, ``m_64``).
+
+A kernel with problem keys (PROBLEM_KEYS, e.g. flash attention's IS_CAUSAL) has one tuning per problem: a caller
+knows which problem it solves and must never get a winner taken across problems (a causal config does half the
+work). Its document keeps the kernel-level fields and, instead of one ``default``/``cases``/``buckets``, has
+``"problems": {"IS_CAUSAL=True": {"problem": {"IS_CAUSAL": true}, "default": ..., "cases": ..., ...}}``: each
+entry has exactly the shape of a kernel without problem keys, so a consumer reads ``doc["problems"][id]`` where it
+would read ``doc``. ``"problem_keys"`` (``[]`` when none) tells which shape a document has.
 """
 
 from __future__ import annotations
@@ -25,7 +32,17 @@ from typing import Any
 
 from pytest_rvtune.compare import DEFAULT_ALPHA, DEFAULT_MIN_SAMPLES, mann_whitney_p
 from pytest_rvtune.report import most_common_winner, ranked
-from pytest_rvtune.runs import Record, RunFileError, group_by_case, load_run, metric_samples, metric_value, rank_metric
+from pytest_rvtune.runs import (
+    GroupKey,
+    Record,
+    RunFileError,
+    group_by_problem,
+    group_label,
+    load_run,
+    metric_samples,
+    metric_value,
+    rank_metric,
+)
 
 #: Wins smaller than this (percent) are ties whatever the p-value.
 DEFAULT_MIN_GAIN_PCT = 1.0
@@ -87,20 +104,44 @@ def case_winner(group: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_sampl
 def export_kernel(records: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_samples: int = DEFAULT_MIN_SAMPLES,
                   source: str = "", min_gain_pct: float = DEFAULT_MIN_GAIN_PCT) -> dict[str, Any] | None:
     """The tuned-config document of one kernel on one target (records of that kernel and target only)."""
-    groups = group_by_case(records)
+    by_problem: dict[str, dict[GroupKey, list[Record]]] = {}
+    for key, group in group_by_problem(records).items():
+        by_problem.setdefault(key[3], {})[key] = group
+    tunings: dict[str, dict[str, Any]] = {}
+    for problem_id, groups in by_problem.items():
+        tuning = _problem_tuning(groups, alpha, min_samples, min_gain_pct)
+        if tuning:
+            tunings[problem_id] = {"problem": next(iter(groups.values()))[0].problem, **tuning}
+    if not tunings:
+        return None
+    first = records[0]
+    problem_keys = list(dict.fromkeys(k for r in records for k in r.problem))
+    doc: dict[str, Any] = {
+        "kernel": first.kernel, "target": first.target, "machine": first.machine, "source": source,
+        "ranked_by": sorted({m for t in tunings.values() for m in t["ranked_by"]}), "problem_keys": problem_keys,
+    }
+    if not problem_keys:  # one problem: the tuning's fields at the top, as ever
+        tuning = tunings[""]
+        del tuning["problem"]
+        return {**doc, **tuning}
+    doc["problems"] = tunings
+    return doc
+
+
+def _problem_tuning(groups: dict[GroupKey, list[Record]], alpha: float, min_samples: int,
+                    min_gain_pct: float) -> dict[str, Any] | None:
+    """Winners per case, default and M buckets of one problem of a kernel (its groups: one per case)."""
     cases: dict[str, dict[str, Any]] = {}
     configs: dict[str, dict[str, Any]] = {}
-    for (_t, _k, case), group in groups.items():
+    for (_t, _k, case, _p), group in groups.items():
         entry = case_winner(group, alpha, min_samples, min_gain_pct)
         if entry:
             cases[case] = entry
             configs[entry["config_id"]] = entry["config"]
     if not cases:
         return None
-    first = records[0]
     default_id = most_common_winner([e["config_id"] for e in cases.values()], list(groups.values()))
-    doc: dict[str, Any] = {
-        "kernel": first.kernel, "target": first.target, "machine": first.machine, "source": source,
+    tuning: dict[str, Any] = {
         "ranked_by": sorted({e["ranked_by"] for e in cases.values()}),
         "default": {"config_id": default_id, "config": configs[default_id],
                     "wins": sum(e["config_id"] == default_id for e in cases.values()), "of_cases": len(cases)},
@@ -116,19 +157,31 @@ def export_kernel(records: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_s
         buckets: dict[str, Any] = {}
         for bucket, names in by_bucket.items():
             winner = most_common_winner([cases[c]["config_id"] for c in names],
-                                 [g for (_t, _k, c), g in groups.items() if c in names])
+                                        [g for (_t, _k, c, _p), g in groups.items() if c in names])
             buckets[bucket] = configs[winner]
         buckets["any"] = configs[default_id]
-        doc["buckets"] = buckets
-    return doc
+        tuning["buckets"] = buckets
+    return tuning
+
+
+def tunings(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Problem id -> its tuning (default, cases, buckets); ``{"": doc}`` for a kernel without problem keys."""
+    return doc["problems"] if doc.get("problem_keys") else {"": doc}
 
 
 def _c_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").upper() or "X"
 
 
+def problem_c_name(problem: dict[str, Any]) -> str:
+    """``IS_CAUSAL_1``: a problem in macro names, values as C sees them (bool -> 0/1), so a caller can paste
+    ``RVTUNE_K_IS_CAUSAL_ ## CAUSAL ## _DEFAULT_...`` from its own macro."""
+    return _c_name("_".join(f"{k}_{int(v) if isinstance(v, bool | int) else v}" for k, v in problem.items()))
+
+
 def header_text(doc: dict[str, Any]) -> str:
-    """A C header of #defines: RVTUNE_<KERNEL>_<CASE|DEFAULT|BUCKET_x>_<PARAM>."""
+    """A C header of #defines: RVTUNE_<KERNEL>_<CASE|DEFAULT|BUCKET_x>_<PARAM>; with problem keys
+    RVTUNE_<KERNEL>_<PROBLEM>_<CASE|DEFAULT|BUCKET_x>_<PARAM>, PROBLEM e.g. IS_CAUSAL_1."""
     kernel, target = _c_name(doc["kernel"]), _c_name(doc["target"])
     guard = f"RVTUNE_TUNED_{target}_{kernel}_H"
     lines = [f"/* Tuned configs of {doc['kernel']} on {doc['target']} (ranked by {', '.join(doc['ranked_by'])}),",
@@ -142,14 +195,17 @@ def header_text(doc: dict[str, Any]) -> str:
                 lines.append(f"#define RVTUNE_{kernel}_{prefix}_{_c_name(param)} {int(value)}")
         lines.append("")
 
-    d = doc["default"]
-    block("DEFAULT", d["config"], f"default: {d['config_id']}, the most common winner ({d['wins']} of "
-                                  f"{d['of_cases']} cases)")
-    for case, entry in doc["cases"].items():
-        tie = " TIE with " + ", ".join(entry["tie_with"]) if entry["tie"] else ""
-        block(_c_name(case), entry["config"], f"case {case}: {entry['config_id']}{tie}")
-    for bucket, config in doc.get("buckets", {}).items():
-        block(f"BUCKET_{_c_name(bucket)}", config, f"M bucket {bucket}")
+    for problem_id, tuning in tunings(doc).items():
+        pre = f"{problem_c_name(tuning['problem'])}_" if problem_id else ""
+        of = f" of {problem_id}" if problem_id else ""
+        d = tuning["default"]
+        block(f"{pre}DEFAULT", d["config"], f"default{of}: {d['config_id']}, the most common winner ({d['wins']} "
+                                            f"of {d['of_cases']} cases)")
+        for case, entry in tuning["cases"].items():
+            tie = " TIE with " + ", ".join(entry["tie_with"]) if entry["tie"] else ""
+            block(f"{pre}{_c_name(case)}", entry["config"], f"case {case}{of}: {entry['config_id']}{tie}")
+        for bucket, config in tuning.get("buckets", {}).items():
+            block(f"{pre}BUCKET_{_c_name(bucket)}", config, f"M bucket {bucket}{of}")
     lines.append(f"#endif /* {guard} */")
     return "\n".join(lines) + "\n"
 
@@ -158,7 +214,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "export-best", help="tuned configs per target and kernel (JSON or a C header)",
         description="Write the best config per case (ties marked), aiter-style M buckets and a default config "
-                    "(most common winner) to <out>/<target>/<kernel>.json or .h.")
+                    "(most common winner) to <out>/<target>/<kernel>.json or .h; one set per problem for a kernel "
+                    "with PROBLEM_KEYS (e.g. IS_CAUSAL).")
     p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
     p.add_argument("--out", type=Path, default=Path("tuned-configs"), help="directory (default tuned-configs)")
     p.add_argument("--format", choices=("json", "header"), default="json")
@@ -188,8 +245,13 @@ def run_export(args: argparse.Namespace) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(header_text(doc) if args.format == "header" else json.dumps(doc, indent=2) + "\n",
                         encoding="utf-8")
-        ties = [case for case, e in doc["cases"].items() if e["tie"]]
-        print(f"{path}: {len(doc['cases'])} cases, default {doc['default']['config_id']}"
-              + (f"; ties in {', '.join(ties)}" if ties else ""))
+        parts = []
+        for problem_id, tuning in tunings(doc).items():
+            ties = [group_label(case, problem_id) for case, e in tuning["cases"].items() if e["tie"]]
+            default = tuning["default"]["config_id"]
+            parts.append(f"{problem_id}: {len(tuning['cases'])} cases, default {default}" if problem_id else
+                         f"{len(tuning['cases'])} cases, default {default}")
+            parts += [f"ties in {', '.join(ties)}"] if ties else []
+        print(f"{path}: " + "; ".join(parts))
         written += 1
     return 0 if written else 1

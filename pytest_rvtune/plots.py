@@ -1,5 +1,9 @@
 """PNG plots beside the report: a BLOCK_SIZE_M x BLOCK_SIZE_N heatmap and counters against time, per case.
 
+A kernel with problem keys (e.g. IS_CAUSAL) gets one heatmap and one scatter per problem
+(``heatmap-IS_CAUSAL=True.png``): the problem keys are never an axis nor an "other param at its best", since
+their values are not comparable.
+
 Heatmap cells hold the case's rank metric (median time, or kernel_insns under QEMU) with the other parameters
 at their best for that cell, annotated, the winner boxed; cells where every config failed say "fail".
 matplotlib's object API (Figure, no pyplot) renders with Agg and keeps no global state, so it is safe in
@@ -15,15 +19,15 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from scipy.stats import spearmanr
 
-from pytest_rvtune.report import counter_names, ranked
-from pytest_rvtune.runs import Record, Run, group_by_case, metric_value, rank_metric
+from pytest_rvtune.report import counter_names, problem_file, ranked
+from pytest_rvtune.runs import Record, Run, group_by_problem, metric_value, rank_metric
 
 MAX_SCATTER_PANELS = 12
 
 
 def _axes_params(records: Sequence[Record]) -> list[str]:
     """The two parameters to plot: BLOCK_SIZE_M (rows) x BLOCK_SIZE_N (columns) when present, else the
-    parameters with the most distinct values."""
+    parameters with the most distinct values. Problem keys are constant within a group: never an axis."""
     params = list(dict.fromkeys(k for r in records for k in r.config))
     varied = [p for p in params if len({str(r.config.get(p)) for r in records}) > 1]
     if "BLOCK_SIZE_M" in varied and "BLOCK_SIZE_N" in varied:
@@ -97,9 +101,11 @@ def heatmap(group: Sequence[Record], path: Path) -> Path | None:
     first = group[0]
     what = "in-kernel instructions (QEMU)" if metric != "time" else "median time" + (
         " (emulated)" if first.emulated else "")
-    others = [p for p in dict.fromkeys(k for r in group for k in r.config) if p not in params]
+    # problem keys are fixed in this group (named in the title), not "at their best"
+    others = [p for p in dict.fromkeys(k for r in group for k in r.config) if p not in params and p not in
+              first.problem]
     subtitle = f"other params at their best ({', '.join(others)})" if others else ""
-    ax.set_title(f"{first.kernel} / {first.case} on {first.target}: {what}\n"
+    ax.set_title(f"{first.kernel} / {first.group_label} on {first.target}: {what}\n"
                  f"best (boxed): {best.config_id}" + (f"\n{subtitle}" if subtitle else ""), fontsize=9)
     fig.savefig(path)
     return path
@@ -116,7 +122,7 @@ def counters_scatter(group: Sequence[Record], path: Path) -> Path | None:
     n_rows = -(-len(names) // cols)
     fig = Figure(figsize=(4.2 * cols, 3.4 * n_rows), dpi=100, layout="constrained")
     first = group[0]
-    fig.suptitle(f"{first.kernel} / {first.case} on {first.target}: counters vs {time_unit}"
+    fig.suptitle(f"{first.kernel} / {first.group_label} on {first.target}: counters vs {time_unit}"
                  + (" (emulated time)" if first.emulated else "") + f"\nred star = best config {best.config_id}",
                  fontsize=10)
     for index, name in enumerate(names):
@@ -139,12 +145,14 @@ def counters_scatter(group: Sequence[Record], path: Path) -> Path | None:
 
 
 def write_plots(run: Run, out: Path) -> list[Path]:
-    """All plots of a run under ``<out>/<target>/<kernel>/<case>/``; returns the files written."""
+    """All plots of a run under ``<out>/<target>/<kernel>/<case>/`` (per problem: ``heatmap-<problem id>.png``);
+    returns the files written."""
     written: list[Path] = []
-    for (target, kernel, case), group in group_by_case(run.records).items():
+    for (target, kernel, case, problem), group in group_by_problem(run.records).items():
         folder = out / target / kernel / case
         folder.mkdir(parents=True, exist_ok=True)
-        for made in (heatmap(group, folder / "heatmap.png"), counters_scatter(group, folder / "counters_vs_time.png")):
+        for made in (heatmap(group, folder / problem_file("heatmap", problem, "png")),
+                     counters_scatter(group, folder / problem_file("counters_vs_time", problem, "png"))):
             if made:
                 written.append(made)
     return written

@@ -1,16 +1,21 @@
 """``rvtune report RUN``: configs ranked per kernel and case, the best config per case, perf_stats.csv, plots.
 
+Everything is per group: target, kernel, case and problem (the values of the kernel's PROBLEM_KEYS, e.g.
+IS_CAUSAL; see runs.py). A kernel with problem keys gets one ranking, one winner and one default per problem.
+
 Ranking: by median time on real hardware; under QEMU (timing_source "emulated") by ``kernel_insns``, the guest
 instructions executed inside the kernel symbol, because emulated wall time is not performance. The output says
 which.
 
 "Default config" (the speed-up column "vs default") is the kernel's most common winner across its cases on that
-target, the same config ``rvtune export-best`` writes as the default: the column says what per-case tuning
+target (per problem), the same config ``rvtune export-best`` writes as the default: the column says what per-case tuning
 gains over shipping one config. (The first config of the space is not known from results alone: items finish
 in any order under xdist.)
 
 perf_stats.csv keeps the seeds' columns so their scripts (analysis_correlation.py, plot_making.py) keep
-working: one file per target, kernel and case at ``<out>/<target>/<kernel>/<case>/perf_stats.csv``.
+working: one file per target, kernel and case at ``<out>/<target>/<kernel>/<case>/perf_stats.csv``; a kernel
+with problem keys gets one file per problem, ``perf_stats-IS_CAUSAL=True.csv``, so the seeds' correlation
+never mixes problems.
 """
 
 from __future__ import annotations
@@ -31,10 +36,13 @@ from tabulate import tabulate
 
 from pytest_rvtune.runs import (
     EMULATED_RANK_COUNTER,
+    GroupKey,
     Record,
     Run,
     RunFileError,
-    group_by_case,
+    group_by_problem,
+    group_label,
+    has_problems,
     load_run,
     metric_value,
     rank_metric,
@@ -69,6 +77,11 @@ def metric_title(metric: str) -> str:
     return "median time" if metric == "time" else metric
 
 
+def problem_file(stem: str, problem_id: str, ext: str) -> str:
+    """``heatmap.png``, or ``heatmap-IS_CAUSAL=True.png`` for one problem of a kernel with problem keys."""
+    return f"{stem}-{problem_id}.{ext}" if problem_id else f"{stem}.{ext}"
+
+
 def render_rows(rows: Sequence[dict[str, Any]], fmt: str) -> str:
     """rows (dicts with the same keys) as a text table, GitHub markdown, CSV or JSON."""
     if fmt == "json":
@@ -95,29 +108,29 @@ def ranked(records: Iterable[Record], metric: str) -> list[Record]:
     return sorted(usable, key=lambda r: (metric_value(r, metric), r.config_id))
 
 
-def winners(records: Iterable[Record]) -> dict[tuple[str, str, str], Record]:
-    """(target, kernel, case) -> the best record of that case, by the case's rank metric."""
-    best: dict[tuple[str, str, str], Record] = {}
-    for key, group in group_by_case(records).items():
+def winners(records: Iterable[Record]) -> dict[GroupKey, Record]:
+    """(target, kernel, case, problem id) -> the best record of that group, by the group's rank metric."""
+    best: dict[GroupKey, Record] = {}
+    for key, group in group_by_problem(records).items():
         order = ranked(group, rank_metric(group))
         if order:
             best[key] = order[0]
     return best
 
 
-def default_configs(records: Sequence[Record]) -> dict[tuple[str, str], str]:
-    """(target, kernel) -> config id of the most common winner across the kernel's cases.
+def default_configs(records: Sequence[Record]) -> dict[tuple[str, str, str], str]:
+    """(target, kernel, problem id) -> config id of the most common winner across the kernel's cases.
 
+    Per problem: a caller knows whether it wants causal attention, so each problem gets its own default.
     Ties between equally common winners go to the config with the smallest mean slowdown against each case's
     best (over the cases where it ran validly), then to the smaller config id.
     """
-    groups = group_by_case(records)
-    wins: dict[tuple[str, str], list[str]] = {}
-    for (target, kernel, _case), record in winners(records).items():
-        wins.setdefault((target, kernel), []).append(record.config_id)
-    return {(target, kernel): most_common_winner(ids, [g for (t, k, _c), g in groups.items()
-                                                       if (t, k) == (target, kernel)])
-            for (target, kernel), ids in wins.items()}
+    groups = group_by_problem(records)
+    wins: dict[tuple[str, str, str], list[str]] = {}
+    for (target, kernel, _case, problem), record in winners(records).items():
+        wins.setdefault((target, kernel, problem), []).append(record.config_id)
+    return {key: most_common_winner(ids, [g for (t, k, _c, p), g in groups.items() if (t, k, p) == key])
+            for key, ids in wins.items()}
 
 
 def most_common_winner(config_ids: Sequence[str], cases: Sequence[Sequence[Record]]) -> str:
@@ -156,10 +169,16 @@ class CaseReport:
     emulated: bool
     rows: list[dict[str, Any]]  # one per valid config, best first; raw numbers (display() formats them)
     failures: list[Record] = field(default_factory=list)
+    problem: dict[str, Any] = field(default_factory=dict)  # the group's problem-key values ({}: none)
+    problem_id: str = ""
+
+    @property
+    def label(self) -> str:
+        return group_label(self.case, self.problem_id)
 
     @property
     def heading(self) -> str:
-        text = f"{self.kernel} / {self.case} on {self.target}: ranked by {metric_title(self.metric)}"
+        text = f"{self.kernel} / {self.label} on {self.target}: ranked by {metric_title(self.metric)}"
         if self.metric == EMULATED_RANK_COUNTER:
             text += (" (guest instructions inside the kernel; timing is emulated by QEMU, not performance, "
                      "so configs are ranked by instruction count)")
@@ -187,13 +206,13 @@ def case_report(group: Sequence[Record], default_id: str | None) -> CaseReport:
         rows.append(row)
     first = group[0]
     return CaseReport(first.target, first.kernel, first.case, metric, any(r.emulated for r in group), rows,
-                      [r for r in group if not r.valid])
+                      [r for r in group if not r.valid], dict(first.problem), first.problem_id)
 
 
 def build_case_reports(run: Run) -> list[CaseReport]:
     defaults = default_configs(run.records)
-    return [case_report(group, defaults.get((target, kernel)))
-            for (target, kernel, _case), group in group_by_case(run.records).items()]
+    return [case_report(group, defaults.get((target, kernel, problem)))
+            for (target, kernel, _case, problem), group in group_by_problem(run.records).items()]
 
 
 _SHOWN = {"median_ns": "median", "iqr_ns": "IQR", "vs_worst": "vs worst", "vs_default": "vs default",
@@ -216,19 +235,31 @@ def display(row: dict[str, Any], metric: str = "time") -> dict[str, Any]:
     return shown
 
 
-def best_rows(reports: Sequence[CaseReport], defaults: dict[tuple[str, str], str]) -> list[dict[str, Any]]:
+def group_columns(rep: CaseReport, with_problem: bool) -> dict[str, Any]:
+    """The leading columns naming a report's group; ``problem`` only in runs where some kernel has problem keys
+    (every row of a table has the same columns, and runs without problem keys keep their old tables)."""
+    columns: dict[str, Any] = {"target": rep.target, "kernel": rep.kernel, "case": rep.case}
+    if with_problem:
+        columns["problem"] = rep.problem_id
+    return columns
+
+
+def best_rows(reports: Sequence[CaseReport], defaults: dict[tuple[str, str, str], str]) -> list[dict[str, Any]]:
+    """One row per group: its best config, and the default of its kernel and problem."""
+    with_problem = any(rep.problem for rep in reports)
     rows = []
     for rep in reports:
         best = rep.rows[0] if rep.rows else {}
         value = best.get("median_ns") if rep.metric == "time" else best.get(rep.metric)
-        rows.append({"target": rep.target, "kernel": rep.kernel, "case": rep.case,
+        rows.append({**group_columns(rep, with_problem),
                      "best_config": best.get("config", "(none valid)"), "by": metric_title(rep.metric),
                      "value": value, "vs_worst": best.get("vs_worst"),
-                     "default_config": defaults.get((rep.target, rep.kernel), "")})
+                     "default_config": defaults.get((rep.target, rep.kernel, rep.problem_id), "")})
     return rows
 
 
 def failure_rows(reports: Sequence[CaseReport]) -> list[dict[str, Any]]:
+    # the config id names the problem keys' values already (IS_CAUSAL=True is a config key)
     return [{"target": r.target, "kernel": r.kernel, "case": r.case, "config": r.config_id, "outcome": r.outcome,
              "message": r.message[:120]} for rep in reports for r in rep.failures]
 
@@ -282,8 +313,8 @@ def perf_stats_rows(group: Sequence[Record]) -> list[dict[str, Any]]:
 
 def write_perf_stats(run: Run, out: Path) -> list[Path]:
     written = []
-    for (target, kernel, case), group in group_by_case(run.records).items():
-        path = out / target / kernel / case / "perf_stats.csv"
+    for (target, kernel, case, problem), group in group_by_problem(run.records).items():
+        path = out / target / kernel / case / problem_file("perf_stats", problem, "csv")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render_rows(perf_stats_rows(group), "csv"), encoding="utf-8")
         written.append(path)
@@ -298,21 +329,22 @@ def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlation
     best, failures = best_rows(reports, defaults), failure_rows(reports)
     if fmt == "json":
         doc = {"run": str(run.path), "cases": [
-            {"target": r.target, "kernel": r.kernel, "case": r.case, "ranked_by": r.metric, "emulated": r.emulated,
-             "configs": r.rows} for r in reports], "best": best, "failures": failures,
+            {"target": r.target, "kernel": r.kernel, "case": r.case, "problem": r.problem, "ranked_by": r.metric,
+             "emulated": r.emulated, "configs": r.rows} for r in reports], "best": best, "failures": failures,
             "correlations": correlations}
         return json.dumps(doc, indent=2, default=str)
+    with_problem = has_problems(run.records)
     if fmt == "csv":  # one flat table: every ranked config with its case
-        flat = [{"target": r.target, "kernel": r.kernel, "case": r.case, "ranked_by": r.metric, **row}
-                for r in reports for row in r.rows]
+        flat = [{**group_columns(r, with_problem), "ranked_by": r.metric, **row} for r in reports for row in r.rows]
         return render_rows(flat, "csv")
     h = "## " if fmt == "markdown" else "== "
     parts = [f"{'# ' if fmt == 'markdown' else ''}rvtune report: {run.path} ({len(run.records)} items)"]
     for rep in reports:
         parts += [f"{h}{rep.heading}", render_rows([display(row) for row in rep.rows], fmt)]
-    metric_of = {(r.target, r.kernel, r.case): r.metric for r in reports}
-    best = [display(row, metric_of[(row["target"], row["kernel"], row["case"])]) for row in best]
-    parts += [f"{h}Best config per case (default = most common winner of the kernel)", render_rows(best, fmt)]
+    best = [display(row, rep.metric) for rep, row in zip(reports, best, strict=True)]
+    title = "Best config per case" + (" and problem" if with_problem else "")
+    default = "most common winner of the kernel" + (" and problem" if with_problem else "")
+    parts += [f"{h}{title} (default = {default})", render_rows(best, fmt)]
     if failures:
         parts += [f"{h}Items without a valid result (not ranked)", render_rows(failures, fmt)]
     if correlations:

@@ -4,6 +4,10 @@ Two inputs carry the same facts: our results file (JSON lines, one object per fi
 docs/contracts.md) and pytest-benchmark JSON, whose ``benchmarks[].extra_info`` holds the same fields. Everything
 that analyses numbers (report, compare, export, plots, correlation) starts from :func:`load_run`, so it never
 cares which file the user pointed at. Nothing here knows pytest.
+
+Configs are ranked within a *group*: one target, kernel, case and problem. The problem is the values of the
+kernel module's PROBLEM_KEYS (e.g. ``{"IS_CAUSAL": true}``), config keys that change what is computed: a causal
+attention config does half the work of a non-causal one, so the two are never ranked against each other.
 """
 
 from __future__ import annotations
@@ -15,11 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_rvtune.spec import config_id
+
 #: Instruction counts from our QEMU plugin: deterministic, so any change between runs is real.
 DETERMINISTIC_COUNTERS: frozenset[str] = frozenset({"insns", "vector_insns", "kernel_insns"})
 
 #: What ranks configs under emulation: QEMU wall time is not performance, in-kernel instructions are.
 EMULATED_RANK_COUNTER = "kernel_insns"
+
+
+#: (target, kernel, case, problem id): the unit every analysis ranks configs within.
+GroupKey = tuple[str, str, str, str]
 
 
 class RunFileError(ValueError):
@@ -47,6 +57,7 @@ class Record:
     time: str = ""  # ISO 8601, when the item finished
     wall_s: float | None = None  # whole-process time of the timed run (record's wall_s or run_seconds)
     case_params: dict[str, Any] = field(default_factory=dict)  # e.g. {"M": 64}: used for M buckets
+    problem: dict[str, Any] = field(default_factory=dict)  # PROBLEM_KEYS values, e.g. {"IS_CAUSAL": True}
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the object as read
 
     # dict(record) gives the object as it was read (with fields this class does not model, e.g. checks):
@@ -61,6 +72,21 @@ class Record:
     def key(self) -> tuple[str, str, str, str]:
         """What identifies the same item in two runs (pytest-benchmark matches by name the same way)."""
         return (self.target, self.kernel, self.case, self.config_id)
+
+    @property
+    def problem_id(self) -> str:
+        """``IS_CAUSAL=True`` (the config-id format), ``""`` when the kernel has no problem keys."""
+        return config_id(self.problem)
+
+    @property
+    def group(self) -> GroupKey:
+        """The group this record is ranked in: (target, kernel, case, problem id)."""
+        return (self.target, self.kernel, self.case, self.problem_id)
+
+    @property
+    def group_label(self) -> str:
+        """The case as people read it: ``emu``, or ``emu IS_CAUSAL=True`` when the kernel has problem keys."""
+        return group_label(self.case, self.problem_id)
 
     @property
     def valid(self) -> bool:
@@ -129,12 +155,23 @@ def completed_items(run: Run) -> dict[tuple[str, str, str], Record]:
     return done
 
 
-def group_by_case(records: Iterable[Record]) -> dict[tuple[str, str, str], list[Record]]:
-    """(target, kernel, case) -> its records, in first-seen order: the unit every analysis ranks within."""
-    groups: dict[tuple[str, str, str], list[Record]] = {}
+def group_label(case: str, problem_id: str) -> str:
+    """``emu`` or ``emu IS_CAUSAL=True``: a case and problem as one name for headings and tables."""
+    return f"{case} {problem_id}" if problem_id else case
+
+
+def group_by_problem(records: Iterable[Record]) -> dict[GroupKey, list[Record]]:
+    """(target, kernel, case, problem id) -> its records, in first-seen order: the unit every analysis ranks
+    configs within (configs of different problems, e.g. causal and non-causal attention, never compete)."""
+    groups: dict[GroupKey, list[Record]] = {}
     for record in records:
-        groups.setdefault((record.target, record.kernel, record.case), []).append(record)
+        groups.setdefault(record.group, []).append(record)
     return groups
+
+
+def has_problems(records: Iterable[Record]) -> bool:
+    """Whether any record carries problem keys: tables then show a problem column (else they stay as before)."""
+    return any(r.problem for r in records)
 
 
 def rank_metric(records: Iterable[Record]) -> str:
@@ -241,6 +278,10 @@ def record_from_dict(obj: Any, where: str = "record") -> Record:
         raise RunFileError(f"{where}: samples_ns and counters must be numbers ({exc})") from None
     # whole-process time of the item's timed ELF run (warm-up + runs): the seeds' "Total Time (s)"
     wall = obj.get("wall_s") or obj.get("run_seconds") or None  # 0.0 means "resumed, not run": unknown
+    problem = obj.get("problem") or {}  # absent in files written before problem keys existed: no problem keys
+    if not isinstance(problem, dict):
+        raise RunFileError(f"{where}: problem must be an object of problem-key values such as "
+                           f'{{"IS_CAUSAL": true}}, got {problem!r}')
     return Record(
         kernel=str(obj["kernel"]),
         case=str(obj["case"]),
@@ -259,5 +300,6 @@ def record_from_dict(obj: Any, where: str = "record") -> Record:
         time=str(obj.get("time") or ""),
         wall_s=None if wall is None else float(wall),
         case_params=dict(obj.get("case_params") or {}),
+        problem=dict(problem),
         raw=dict(obj),
     )

@@ -8,6 +8,8 @@ A kernel module ``kernels/<name>.py`` defines (see README "Adding a kernel"):
 - ``TOLERANCE``: ``dict(atol=..., rtol=...)`` (optional; default 1e-4 / 1e-4);
 - ``VARIANT_KEYS``: config keys whose value changes the data (optional; e.g. fused MoE's BLOCK_SIZE_M).
   Their values are copied from the config into the case dict given to the three functions below;
+- ``PROBLEM_KEYS``: config keys that define the problem rather than tune it (optional; e.g. flash attention's
+  IS_CAUSAL): each value is a different problem, so configs are ranked only against configs of the same values;
 - ``make_inputs(case, seed) -> dict[str, Tensor]``: seeded inputs and output buffers, by name;
 - ``reference(inputs, case) -> dict[str, Tensor]``: the expected value of every output, by name;
 - ``launch(kernel, inputs, case)``: ``kernel[grid](...)`` exactly as a Triton user writes it; the config's
@@ -227,6 +229,7 @@ class KernelSpec:
     cases: dict[str, dict[str, Any]]
     tolerance: dict[str, float]
     variant_keys: tuple[str, ...]
+    problem_keys: tuple[str, ...] = ()
     seed: int = DEFAULT_SEED
     _inputs_cache: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
 
@@ -258,6 +261,11 @@ class KernelSpec:
     def variant_of(self, config: Mapping[str, ConfigValue]) -> Config:
         config = as_config(config)
         return {k: config[k] for k in self.variant_keys}
+
+    def problem_of(self, config: Mapping[str, ConfigValue]) -> Config:
+        """The problem-key values of a config, in PROBLEM_KEYS order ({} when the kernel has none)."""
+        config = as_config(config)
+        return {k: config[k] for k in self.problem_keys}
 
     def variants(self) -> list[Config]:
         """The distinct data variants of the config space, in config order."""
@@ -553,7 +561,8 @@ def load_kernel_module(path: str | Path) -> KernelSpec:
         configs=[],
         cases={k: dict(v) for k, v in cases.items()},
         tolerance={k: float(v) for k, v in tolerance.items()},
-        variant_keys=tuple(getattr(module, "VARIANT_KEYS", ())),
+        variant_keys=_key_names(path, module, "VARIANT_KEYS"),
+        problem_keys=_key_names(path, module, "PROBLEM_KEYS"),
         seed=int(getattr(module, "SEED", DEFAULT_SEED)),
     )
     try:
@@ -561,10 +570,24 @@ def load_kernel_module(path: str | Path) -> KernelSpec:
     except Exception as e:
         raise KernelModuleError(f"kernel module {path}: get_{name}_kernel_autotune_config() failed: {e}") from e
     spec.configs = _validate_configs(path, name, raw, spec.constexpr_names, spec.fn)
-    for key in spec.variant_keys:
-        if not all(key in c for c in spec.configs):
-            raise KernelModuleError(f"kernel module {path}: VARIANT_KEYS names {key}, which not every config sets")
+    for attr, keys in (("VARIANT_KEYS", spec.variant_keys), ("PROBLEM_KEYS", spec.problem_keys)):
+        for key in keys:
+            unset = next((c for c in spec.configs if key not in c), None)
+            if unset is not None:
+                raise KernelModuleError(
+                    f"kernel module {path}: {attr} names {key}, which not every config sets (config "
+                    f"{config_id(unset)} does not); set it in every config or drop it from {attr}"
+                )
     return spec
+
+
+def _key_names(path: Path, module: Any, attr: str) -> tuple[str, ...]:
+    """VARIANT_KEYS / PROBLEM_KEYS of a module: a tuple of config key names (a bare string is a common slip)."""
+    keys = getattr(module, attr, ())
+    if not isinstance(keys, tuple | list) or not all(isinstance(k, str) for k in keys):
+        raise KernelModuleError(f"kernel module {path}: {attr} must be a tuple of config key names, "
+                                f"e.g. (\"IS_CAUSAL\",), got {keys!r}")
+    return tuple(keys)
 
 
 def discover(kernels_dir: str | Path) -> list[Path]:
