@@ -54,6 +54,16 @@ def _sort_values(values: set) -> list:
 
 
 def heatmap(group: Sequence[Record], path: Path) -> Path | None:
+    """The group's heatmap as a PNG at ``path``; None when there is nothing to plot."""
+    fig = heatmap_figure(group)
+    if fig is None:
+        return None
+    fig.savefig(path)
+    return path
+
+
+def heatmap_figure(group: Sequence[Record]) -> Figure | None:
+    """BLOCK_SIZE_M x BLOCK_SIZE_N (or the two most varied params) of one group, the winner boxed."""
     params = _axes_params(group)
     if not params:
         return None
@@ -107,8 +117,7 @@ def heatmap(group: Sequence[Record], path: Path) -> Path | None:
     subtitle = f"other params at their best ({', '.join(others)})" if others else ""
     ax.set_title(f"{first.kernel} / {first.group_label} on {first.target}: {what}\n"
                  f"best (boxed): {best.config_id}" + (f"\n{subtitle}" if subtitle else ""), fontsize=9)
-    fig.savefig(path)
-    return path
+    return fig
 
 
 def counters_scatter(group: Sequence[Record], path: Path) -> Path | None:
