@@ -8,16 +8,19 @@ chain in ONE loop nest over its leaves (ordinary tiles, views with broadcast str
 with several uses is computed once into a tile, as before, so nothing is evaluated twice.
 
 Expressions are pure C over their leaves, and a leaf's liveness is extended to the point of use, so the
-arena never reuses a leaf's memory before the chain is computed.
+arena never reuses a leaf's memory before the chain is computed. Every float element-wise tile is written
+here, by a loop nest whose innermost loop carries ``vectorize(assume_safety)`` (arena offsets in a loop nest
+defeat clang's dependence analysis), and fp32 ``exp`` is ``rv_expf`` (rvtune_dot.h), which vectorises.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import lower
-from .lower import Val, _Func
+from .lower import Val, _contig, _Func, _prod
 from .lower_ops import FLOAT_TYPES, is_elementwise, scalar_expr
 from .ttir import Block, Op
 
@@ -50,7 +53,23 @@ class Expr:
         for leaf in leaves:
             f.touch(leaf)
         out = f.new_buf(ssa, v.type, "fused")
-        f.loop(v.shape, [out, *leaves], lambda at, flat: f"{out.expr}[{flat}] = {self.code(at)};")
+        shape = v.shape
+        # assume_safety: the result tile never overlaps a leaf except element for element (an in-place
+        # loop-carried home), which clang's dependence analysis cannot prove for arena offsets in a nest
+        pragma = "#pragma clang loop vectorize(assume_safety)"
+        if all(f.flat_ok(x, shape) for x in (out, *leaves)):
+            f.emit(pragma)
+            with f.block(f"for (int32_t i_ = 0; i_ < {_prod(shape)}; ++i_)"):
+                f.emit(f"{out.expr}[i_] = {self.code(lambda x: f.access(x, None, 'i_'))};")
+            return out
+        idx = [f"p{d}_" for d in range(len(shape))]
+        flat = " + ".join(f"{i} * {st}" if st != 1 else i for i, st in zip(idx, _contig(shape), strict=True))
+        with contextlib.ExitStack() as stack:
+            for d, (i, n) in enumerate(zip(idx, shape, strict=True)):
+                if d == len(shape) - 1:
+                    f.emit(pragma)
+                stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
+            f.emit(f"{out.expr}[{flat}] = {self.code(lambda x: f.access(x, idx, flat))};")
         return out
 
 
@@ -101,8 +120,8 @@ def fuse_elementwise(f: _Func, op: Op) -> bool:
         return False
     has_expr = any(isinstance(v.sym, Expr) for v in vals)
     fuse_out = op.results[0] in _fusable(f)
-    if not has_expr and not fuse_out and not _vector_exp(op):
-        return False
+    if not has_expr and not fuse_out and rt.element.elem not in FLOAT_TYPES:
+        return False  # integer / mask ops: the ordinary loop (ptr_analysis sees those values)
     children: list[Val | Expr] = []
     for o, v in zip(op.operands, vals, strict=True):
         if isinstance(v.sym, Expr):

@@ -72,12 +72,12 @@ RV_DEF_COPY(64)
  * r = x - k ln 2 in two parts (Cody-Waite), exp(r) by cephes' degree-5 polynomial (max error ~1.5 ulp on
  * the reduced range), 2^k applied as two halves so that subnormal results come out right. */
 RV_INLINE float rv_expf(float x) {
+    /* unions, not memcpy: the bit casts must not leave memory operations that stop the vectoriser */
+    union { float f; uint32_t u; } kf, s1, s2;
     const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-    const float kf = xc * 1.44269504088896341f + 12582912.0f;
-    uint32_t kb;
-    memcpy(&kb, &kf, 4);
-    const int32_t k = (int32_t)(kb - 0x4B400000u);
-    const float kr = kf - 12582912.0f;
+    kf.f = xc * 1.44269504088896341f + 12582912.0f;
+    const int32_t k = (int32_t)(kf.u - 0x4B400000u);
+    const float kr = kf.f - 12582912.0f;
     const float r = (xc - kr * 0.693359375f) - kr * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -87,11 +87,9 @@ RV_INLINE float rv_expf(float x) {
     p = p * r + 5.0000001201e-1f;
     const float e = (p * r * r + r) + 1.0f;
     const int32_t k1 = k / 2, k2 = k - k1;
-    const uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
-    float s1, s2;
-    memcpy(&s1, &b1, 4);
-    memcpy(&s2, &b2, 4);
-    const float y = e * s1 * s2;
+    s1.u = (uint32_t)(k1 + 127) << 23;
+    s2.u = (uint32_t)(k2 + 127) << 23;
+    const float y = e * s1.f * s2.f;
     return x != x ? x + x : y;
 }
 
