@@ -580,8 +580,8 @@ def _is_controller(config: pytest.Config) -> bool:
 
 
 #: Record fields carried into pytest-benchmark's extra_info (the JSON keeps them; the table does not show them).
-EXTRA_INFO_FIELDS = ("kernel", "case", "config", "config_id", "target", "machine", "counters", "timing_source",
-                     "elf_sha256", "golden_sha256", "samples_ns", "outcome", "nodeid")
+EXTRA_INFO_FIELDS = ("kernel", "case", "case_params", "problem", "config", "config_id", "target", "machine",
+                     "counters", "timing_source", "elf_sha256", "golden_sha256", "samples_ns", "outcome", "nodeid")
 
 
 def _add_to_benchmark(config: pytest.Config, record: dict[str, Any]) -> None:
@@ -598,7 +598,13 @@ def _add_to_benchmark(config: pytest.Config, record: dict[str, Any]) -> None:
     extra = {key: record.get(key) for key in EXTRA_INFO_FIELDS}
     add_benchmark(bench_session, nodeid=nodeid, name=name, param=param,
                   params={"case": record["case"], **record["config"], "target": record["target"]},
-                  samples_ns=record["samples_ns"], extra_info=extra, group=f"{record['kernel']}-{record['case']}")
+                  samples_ns=record["samples_ns"], extra_info=extra, group=_benchmark_group(record))
+
+
+def _benchmark_group(record: dict[str, Any]) -> str:
+    """One pytest-benchmark table per kernel, case and problem (causal and non-causal never share one)."""
+    problem = "-".join(f"{key}={value}" for key, value in (record.get("problem") or {}).items())
+    return "-".join(part for part in (record["kernel"], record["case"], problem) if part)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # firstresult: ours, not pytest-benchmark's host info
