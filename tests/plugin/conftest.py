@@ -28,7 +28,6 @@ class _KeepHeavyModules(_pytest.pytester.SysModulesSnapshot):
 
 _pytest.pytester.SysModulesSnapshot = _KeepHeavyModules  # type: ignore[misc]
 
-pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(scope="session")
