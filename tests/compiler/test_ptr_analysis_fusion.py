@@ -44,6 +44,15 @@ def exp_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + BLOCK + r, tl.exp(tl.load(x_ptr + r)))
 
 
+@triton.jit
+def carried_trans_kernel(x_ptr, out_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    acc = tl.load(x_ptr + r[:, None] * B + r[None, :])
+    for _ in range(3):  # the chain reads the carried tile transposed: never computed in place
+        acc = tl.trans(acc) * 2.0 + 1.0
+    tl.store(out_ptr + r[:, None] * B + r[None, :], acc)
+
+
 _CHAIN_SIG = {"x_ptr": "*fp32", "m_ptr": "*fp32", "out_ptr": "*fp32", "scale": "fp32"}
 _ACC_SIG = {"a_ptr": "*fp32", "b_ptr": "*fp32", "alpha_ptr": "*fp32", "out_ptr": "*fp32"}
 
@@ -82,6 +91,8 @@ def launches() -> dict[str, KernelCall]:
     rng = np.random.default_rng(3)
     f32 = np.float32
     return {
+        "carried_trans": KernelCall(carried_trans_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"B": 16},
+                                    [rng.standard_normal((16, 16)).astype(f32), np.zeros((16, 16), f32)], (1,)),
         "chain": KernelCall(chain_kernel, _CHAIN_SIG, {"BM": 8, "BN": 16},
                             [rng.standard_normal((8, 16)).astype(f32), rng.standard_normal(8).astype(f32),
                              np.zeros(2 * 8 * 16, f32), 0.7], (1,)),
