@@ -164,6 +164,7 @@ class Affine:
         for part in self.parts():
             f.touch(part)
         out = f.new_buf(None, v.type, "aff")
+        _not_in_place(out, self.parts())
         idx = [f"p{d}_" for d in range(len(v.shape))]
         flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(v.shape), strict=True))
         off = self.offset_expr(idx)
@@ -218,6 +219,7 @@ class Bounds:
         for part in self.parts():
             f.touch(part)
         out = f.new_buf(None, v.type, "mask")
+        _not_in_place(out, self.parts())
         idx = [f"p{d}_" for d in range(len(v.shape))]
         flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(v.shape), strict=True))
         with _loop_nest(f, v.shape):
@@ -241,6 +243,14 @@ class Bounds:
     def trans(self, shape: tuple[int, ...], order: list[int]) -> Bounds:
         return Bounds(self.guard, tuple(self.lo[o] for o in order), tuple(self.hi[o] for o in order),
                       tuple(_view_trans(c, shape, order) for c in self.conds))
+
+
+def _not_in_place(out: Val, leaves: list[Val]) -> None:
+    """A tile computed from leaves read at other indices must not be placed in a loop's carried home
+    (lower_struct.assign checks only the defining op's direct operands)."""
+    if out.storage is not None and any(x.storage is not None and (x.shape != out.shape or x.offset != 0 or
+                                                                   x.strides != _contig(out.shape)) for x in leaves):
+        out.storage.def_op = None
 
 
 def _sym_val(t: Type, sym: Affine | Bounds) -> Val:
