@@ -559,6 +559,7 @@ def op_load(f: _Func, op: Op) -> bool:
     shape = t.shape or ()
     mask = as_mask(f, mask_v) if mask_v is not None else Bounds("1", (None,) * len(shape), (None,) * len(shape))
     out = f.new_buf(op.results[0], t)
+    _not_in_place(out, [*ptr_v.sym.parts(), *mask.parts()])
     fill = other.expr if other is not None and other.kind in ("scalar", "splat") else "0"
 
     def other_at(flat: str, idx: list[str]) -> str:
