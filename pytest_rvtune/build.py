@@ -12,7 +12,6 @@ Nothing here knows pytest. Errors name the kernel and the config and carry clang
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from typing import Any, Literal
 from pytest_rvtune.compiler.cache import BuildCache, cache_key
 from pytest_rvtune.harness import HEADER, HEADER_DIR
 from pytest_rvtune.harness import generate as generic
+from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.paths import REPO_ROOT, cache_dir
 from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, ToolchainError, find_tool
 
@@ -54,14 +54,6 @@ class BuildArtifact:
     seconds: float  # wall time build_item spent
     asm: Path  # llvm-objdump-19 disassembly of the kernel's functions and its wrapper in the linked ELF
     kernel_symbol: str  # e.g. "matmul_kernel": the QEMU counter plugin's symbol
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _cache() -> BuildCache:
@@ -167,7 +159,7 @@ def link_elf(tc: Toolchain, objects: Sequence[Path], symbol: str, cxx: bool) -> 
     """Link objects into the content-addressed ELF cache: (elf, asm, cache_hit). objects[0] is the kernel's:
     its functions are what the .s shows."""
     linker = cxx_toolchain(tc) if cxx else tc
-    key = cache_key(kind="elf", version=BUILD_VERSION, objects=[_sha256(o) for o in objects],
+    key = cache_key(kind="elf", version=BUILD_VERSION, objects=[sha256_file(o) for o in objects],
                     toolchain=tc.fingerprint(), linker=linker.cc)
     elf_name = f"{symbol}.{'rv64' if tc.isa == RISCV_ISA else 'host'}.elf"
 
@@ -222,6 +214,6 @@ def build_item(spec: Any, case_name: str, config: Any, isa: str = RISCV_ISA) -> 
             argv = generic_argv(launch, harness_args, inputs, expected, spec.tolerance)
     except Exception as exc:  # lowering, launch capture, golden data, clang: all fail this item's build
         raise BuildError(f"{what}: {type(exc).__name__}: {exc}") from exc
-    return BuildArtifact(elf=elf, elf_sha256=_sha256(elf), harness_kind="main_cpp" if custom else "generic",
+    return BuildArtifact(elf=elf, elf_sha256=sha256_file(elf), harness_kind="main_cpp" if custom else "generic",
                          argv=argv, cache_hit=hit and bool(getattr(ck, "cache_hit", True)),
                          seconds=time.perf_counter() - started, asm=asm, kernel_symbol=launch.kernel)

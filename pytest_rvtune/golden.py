@@ -27,6 +27,7 @@ import numpy as np
 from filelock import FileLock
 
 from pytest_rvtune import paths
+from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.spec import KernelSpec, Scalar, variant_id
 
 MANIFEST = "manifest.json"
@@ -168,14 +169,6 @@ def _atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 # ---- the public API for build / plugin ----------------------------------------------------------

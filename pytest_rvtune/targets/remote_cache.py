@@ -9,29 +9,13 @@ The name is kept (inside the hash directory) because it shows up in ``ps``, perf
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import asyncssh
 
-_CHUNK = 1 << 20
-
-#: (path, size, mtime_ns) -> sha256: a golden file is shared by every config of a case; hash it once.
-_digests: dict[tuple[str, int, int], str] = {}
-
-
-def file_sha256(path: Path) -> str:
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _digests:
-        digest = hashlib.sha256()
-        with path.open("rb") as fh:
-            while chunk := fh.read(_CHUNK):
-                digest.update(chunk)
-        _digests[key] = digest.hexdigest()
-    return _digests[key]
+from pytest_rvtune.hashing import sha256_file
 
 
 class UploadError(RuntimeError):
@@ -61,7 +45,7 @@ class RemoteCache:
         """
         if not local.is_file():
             raise UploadError(f"{local}: no such file to upload to {self.board}")
-        digest = file_sha256(local)
+        digest = sha256_file(local)
         key = (digest, local.name)
         if key in self._present:
             return self._present[key]
