@@ -106,6 +106,23 @@ def test_counter_change_under_qemu_is_flagged(tmp_path: Path, interleaved, capsy
     assert [c.status for c in verdict.changes if c.metric == "kernel_insns"] == ["changed"]
 
 
+def test_only_kernel_instructions_gate_under_qemu(tmp_path: Path, interleaved) -> None:
+    # better-vectorised code: more vector instructions, fewer in the kernel: an improvement, not a regression
+    base = _qemu(1.0, interleaved["a"][1])
+    vectorised = _qemu(0.9, interleaved["b"][1])
+    vectorised["counters"]["vector_insns"] *= 1.5
+    vectorised["counters"]["insns"] *= 1.2
+    a = write_jsonl(tmp_path / "a.jsonl", [base])
+    b = write_jsonl(tmp_path / "b.jsonl", [vectorised])
+    verdict = compare_runs(load_run(a), load_run(b), Thresholds())[0]
+    status = {c.metric: (c.status, c.gated) for c in verdict.changes}
+    assert status["kernel_insns"] == ("improved", True)
+    assert status["vector_insns"] == ("not gated", False) and status["insns"] == ("not gated", False)
+    assert not verdict.regressed
+    assert main(["compare", str(a), str(b)]) == 0
+    assert main(["compare", "--counters", "all", str(a), str(b)]) == 1  # every counter gates on request
+
+
 def test_wrong_answer_after_pass_is_a_regression(tmp_path: Path, interleaved) -> None:
     base = record_from_dict(make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, interleaved["a"][0]))
     new = record_from_dict(make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, interleaved["b"][0],
