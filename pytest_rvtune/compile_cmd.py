@@ -93,6 +93,13 @@ def _check_config(spec: Any, config: dict[str, Any]) -> None:
             f"{spec.kernel_name} (its constexprs: {', '.join(spec.constexpr_names)})")
 
 
+def complete_config(spec: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """A partial --config picks the first config of the kernel's space that agrees with it (matmul's
+    GROUP_SIZE_M need not be spelled out); one outside the space is taken as given."""
+    matching = (dict(c) for c in spec.configs if all(dict(c).get(k) == v for k, v in given.items()))
+    return next(matching, given)
+
+
 def _signature_and_constexprs(spec: Any, config: dict[str, Any], case: str,
                               signature: str | None) -> tuple[dict[str, str], dict[str, Any]]:
     if signature is None:
@@ -119,6 +126,7 @@ def compile_main(args: argparse.Namespace, out: Any = None) -> int:
     spec = load_kernel_module(args.kernel_file)
     config = parse_config(args.config) if args.config is not None else dict(spec.configs[0])
     _check_config(spec, config)
+    config = complete_config(spec, config)
     case = args.case or ("small" if "small" in spec.cases else next(iter(spec.cases)))
     if case not in spec.cases:
         raise CompileCommandError(f"{spec.path}: no case {case!r}; cases: {', '.join(spec.cases)}")

@@ -36,6 +36,14 @@ def test_emit_ttir_and_c(capsys):
     assert "void matmul_kernel(" in c_part
 
 
+def test_partial_config_takes_the_rest_from_the_kernels_space(capsys):
+    # the issue's own command line: GROUP_SIZE_M comes from the matmul space's matching config
+    code, out, _ = rvtune(capsys, MATMUL, "--config", "BLOCK_SIZE_M=32,BLOCK_SIZE_N=32,BLOCK_SIZE_K=32",
+                          "--emit", "ttir", "--emit", "c")
+    assert code == 0
+    assert "[BLOCK_SIZE_M=32-BLOCK_SIZE_N=32-BLOCK_SIZE_K=32-GROUP_SIZE_M=8]" in out
+
+
 def test_emit_asm_is_riscv_vector_code_for_qemu(capsys):
     code, out, _ = rvtune(capsys, MATMUL, "--config", CONFIG, "--target", "qemu", "--emit", "asm")
     assert code == 0
