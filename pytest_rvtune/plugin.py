@@ -355,7 +355,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return KernelModule.from_parent(parent, path=file_path)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("benchmark_only", False):
+        # Kernel items are benchmarks even though they do not request pytest-benchmark's fixture (their stats
+        # come from the target's samples): --benchmark-only keeps them and skips the rest.
+        for item in items:
+            if ITEM_KEY in item.stash:
+                item.own_markers = [m for m in item.own_markers
+                                    if not (m.name == "skip" and "benchmark-only" in str(m.kwargs.get("reason")))]
     session = _session(config)
     nowhere = sorted(k for k, n in session.filter_keys_unknown.items() if n == session.kernel_modules > 0)
     if nowhere:

@@ -84,3 +84,12 @@ def test_benchmark_output_resume_and_compare(project: pytest.Pytester, add_kerne
     after = by_kernel(read_results(project.path / "run3.jsonl"))
     assert after["pb_bench[BLOCK=16]"]["outcome"] == "regressed"
     assert after["pb_bench[BLOCK=32]"]["outcome"] == "passed"
+
+
+def test_benchmark_only_keeps_kernel_items(project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
+    # kernel items are benchmarks (their stats come from the target), other tests are not
+    add_kernel("pb_only", configs=(16,))
+    project.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = project.runpytest("kernels", "test_plain.py", "--rvtune-case", "small", "--benchmark-only")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*pb_only[[]small-BLOCK=16[]]*"])
