@@ -59,7 +59,7 @@ _CLIENT_SLACK_S = 30.0
 
 #: The connection broke under us: reconnect and retry the run once.
 _CONNECTION_ERRORS = (asyncssh.ConnectionLost, asyncssh.DisconnectError, asyncssh.ChannelOpenError,
-                      asyncssh.SFTPConnectionLost, ConnectionError, BrokenPipeError)
+                      asyncssh.SFTPConnectionLost, asyncssh.SFTPNoConnection, ConnectionError, BrokenPipeError)
 
 #: AES-GCM first: asyncssh runs it in OpenSSL (AES-NI), several times faster per upload than its
 #: chacha20-poly1305; the others stay as fallbacks for boards that lack it.
