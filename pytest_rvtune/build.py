@@ -23,7 +23,7 @@ from pytest_rvtune.compiler.cache import BuildCache, cache_key
 from pytest_rvtune.harness import HEADER, HEADER_DIR
 from pytest_rvtune.harness import generate as generic
 from pytest_rvtune.hashing import sha256_file
-from pytest_rvtune.paths import REPO_ROOT, cache_dir
+from pytest_rvtune.paths import cache_dir
 from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, ToolchainError, find_tool
 
 HarnessKind = Literal["generic", "main_cpp"]
@@ -31,8 +31,9 @@ HarnessKind = Literal["generic", "main_cpp"]
 #: Bump when the way objects are combined changes (link flags, argv layout, harness generation).
 BUILD_VERSION = "2"
 
-#: Where custom harnesses live: ``main_cpp/<kernel module name>.cpp`` (the seeds' convention).
-MAIN_CPP_DIR = REPO_ROOT / "main_cpp"
+#: Where custom harnesses live: ``main_cpp/<kernel module name>.cpp`` beside the kernels directory (the seeds'
+#: convention), so each project brings its own.
+MAIN_CPP_DIR_NAME = "main_cpp"
 
 #: Extra flags for harness objects: C++17 for main_cpp files; warnings are errors nowhere (user code).
 CXX_FLAGS = ("-std=c++17",)
@@ -188,6 +189,11 @@ def _compiled_objects(ck: Any) -> tuple[list[Path], Path]:
     return list(ck.objects), Path(ck.header)
 
 
+def main_cpp_path(spec: Any) -> Path:
+    """``<project>/main_cpp/<name>.cpp`` for ``<project>/kernels/<name>.py``."""
+    return Path(spec.path).resolve().parent.parent / MAIN_CPP_DIR_NAME / f"{spec.name}.cpp"
+
+
 def build_item(spec: Any, case_name: str, config: Any, isa: str = RISCV_ISA) -> BuildArtifact:
     """Build (or fetch) the ELF of one item; raises BuildError naming kernel and config."""
     from pytest_rvtune.compiler.api import compile_kernel
@@ -203,7 +209,7 @@ def build_item(spec: Any, case_name: str, config: Any, isa: str = RISCV_ISA) -> 
         harness_args = harness_args_of(launch, inputs, expected)
         ck = compile_kernel(spec.kernel, launch.signature, launch.constexprs, isa)
         objects, launcher_header = _compiled_objects(ck)
-        main_cpp = MAIN_CPP_DIR / f"{spec.name}.cpp"
+        main_cpp = main_cpp_path(spec)
         custom = main_cpp.is_file()
         harness_obj, _ = harness_object(tc, launch.kernel, launcher_header, main_cpp if custom else None,
                                         harness_args)

@@ -132,12 +132,17 @@ def test_fused_moe_main_cpp_every_block_size_m(fused_moe: KernelSpec, bm: int):
     assert check.startswith("RVTUNE check c ok ")
 
 
-def test_build_error_names_kernel_and_config_and_carries_clang_message(
-        matmul: KernelSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    (tmp_path / "matmul.cpp").write_text("int main() { return undeclared_thing; }\n")
-    monkeypatch.setattr(build, "MAIN_CPP_DIR", tmp_path)
+def test_build_error_names_kernel_and_config_and_carries_clang_message(tmp_path: Path):
+    # a project of its own: kernels/matmul.py with a (broken) main_cpp/matmul.cpp beside it, which the build
+    # must pick up (and the repository's harness-less matmul must not)
+    (tmp_path / "kernels").mkdir()
+    shutil.copy(REPO_ROOT / "kernels" / "matmul.py", tmp_path / "kernels" / "matmul.py")
+    (tmp_path / "main_cpp").mkdir()
+    (tmp_path / "main_cpp" / "matmul.cpp").write_text("int main() { return undeclared_thing; }\n")
+    project_matmul = load_kernel_module(tmp_path / "kernels" / "matmul.py")
+    assert build.main_cpp_path(project_matmul) == tmp_path / "main_cpp" / "matmul.cpp"
     with pytest.raises(build.BuildError) as err:
-        build.build_item(matmul, "small", MATMUL_CONFIG, RISCV_ISA)
+        build.build_item(project_matmul, "small", MATMUL_CONFIG, RISCV_ISA)
     msg = str(err.value)
     assert "kernel matmul" in msg and "BLOCK_SIZE_M=16-BLOCK_SIZE_N=32-BLOCK_SIZE_K=16-GROUP_SIZE_M=8" in msg
     assert "use of undeclared identifier 'undeclared_thing'" in msg
