@@ -497,13 +497,15 @@ def _kernel_item_test(request: pytest.FixtureRequest, rvtune_item: KernelItemInf
     problem_of = getattr(info.spec, "problem_of", None)
     work = ItemWork(request.node.nodeid, info.spec.name, info.case, info.config_values, info.config_id,
                     info.target, dict(info.spec.cases[info.case]), problem_of(info.config) if problem_of else {})
-    build = _build(session, info, rvtune_target)
-    if build.error is not None:
-        outcome = build_failed(work, rvtune_target, build.error, build.seconds)
+    # Golden data first: a corrupt or missing file is bad input (outcome "error", naming the file), not a
+    # build failure, although the build reads the same files.
+    golden, error = _golden(session, info)
+    if error is not None:
+        outcome = item_error(work, rvtune_target, error)
     else:
-        golden, error = _golden(session, info)
-        if error is not None:
-            outcome = item_error(work, rvtune_target, error)
+        build = _build(session, info, rvtune_target)
+        if build.error is not None:
+            outcome = build_failed(work, rvtune_target, build.error, build.seconds)
         else:
             outcome = _run_or_resume(session, work, rvtune_target, build, golden)
     _finish(request, session, outcome)

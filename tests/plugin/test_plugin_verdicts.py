@@ -5,6 +5,8 @@ One session holds every kind of failure, so the test also shows that none of the
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,3 +59,19 @@ def test_every_verdict_in_one_session(project: pytest.Pytester, add_kernel: Call
     assert (check["name"], check["ok"], check["first_bad"], check["count"]) == ("y", False, 0, 75)
     assert check["max_abs"] == pytest.approx(1.0)
     assert "tt.elementwise_inline_asm" in records["pv_asm[BLOCK=16]"]["message"]
+
+
+def test_corrupt_golden_file_is_an_error_naming_the_file(project: pytest.Pytester,
+                                                          add_kernel: Callable[..., Path]) -> None:
+    # committed golden data (rvtune golden generate), one file then cut short: the item fails as bad input
+    # naming the file, not as a build failure; a second config of the same data fails the same way
+    add_kernel("pv_golden", configs=(16, 32))
+    subprocess.run([sys.executable, "-m", "pytest_rvtune.cli", "golden", "generate", "--kernel", "pv_golden",
+                    "--kernels-dir", str(project.path / "kernels")], check=True, capture_output=True)
+    (victim,) = [p for p in (project.path / "golden" / "pv_golden" / "small").glob("*.txt") if "_2.txt" in p.name]
+    victim.write_text(victim.read_text()[: len(victim.read_text()) // 2])
+    result = project.runpytest("--rvtune-case", "small", "--rvtune-results", "run.jsonl")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([f"*{victim.name}*"])
+    outcomes = {r["config_id"]: r["outcome"] for r in read_results(project.path / "run.jsonl")}
+    assert outcomes == {"BLOCK=16": "error", "BLOCK=32": "error"}
