@@ -639,6 +639,32 @@ def pytest_benchmark_generate_machine_info(config: pytest.Config) -> dict[str, A
             "python_version": platform.python_version(), "rvtune_targets": identities}
 
 
+#: The identity fields that name the machine measured (not the toolchain: comparing compilers is legitimate).
+BOARD_IDENTITY_KEYS = ("isa", "vlen", "board", "arch", "cpu")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_compare_machine_info(config: pytest.Config, benchmarksession: Any, machine_info: dict[str, Any],
+                                          compared_benchmark: dict[str, Any]) -> None:
+    """--benchmark-compare against a run of another board is an error, not a warning: its numbers are not
+    comparable. pytest-benchmark files saved runs by host, so such a run can sit right beside ours."""
+    ours = machine_info.get("rvtune_targets") or {}
+    theirs = (compared_benchmark.get("machine_info") or {}).get("rvtune_targets")
+    if theirs is None:
+        return  # not an rvtune run: pytest-benchmark's own warning applies
+    for name, identity in ours.items():
+        saved = theirs.get(name)
+        if saved is None:
+            raise pytest.UsageError(
+                f"--benchmark-compare: the saved run measured target(s) {', '.join(sorted(theirs))}, not {name!r}; "
+                "compare runs of the same target (rvtune compare A B compares any two runs item by item)")
+        differs = {k: (saved.get(k), identity.get(k)) for k in BOARD_IDENTITY_KEYS if saved.get(k) != identity.get(k)}
+        if differs:
+            detail = ", ".join(f"{k} {a!r} vs {b!r}" for k, (a, b) in differs.items())
+            raise pytest.UsageError(f"--benchmark-compare: the saved run of target {name!r} was measured on another "
+                                    f"machine ({detail}); compare runs of the same board")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Iterator[None]:
     # A wrapper, so the line comes last and still comes when pytest-benchmark raises PerformanceRegression

@@ -93,3 +93,15 @@ def test_benchmark_only_keeps_kernel_items(project: pytest.Pytester, add_kernel:
     result = project.runpytest("kernels", "test_plain.py", "--rvtune-case", "small", "--benchmark-only")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*pb_only[[]small-BLOCK=16[]]*"])
+
+
+def test_benchmark_compare_refuses_a_run_of_another_target(project: pytest.Pytester,
+                                                           add_kernel: Callable[..., Path]) -> None:
+    # pytest-benchmark files saved runs by host; a QEMU run must not pass for a baseline of the host target
+    add_kernel("pb_mix", configs=(16,))
+    project.runpytest("--rvtune-case", "small", "--benchmark-autosave").assert_outcomes(passed=1)
+    mixed = project.runpytest("--rvtune-case", "small", "--rvtune-target", "host", "--benchmark-compare=0001")
+    assert mixed.ret == pytest.ExitCode.USAGE_ERROR
+    mixed.stderr.fnmatch_lines(["*--benchmark-compare: the saved run measured target(s) qemu, not 'host'*"])
+    same = project.runpytest("--rvtune-case", "small", "--benchmark-compare=0001")
+    same.assert_outcomes(passed=1)
