@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, Toolchain
+from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, Toolchain, qemu_command
 
 EMITS = ("ttir", "c", "asm", "elf")
 
@@ -97,7 +97,14 @@ def complete_config(spec: Any, given: dict[str, Any]) -> dict[str, Any]:
     """A partial --config picks the first config of the kernel's space that agrees with it (matmul's
     GROUP_SIZE_M need not be spelled out); one outside the space is taken as given."""
     matching = (dict(c) for c in spec.configs if all(dict(c).get(k) == v for k, v in given.items()))
-    return next(matching, given)
+    chosen = next(matching, given)
+    missing = [k for k in spec.constexpr_names if k not in chosen and k in {k for c in spec.configs for k in c}]
+    if missing:
+        raise CompileCommandError(
+            f"{spec.path}: no config of {spec.kernel_name}'s space has "
+            f"{', '.join(f'{k}={v}' for k, v in given.items())}; give every block constant to build a config "
+            f"outside the space (missing: {', '.join(missing)})")
+    return chosen
 
 
 def _signature_and_constexprs(spec: Any, config: dict[str, Any], case: str,
@@ -157,7 +164,8 @@ def _build_elf(spec: Any, case: str, config: dict[str, Any], isa: str) -> Path:
             f"--emit elf needs the ELF builder (pytest_rvtune/build.py), which is not available: {e}; "
             "use --emit ttir, c or asm") from e
     art = build_item(spec, case, config, isa)
-    print(f"rvtune compile: {art.harness_kind} harness; run it as: ELF [--runs N] "
+    runner = "" if isa == HOST_ISA else " ".join(qemu_command()) + " "  # a board runs the ELF itself
+    print(f"rvtune compile: {art.harness_kind} harness; run it here as: {runner}ELF [--runs N] "
           + " ".join(map(str, art.argv)), file=sys.stderr)
     return art.elf
 

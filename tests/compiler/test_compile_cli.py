@@ -101,3 +101,9 @@ def test_emit_elf_links_riscv_executable(capsys):
     assert header[:4] == b"\x7fELF"
     assert int.from_bytes(header[18:20], "little") == 243  # EM_RISCV
     assert "--grid" in err  # how to run it
+
+
+def test_partial_config_outside_the_space_is_named(capsys):
+    code, _, err = rvtune(capsys, MATMUL, "--config", "BLOCK_SIZE_M=3", "--emit", "c")
+    assert code == 2
+    assert "no config of matmul_kernel's space has BLOCK_SIZE_M=3" in err and "BLOCK_SIZE_N" in err

@@ -75,3 +75,15 @@ def test_corrupt_golden_file_is_an_error_naming_the_file(project: pytest.Pyteste
     result.stdout.fnmatch_lines([f"*{victim.name}*"])
     outcomes = {r["config_id"]: r["outcome"] for r in read_results(project.path / "run.jsonl")}
     assert outcomes == {"BLOCK=16": "error", "BLOCK=32": "error"}
+
+
+def test_qemu_counts_are_kept_only_when_exact(project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
+    # the QEMU plugin counts exactly with one guest thread only: with launcher threads the counts are dropped
+    add_kernel("pv_threads", configs=(16,))
+    for threads in ("1", "2"):
+        project.runpytest("--rvtune-case", "small", "--rvtune-threads", threads,
+                          "--rvtune-results", f"t{threads}.jsonl").assert_outcomes(passed=1)
+    (one,) = read_results(project.path / "t1.jsonl")
+    (two,) = read_results(project.path / "t2.jsonl")
+    assert one["threads"] == 1 and one["counters"]["kernel_insns"] > 0
+    assert two["threads"] == 2 and "kernel_insns" not in two["counters"] and two["samples_ns"]
