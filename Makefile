@@ -37,7 +37,7 @@ test: $(SETUP_STAMP)
 	$(VENV)/bin/pytest kernels --rvtune-case small -n 2 --benchmark-disable -q
 
 # The kernel suite on the default target (local QEMU) with the small emulation-sized problem case.
-# Emulated timings are not performance, so QEMU items may run side by side: one xdist worker per core.
+# One xdist worker per core builds in parallel; the runs themselves take turns on the target.
 bench: $(SETUP_STAMP)
 	$(VENV)/bin/pytest kernels --rvtune-case emu -n auto $(PYTEST_ARGS)
 

@@ -540,13 +540,14 @@ def _resumed_record(session: RvtuneSession, elf_sha: str, golden_sha: str, targe
 
 
 class _exclusive:
-    """Real timings on a local target never overlap across xdist workers (or concurrent sessions sharing
-    the cache); emulated ones may. Boards take their own lock on the board itself (targets/ssh.py).
+    """Timing runs on one local target never overlap across xdist workers (or concurrent sessions sharing
+    the cache): builds run in parallel, runs one at a time. Emulated runs too, so their samples stay
+    comparable between -n 0 and -n 2. Boards take their own lock on the board itself (targets/ssh.py).
     The lock is a flock: it dies with its holder."""
 
     def __init__(self, target: Any) -> None:
         self.lock = None
-        if target.timing_source == "real" and getattr(target, "local", False):
+        if getattr(target, "local", False):
             lock_dir = paths.cache_dir() / "locks"
             lock_dir.mkdir(parents=True, exist_ok=True)
             self.lock = FileLock(str(lock_dir / f"target-{target.name}.lock"))
