@@ -528,7 +528,13 @@ def _run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: B
             return run_item(work, target, elf=artifact.elf, argv=list(artifact.argv),
                             elf_sha256=artifact.elf_sha256, golden_sha256=golden.sha256, options=options,
                             kernel_symbol=artifact.kernel_symbol, build_info=build_info)
-    except Exception as exc:  # a board lost after its retry, a full disk, a lock never freed: this item only
+    except Exception as exc:  # a board lost after its retry, a full disk, a lock never freed: this item
+        from pytest_rvtune.targets.ssh import BoardLostError
+        if isinstance(exc, BoardLostError):
+            # The board is gone for this session: its later items skip with a pointer to this error instead of
+            # each waiting for a reconnect that fails the same way.
+            session.target_errors[work.target] = str(exc)
+            session.target_error_reported.add(work.target)
         return item_error(work, target, f"{work.what}: {exc}")
 
 

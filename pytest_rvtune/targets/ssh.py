@@ -82,6 +82,10 @@ class BoardError(RuntimeError):
     """A board cannot be used (unreachable, auth, host key, wrong ISA/VLEN, full disk, lost mid-run)."""
 
 
+class BoardLostError(BoardError):
+    """The board went away mid-session and reconnecting failed: later runs on it would fail the same way."""
+
+
 class InsecureHostKeyWarning(UserWarning):
     """A target runs with host key checking switched off."""
 
@@ -379,10 +383,10 @@ class SshTarget:
             self._reconnect()
             return self._loop.run(make())
         except _CONNECTION_ERRORS as exc:
-            raise BoardError(f"target {self.name!r}: board {self.label} lost while {what} ({first}); the "
-                             f"retry failed too ({exc})") from None
+            raise BoardLostError(f"target {self.name!r}: board {self.label} lost while {what} ({first}); the "
+                                 f"retry failed too ({exc})") from None
         except BoardError as exc:
-            raise BoardError(f"target {self.name!r}: board {self.label} lost while {what} ({first}); "
+            raise BoardLostError(f"target {self.name!r}: board {self.label} lost while {what} ({first}); "
                              f"reconnecting failed: {exc}") from None
 
     async def _run(self, elf: Path, args: Sequence[str | Path], timeout: float,

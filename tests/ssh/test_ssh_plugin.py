@@ -8,6 +8,7 @@ identity. A second run of the same items uploads nothing. An unreachable board i
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,36 @@ def test_unreachable_board_fails_the_item_naming_host_and_cause(sshd: Sshd, tmp_
     proc, _ = run_pytest(write_config(cfg, tmp_path / "rvtune.toml"), tmp_path, "down", ITEMS[:1])
     assert proc.returncode != 0
     assert f"board root@127.0.0.1:{cfg.port}: unreachable" in proc.stdout, proc.stdout[-3000:]
+
+
+KILLER = '''
+import os, signal, subprocess
+_done = []
+def pytest_runtest_logfinish(nodeid, location):
+    if _done:
+        return
+    _done.append(nodeid)  # after the first item: the board goes away (listener and live sessions)
+    pid = os.environ["RVTUNE_TEST_SSHD_PID"]
+    for child in subprocess.run(["pgrep", "-P", pid], capture_output=True, text=True).stdout.split():
+        os.kill(int(child), signal.SIGKILL)
+    os.kill(int(pid), signal.SIGTERM)
+'''
+
+
+def test_board_lost_mid_session_is_one_error_then_skips(own_sshd: Sshd, tmp_path: Path):
+    cfg = board_config(own_sshd, tmp_path, connect_timeout=3)
+    config = write_config(cfg, tmp_path / "rvtune.toml")
+    (tmp_path / "rvtune_killer.py").write_text(KILLER)
+    items = [*ITEMS, "kernels/softmax.py::softmax[emu-BLOCK_SIZE_M=2-BLOCK_SIZE_N=64]",
+             "kernels/softmax.py::softmax[emu-BLOCK_SIZE_M=1-BLOCK_SIZE_N=64]"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "RVTUNE_TEST_SSHD_PID": str(own_sshd.proc.pid)}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *items, "--rvtune-target", "laptop", "--rvtune-config-file", str(config),
+         "--rvtune-results", str(tmp_path / "lost.jsonl"), "-p", "rvtune_killer", "-p", "no:cacheprovider", "-q"],
+        cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+    out = proc.stdout
+    assert "1 passed" in out and "1 failed" in out and "2 skipped" in out, out[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "lost.jsonl").read_text().splitlines()]
+    assert [r["outcome"] for r in records] == ["passed", "error"]  # the finished item is kept
+    assert f"board {cfg.user}@127.0.0.1:{cfg.port} lost" in records[1]["message"]
