@@ -12,7 +12,7 @@ import sys
 
 #: Modules of pytest_rvtune that each contribute one or more subcommands.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
-    "compile_cmd", "report", "compare", "export", "correlation", "doctor", "golden_cmd", "bench_compiler",
+    "compile_cmd", "report", "compare", "export", "correlation", "doctor", "golden_cmd", "bench_compiler", "noise",
 )
 
 

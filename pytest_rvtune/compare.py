@@ -6,6 +6,8 @@ samples no test is meaningful: the verdict says so as a warning, it never passes
 Counters: QEMU instruction counts are deterministic, so any change is real and only the threshold applies.
 A board's perf counters are one reading per item (no noise estimate); they gate only with ``--counters all``.
 Emulated (QEMU) wall time is not performance: it is shown, never gated.
+Sessions drift more than samples within one session vary: with an A/A noise floor (``rvtune noise``, see
+noise.py) a time change must also exceed the item's floor on its target to count.
 
 The plugin calls :func:`compare_record` for ``--rvtune-compare BASE`` and fails the regressed items with
 ``Verdict.message``. Nothing here knows pytest.
@@ -14,6 +16,7 @@ The plugin calls :func:`compare_record` for ``--rvtune-compare BASE`` and fails 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -22,6 +25,7 @@ from typing import Any
 
 from scipy.stats import mannwhitneyu
 
+from pytest_rvtune.noise import NoiseFileError, NoiseFloors, load_noise_for
 from pytest_rvtune.report import format_metric, render_rows
 from pytest_rvtune.runs import DETERMINISTIC_COUNTERS, Record, Run, RunFileError, load_run
 
@@ -47,6 +51,7 @@ class Thresholds:
     alpha: float = DEFAULT_ALPHA
     min_samples: int = DEFAULT_MIN_SAMPLES
     counters: str = "deterministic"  # which counters gate: deterministic (QEMU) | all | none
+    noise: NoiseFloors | None = None  # A/A floors per target: a time change must exceed them too
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 1:
@@ -152,11 +157,17 @@ def _time_change(base: Record, new: Record, threshold: float, t: Thresholds) -> 
     change.p_value = mann_whitney_p(base.samples_ns, new.samples_ns)
     pct = change.change_pct or 0.0
     significant = change.p_value < t.alpha
-    if significant and pct > threshold:
+    # Mann-Whitney sees only this session's noise; the A/A floor is how far a median moves between sessions.
+    floor = t.noise.floor(new) if t.noise else None
+    limit = threshold if floor is None else max(threshold, floor)
+    if significant and pct > limit:
         change.status = "regressed"
-    elif significant and pct < -threshold:
+    elif significant and pct < -limit:
         change.status = "improved"
     change.note = f"n={n_base}/{n_new}"
+    if floor is not None:
+        below = change.status == "same" and abs(pct) <= floor
+        change.note += f", {'below the ' if below else ''}A/A noise floor (+-{floor:.0f}%)"
     return change, None
 
 
@@ -304,9 +315,32 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         f"(default {DEFAULT_MIN_SAMPLES})")
     p.add_argument("--counters", choices=COUNTER_GATES, default="deterministic",
                    help="counters that gate: QEMU instruction counts (default), all (board perf too), none")
+    p.add_argument("--noise", action="append", default=[], metavar="NOISE.json",
+                   help="A/A noise floor of the target (from `rvtune noise`; repeat for several targets): a "
+                        "time change must also exceed the item's floor to count")
     p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
     p.add_argument("--all", action="store_true", help="show unchanged, ungated metrics too")
     p.set_defaults(func=run_compare)
+
+
+NO_NOISE_WARNING = ("timing gates without a measured noise floor count session-to-session drift as change; "
+                    "measure it with `rvtune noise A B -o noise.json` (two runs of the same code on this "
+                    "target) and pass --noise noise.json")
+
+
+def _drift_warning(base: Run, new: Run, noise: NoiseFloors | None) -> str | None:
+    """One line when real timings are gated without a floor: A/A reruns would show up as regressions."""
+    timed = [r for r in new.records if r.valid and not r.emulated and r.samples_ns
+             and (b := base.find(r)) is not None and b.valid and not b.emulated and b.samples_ns]
+    if not timed:
+        return None
+    if noise is None:
+        return NO_NOISE_WARNING
+    missing = sorted({f"{r.kernel} on {r.target}" for r in timed if noise.floor(r) is None})
+    if missing:
+        return (f"no A/A noise floor in the --noise file(s) for {', '.join(missing)}: their timing gates count "
+                "session-to-session drift as change (measure it with `rvtune noise A B`)")
+    return None
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -314,9 +348,15 @@ def run_compare(args: argparse.Namespace) -> int:
         thresholds = Thresholds.parse(args.threshold, alpha=args.alpha, min_samples=args.min_samples,
                                       counters=args.counters)
         base, new = load_run(args.base), load_run(args.new)
-    except (ValueError, RunFileError) as exc:
+        if args.noise:
+            noise = load_noise_for(args.noise, [*base.records, *new.records])
+            thresholds = dataclasses.replace(thresholds, noise=noise)
+    except (ValueError, RunFileError, NoiseFileError) as exc:
         print(f"rvtune compare: {exc}", file=sys.stderr)
         return 2
+    drift = _drift_warning(base, new, thresholds.noise)
+    if drift:
+        print(f"warning: {drift}", file=sys.stderr)
     verdicts = compare_runs(base, new, thresholds)
     print(render_rows(verdict_rows(verdicts, args.all, raw=args.format in ("json", "csv")), args.format))
     counts: dict[str, int] = {}
