@@ -51,7 +51,7 @@ class RemoteRun:
     timeout: float
     work_dir: str  # absolute
     lock_file: str
-    lock_timeout: float
+    lock_timeout: float  # 0: do not wait, exit LOCK_BUSY_STATUS at once when the lock is held
     env: Mapping[str, str] = field(default_factory=dict)
     taskset: str | None = None
     exec_prefix: Sequence[str] = ()
@@ -96,8 +96,10 @@ class RemoteRun:
         envs = [f"{k}={q(v)}" for k, v in self.env.items()]
         # One session (setsid) holds everything the run starts: flock, timeout, perf, QEMU, the ELF.
         # timeout makes its own process group inside it, so the watchdog kills by session, not by group.
+        # lock_timeout 0 is a try (flock -n): a pool asks each board once and runs on the first free one.
+        wait = ["-w", f"{self.lock_timeout:g}"] if self.lock_timeout > 0 else ["-n"]
         lock = " ".join(q(w) for w in [
-            "setsid", "flock", "-w", f"{self.lock_timeout:g}", "-E", str(LOCK_BUSY_STATUS), self.lock_file,
+            "setsid", "flock", *wait, "-E", str(LOCK_BUSY_STATUS), self.lock_file,
         ])
         run = " ".join([*envs, lock, locked])
         # fd 3 is the SSH channel's stdin: a background list's stdin would otherwise be /dev/null (POSIX),

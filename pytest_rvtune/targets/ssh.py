@@ -32,6 +32,7 @@ import asyncssh
 from pytest_rvtune import paths
 from pytest_rvtune.counters import parse_perf_stat_csv
 from pytest_rvtune.harness_output import parse_harness_output
+from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.targets.base import RunResult, TimingSource
 from pytest_rvtune.targets.config import TargetConfig
 from pytest_rvtune.targets.remote_cache import RemoteCache, UploadError
@@ -84,6 +85,10 @@ class BoardError(RuntimeError):
 
 class BoardLostError(BoardError):
     """The board went away mid-session and reconnecting failed: later runs on it would fail the same way."""
+
+
+class _BoardBusy(Exception):
+    """A lock try (no wait) found the board's lock held: the pool asks its next board."""
 
 
 class InsecureHostKeyWarning(UserWarning):
@@ -156,6 +161,7 @@ class SshTarget:
         self.facts: dict[str, str] = {}
         self.reconnects = 0
         self._uploads_before = 0  # uploads of earlier connections (a reconnect starts a new cache object)
+        self._on_board: set[tuple[str, str]] = set()  # (sha256, name) of files known to be on the board
 
     # --- connection ---------------------------------------------------------------------------------
 
@@ -340,6 +346,7 @@ class SshTarget:
         }
         if len(self.cfg.hosts) > 1:
             ident["pool"] = ",".join(self.cfg.hosts)
+            ident["host"] = self.host  # the pool's entry: boards of a pool may share a host name
         if self.cfg.exec_prefix:
             ident["exec_prefix"] = " ".join(self.cfg.exec_prefix)
         if self.cfg.taskset:
@@ -364,12 +371,23 @@ class SshTarget:
         assert self._cache is not None
         try:
             await asyncio.gather(*(self._cache.ensure(f) for f in files))
+            self._on_board.update((sha256_file(f), f.name) for f in files)
         except UploadError as exc:
             raise BoardError(f"target {self.name!r}: {exc}") from None
 
     def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
             kernel_symbol: str | None = None) -> RunResult:
-        return self._with_retry(lambda: self._run(elf, args, timeout, kernel_symbol), f"running {elf.name}")
+        return self._with_retry(lambda: self._run(elf, args, timeout, kernel_symbol, wait=True),
+                                f"running {elf.name}")
+
+    def try_run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
+                kernel_symbol: str | None = None) -> RunResult | None:
+        """As run, but None at once (nothing ran) when another run holds the board's lock."""
+        try:
+            return self._with_retry(lambda: self._run(elf, args, timeout, kernel_symbol, wait=False),
+                                    f"running {elf.name}")
+        except _BoardBusy:
+            return None
 
     def _with_retry(self, make: Callable[[], Coroutine[Any, Any, T]], what: str) -> T:
         """Run a coroutine; if the connection breaks, reconnect and try once more, then give up."""
@@ -390,21 +408,25 @@ class SshTarget:
                              f"reconnecting failed: {exc}") from None
 
     async def _run(self, elf: Path, args: Sequence[str | Path], timeout: float,
-                   kernel_symbol: str | None) -> RunResult:
+                   kernel_symbol: str | None, *, wait: bool) -> RunResult:
         assert self._cache is not None and self._conn is not None
         cfg = self.cfg
+        files = [elf, *(a for a in args if isinstance(a, Path))]
+        if not wait and not self._has(files) and await self._lock_busy():
+            raise _BoardBusy(self.label)  # do not upload to a board that will not run it
         try:
             remote_elf = await self._cache.ensure(elf)
             argv = [remote_elf]
             for arg in args:
                 argv.append(await self._cache.ensure(arg) if isinstance(arg, Path) else arg)
+            self._on_board.update((sha256_file(f), f.name) for f in files)
         except UploadError as exc:
             raise BoardError(f"target {self.name!r}: {exc}") from None
         perf = cfg.runner == "perf"
         tag = secrets.token_hex(6)  # workers share the work dir: per-run names for perf's files
         spec = RemoteRun(
             argv=argv, timeout=timeout, work_dir=self.work_dir, lock_file=cfg.lock_file,
-            lock_timeout=cfg.lock_timeout, env=cfg.env, taskset=cfg.taskset, exec_prefix=cfg.exec_prefix,
+            lock_timeout=cfg.lock_timeout if wait else 0, env=cfg.env, taskset=cfg.taskset, exec_prefix=cfg.exec_prefix,
             perf_events=cfg.perf_events if perf else (),
             perf_out=f"{self.work_dir}/.perf-{tag}.csv" if perf else None,
             record_events=cfg.record_events, record_out=f"{self.work_dir}/.perf-{tag}.data",
@@ -423,6 +445,8 @@ class SshTarget:
         if done.exit_status is None and done.exit_signal is None:
             raise asyncssh.ConnectionLost("the channel closed without an exit status")
         if done.exit_status == LOCK_BUSY_STATUS:
+            if not wait:
+                raise _BoardBusy(self.label)
             raise BoardError(f"target {self.name!r}: board {self.label} stayed busy (lock {cfg.lock_file} held "
                              f"by another run for {cfg.lock_timeout:g}s); raise lock_timeout in {cfg.where()}")
         if done.exit_status == NO_WORKDIR_STATUS:
@@ -444,6 +468,15 @@ class SshTarget:
             signal=outcome.signal, wall_s=elapsed,
         )
 
+    def _has(self, files: Sequence[Path]) -> bool:
+        return all((sha256_file(f), f.name) in self._on_board for f in files if f.is_file())
+
+    async def _lock_busy(self) -> bool:
+        """One lock try without running anything (the lock file may be relative to the work dir)."""
+        done = await self._sh(f"cd {shlex.quote(self.work_dir)} && flock -n -E {LOCK_BUSY_STATUS} "
+                              f"{shlex.quote(self.cfg.lock_file)} true", timeout=30)
+        return done.exit_status == LOCK_BUSY_STATUS
+
     def run_shell(self, script: str, timeout: float = 60.0) -> tuple[int | None, str, str]:
         """Run a plain shell script on the board (for checks and tools; not for timing runs)."""
         done = self._loop.run(self._sh(script, timeout))
@@ -457,10 +490,131 @@ class SshTarget:
                 self._loop.run(asyncio.wait_for(conn.wait_closed(), 5))
 
 
-def connect_board(cfg: TargetConfig, *, worker_id: str) -> SshTarget:
-    """The board this worker uses: worker index modulo the pool size first, then the others in order.
+class SshPool:
+    """A pool of identical boards (``hosts = [...]``) as one target: each run goes to a board that is free.
 
-    Each run still takes the board's lock, so workers (or CI jobs) that end up on the same board take turns.
+    Boards are tried in the worker's order (its preferred board first) with a lock try that does not wait;
+    the run happens on the first board whose lock is free. Only when every board is busy does the run queue
+    on the first live board of that order, as a single board would. Connections to the other boards open
+    the first time they are needed and stay open (one per board per worker); each keeps its own upload
+    cache, since a run's files must be on the board that runs it. A board that is lost (unreachable, or
+    its reconnect failed) is skipped for the rest of the session; the pool fails only when all are lost.
+    """
+
+    def __init__(self, cfg: TargetConfig, order: Sequence[str], first: SshTarget,
+                 lost: dict[str, str] | None = None) -> None:
+        self.cfg = cfg
+        self.name = cfg.name
+        self.isa = cfg.isa
+        self.timing_source: TimingSource = first.timing_source
+        self.order = tuple(order)  # the worker's preferred board first
+        self._boards: dict[str, SshTarget] = {first.host: first}
+        self.lost: dict[str, str] = dict(lost or {})  # host -> why, skipped for the rest of the session
+        self.current = first  # the board of the last run: identity() names it
+
+    @property
+    def boards(self) -> dict[str, SshTarget]:
+        """The boards this worker has connected to so far, by host."""
+        return dict(self._boards)
+
+    @property
+    def host(self) -> str:
+        return self.current.host
+
+    @property
+    def label(self) -> str:
+        return self.current.label
+
+    @property
+    def uploads(self) -> int:
+        return sum(board.uploads for board in self._boards.values())
+
+    @property
+    def reconnects(self) -> int:
+        return sum(board.reconnects for board in self._boards.values())
+
+    def _board(self, host: str) -> SshTarget | None:
+        """The kept connection to ``host``, opened now if this is its first use; None when it is lost."""
+        if host in self.lost:
+            return None
+        board = self._boards.get(host)
+        if board is None:
+            board = SshTarget(self.cfg, host)
+            try:
+                board.connect()
+            except BoardError as exc:
+                self._lose(host, exc)
+                return None
+            self._boards[host] = board
+        return board
+
+    def _lose(self, host: str, exc: BoardError) -> None:
+        log.warning("target %r: board %s skipped for the rest of the session: %s", self.name, host, exc)
+        self.lost[host] = str(exc)
+        board = self._boards.pop(host, None)
+        if board is not None:
+            board.close()
+
+    def _all_lost(self) -> BoardLostError:
+        causes = "\n  ".join(f"{host}: {why}" for host, why in self.lost.items())
+        return BoardLostError(f"target {self.name!r}: every board of the pool is lost:\n  {causes}")
+
+    def identity(self) -> dict[str, str]:
+        """The identity of the board that ran last (it carries the pool's host list too)."""
+        return self.current.identity()
+
+    def prepare(self, files: Sequence[Path]) -> None:
+        """Upload to the board most likely to run next (the last one); run() uploads where it runs."""
+        if self.current.host in self.lost:
+            return
+        try:
+            self.current.prepare(files)
+        except BoardLostError as exc:
+            self._lose(self.current.host, exc)  # run() picks another board or reports the pool lost
+
+    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
+            kernel_symbol: str | None = None) -> RunResult:
+        while True:
+            busy: SshTarget | None = None  # the first board found busy: where to queue if all are
+            for host in self.order:
+                board = self._board(host)
+                if board is None:
+                    continue
+                try:
+                    result = board.try_run(elf, args, timeout, kernel_symbol=kernel_symbol)
+                except BoardLostError as exc:
+                    self._lose(host, exc)
+                    continue
+                if result is not None:
+                    self.current = board
+                    return result
+                busy = busy or board
+            if busy is None:
+                raise self._all_lost()
+            log.info("target %r: every board of the pool is busy: waiting for %s", self.name, busy.label)
+            try:
+                result = busy.run(elf, args, timeout, kernel_symbol=kernel_symbol)
+            except BoardLostError as exc:
+                self._lose(busy.host, exc)
+                continue  # the others may be free by now
+            self.current = busy
+            return result
+
+    def run_shell(self, script: str, timeout: float = 60.0) -> tuple[int | None, str, str]:
+        """A plain shell script on the current board (for checks and tools; not for timing runs)."""
+        return self.current.run_shell(script, timeout)
+
+    def close(self) -> None:
+        for board in self._boards.values():
+            board.close()
+
+
+def connect_board(cfg: TargetConfig, *, worker_id: str) -> SshTarget | SshPool:
+    """The board (or, for ``hosts = [...]``, the pool) this worker runs on.
+
+    A pool orders its boards from worker index modulo the pool size, connects to the first that answers
+    (boards that do not are skipped for the session) and spreads runs over free boards (:class:`SshPool`).
+    Each run still takes the board's lock, so runs of several workers or CI jobs on one board take turns.
     """
     if cfg.insecure_skip_host_key_check:
         message = (f"target {cfg.name!r}: host key checking is OFF (insecure_skip_host_key_check in "
@@ -468,14 +622,16 @@ def connect_board(cfg: TargetConfig, *, worker_id: str) -> SshTarget:
         warnings.warn(message, InsecureHostKeyWarning, stacklevel=2)
         log.warning(message)
     start = worker_index(worker_id) % len(cfg.hosts)
-    errors: list[str] = []
-    for host in (*cfg.hosts[start:], *cfg.hosts[:start]):
+    order = (*cfg.hosts[start:], *cfg.hosts[:start])
+    errors: dict[str, str] = {}
+    for host in order:
         target = SshTarget(cfg, host)
         try:
             target.connect()
-            return target
         except BoardError as exc:
-            errors.append(str(exc))
+            errors[host] = str(exc)
+            continue
+        return target if len(cfg.hosts) == 1 else SshPool(cfg, order, target, lost=errors)
     if len(errors) == 1:
-        raise BoardError(errors[0])
-    raise BoardError(f"target {cfg.name!r}: no board of the pool is usable:\n  " + "\n  ".join(errors))
+        raise BoardError(next(iter(errors.values())))
+    raise BoardError(f"target {cfg.name!r}: no board of the pool is usable:\n  " + "\n  ".join(errors.values()))
