@@ -334,7 +334,7 @@ _C_TYPES = {"*fp32": "float *", "*i32": "int32_t *", "i32": "int32_t"}
 @pytest.fixture(scope="module")
 def moe_objects(tmp_path_factory: pytest.TempPathFactory):
     """(spec, dir, toolchain, C++ toolchain, objects shared by every config): kernel, launcher, harness."""
-    from pytest_rvtune.build import MAIN_CPP_DIR, cxx_toolchain
+    from pytest_rvtune.build import cxx_toolchain, main_cpp_path
     from pytest_rvtune.paths import REPO_ROOT
     from pytest_rvtune.spec import load_kernel_module
 
@@ -351,7 +351,7 @@ def moe_objects(tmp_path_factory: pytest.TempPathFactory):
     tc.compile(d / "kernel.c", d / "kernel.o", flags)
     tc.compile(d / src.launcher_name, d / "launcher.o", flags)
     cxx = cxx_toolchain(tc)
-    cxx.compile(MAIN_CPP_DIR / "fused_moe.cpp", d / "harness.o", ("-std=c++17", *flags))
+    cxx.compile(main_cpp_path(spec), d / "harness.o", ("-std=c++17", *flags))
     return spec, d, tc, cxx, [d / "kernel.o", d / "launcher.o", d / "harness.o"]
 
 

@@ -224,12 +224,17 @@ class HostTarget:
         with tempfile.TemporaryDirectory(prefix="rvtune-host-") as tmp:
             if self.perf is None:
                 return _result(run_process(argv, timeout, Path(tmp)), {})
-            # -o keeps perf's CSV apart from the ELF's own stderr.
+            # -o keeps perf's CSV apart from the ELF's own stderr. perf stat exits 0 when its child dies of a
+            # signal and only sometimes says so (its SIGCHLD handler can reap the child first): an sh between
+            # them turns the signal into status 128+N, which perf passes on (as the board runner does).
             csv = Path(tmp) / "perf.csv"
-            cmd = [self.perf, "stat", "-x,", "-o", str(csv), "-e", ",".join(self.perf_events), "--", *argv]
+            cmd = [self.perf, "stat", "-x,", "-o", str(csv), "-e", ",".join(self.perf_events), "--",
+                   "/bin/sh", "-c", '"$0" "$@"', *argv]
             done = run_process(cmd, timeout, Path(tmp))
             counters = parse_perf_stat_csv(csv.read_text()) if csv.exists() and not done.timed_out else {}
         signum = _perf_child_signal(done.stderr, argv[0])
+        if signum is None and done.returncode is not None and done.returncode > 128 and not done.timed_out:
+            signum = done.returncode - 128
         if signum is not None:
             done.returncode = -signum  # what a plain run would have reported
         return _result(done, counters, signum)

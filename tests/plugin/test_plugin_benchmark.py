@@ -86,8 +86,11 @@ def test_benchmark_output_resume_and_compare(project: pytest.Pytester, add_kerne
     assert after["pb_bench[BLOCK=32]"]["outcome"] == "passed"
 
 
-def test_benchmark_only_keeps_kernel_items(project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
-    # kernel items are benchmarks (their stats come from the target), other tests are not
+def test_benchmark_only_keeps_kernel_items(project: pytest.Pytester, add_kernel: Callable[..., Path],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # kernel items are benchmarks (their stats come from the target), other tests are not. The inner run is
+    # no xdist worker (pytest-benchmark refuses --benchmark-only inside one) even when this test runs in one.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     add_kernel("pb_only", configs=(16,))
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = project.runpytest("kernels", "test_plain.py", "--rvtune-case", "small", "--benchmark-only")
