@@ -308,8 +308,10 @@ class SshTarget:
         done = await self._sh(f"timeout -k 2 30 {' '.join(shlex.quote(a) for a in argv)}")
         match = re.search(r"^RVTUNE vlen (\d+)$", str(done.stdout), re.M)
         if match is None:
-            raise BoardError(f"{where}: the vector probe failed (exit {done.exit_status}: "
-                             f"{str(done.stderr).strip()[-300:]}); the board has no usable V extension")
+            # One line of printable text: a shell that tried to run the ELF as a script prints binary garbage.
+            detail = "".join(c if c.isprintable() else "?" for c in " ".join(str(done.stderr).split()))[-300:]
+            raise BoardError(f"{where}: the vector probe failed (exit {done.exit_status}: {detail}); "
+                             "the board has no usable V extension")
         vlen = int(match.group(1))
         if vlen != self.cfg.vlen:
             raise BoardError(f"{where}: VLEN is {vlen} on the board but the target says vlen = {self.cfg.vlen}: "
