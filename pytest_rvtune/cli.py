@@ -25,8 +25,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pytest_rvtune.runs import RunFileError
+
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except RunFileError as exc:  # a results file that cannot be read: its message names file, line, what to do
+        print(f"rvtune {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -98,7 +98,8 @@ def complete_config(spec: Any, given: dict[str, Any]) -> dict[str, Any]:
     GROUP_SIZE_M need not be spelled out); one outside the space is taken as given."""
     matching = (dict(c) for c in spec.configs if all(dict(c).get(k) == v for k, v in given.items()))
     chosen = next(matching, given)
-    missing = [k for k in spec.constexpr_names if k not in chosen and k in {k for c in spec.configs for k in c}]
+    space_keys = {key for config in spec.configs for key in config}
+    missing = sorted(space_keys - chosen.keys())
     if missing:
         raise CompileCommandError(
             f"{spec.path}: no config of {spec.kernel_name}'s space has "

@@ -19,7 +19,7 @@ from typing import Any
 from scipy.stats import pearsonr, spearmanr
 
 from pytest_rvtune.report import FORMATS, counter_names, render_rows
-from pytest_rvtune.runs import Record, RunFileError, group_by_problem, has_problems, load_run
+from pytest_rvtune.runs import Record, group_by_problem, has_problems, load_run
 
 #: The seeds' cut-off for "high correlation".
 STRONG = 0.7
@@ -75,11 +75,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_correlate(args: argparse.Namespace) -> int:
-    try:
-        run = load_run(args.run)
-    except RunFileError as exc:
-        print(f"rvtune correlate: {exc}", file=sys.stderr)
-        return 2
+    run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
     rows = correlation_rows(run.records)
     if args.strong:
         rows = strong(rows)

@@ -35,7 +35,6 @@ from pytest_rvtune.report import most_common_winner, ranked
 from pytest_rvtune.runs import (
     GroupKey,
     Record,
-    RunFileError,
     group_by_problem,
     group_label,
     load_run,
@@ -227,11 +226,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    try:
-        run = load_run(args.run)
-    except RunFileError as exc:
-        print(f"rvtune export-best: {exc}", file=sys.stderr)
-        return 2
+    run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
     by_kernel: dict[tuple[str, str], list[Record]] = {}
     for record in run.records:
         by_kernel.setdefault((record.target, record.kernel), []).append(record)

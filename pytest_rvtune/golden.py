@@ -272,19 +272,12 @@ def _combined_sha(files: Sequence[GoldenFile], scalars: Mapping[str, Scalar]) ->
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-# (path, size, mtime_ns) -> sha256 already checked in this process: items of one case share files.
-_verified: dict[tuple[str, int, int], str] = {}
-
-
 def _file_sha(path: Path) -> str | None:
+    """sha256 of a golden file (memoised by path, size and mtime in hashing.py), None when it is missing."""
     try:
-        st = path.stat()
+        return sha256_file(path)
     except FileNotFoundError:
         return None
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _verified:
-        _verified[key] = sha256_file(path)
-    return _verified[key]
 
 
 def golden_set(spec: KernelSpec, case_name: str, config: Mapping[str, Any], store: Store | None = None) -> GoldenSet:

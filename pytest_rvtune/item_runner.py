@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_rvtune.counters import ICOUNT_KEYS
 from pytest_rvtune.results import Record, now_iso
 from pytest_rvtune.targets.base import RunResult, Target
 from pytest_rvtune.verdict import Verdict, judge
@@ -69,10 +70,6 @@ def base_record(work: ItemWork, target: Target | None) -> Record:
     }
 
 
-#: The QEMU plugin's counters (exact with one guest thread only).
-EMULATOR_COUNTERS = frozenset({"insns", "vector_insns", "kernel_insns"})
-
-
 def per_launch_counters(counters: dict[str, float], launches: int) -> dict[str, float]:
     """Counters of a whole process divided by the kernel launches in it, so configs compare per launch.
 
@@ -117,7 +114,7 @@ def run_item(
     if options.threads != 1 and target.timing_source == "emulated":
         # QEMU's plugin counts with non-atomic inline adds: with several guest threads the counts are not
         # exact, and a count that is not exact must not pass for one (compare gates on exact counts).
-        counters = {k: v for k, v in counters.items() if k not in EMULATOR_COUNTERS}
+        counters = {k: v for k, v in counters.items() if k not in ICOUNT_KEYS}
     record = base_record(work, target) | {
         "outcome": verdict.outcome,
         "message": "" if verdict.passed else verdict.message,

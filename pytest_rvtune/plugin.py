@@ -7,6 +7,7 @@ pytest's hooks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import re
@@ -545,26 +546,16 @@ def _resumed_record(session: RvtuneSession, elf_sha: str, golden_sha: str, targe
     return session.resume_index.get((elf_sha, golden_sha, identity_key(target.identity())))
 
 
-class _exclusive:
+def _exclusive(target: Any) -> contextlib.AbstractContextManager[Any]:
     """Timing runs on one local target never overlap across xdist workers (or concurrent sessions sharing
     the cache): builds run in parallel, runs one at a time. Emulated runs too, so their samples stay
     comparable between -n 0 and -n 2. Boards take their own lock on the board itself (targets/ssh.py).
     The lock is a flock: it dies with its holder."""
-
-    def __init__(self, target: Any) -> None:
-        self.lock = None
-        if getattr(target, "local", False):
-            lock_dir = paths.cache_dir() / "locks"
-            lock_dir.mkdir(parents=True, exist_ok=True)
-            self.lock = FileLock(str(lock_dir / f"target-{target.name}.lock"))
-
-    def __enter__(self) -> None:
-        if self.lock is not None:
-            self.lock.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.lock is not None:
-            self.lock.release()
+    if not getattr(target, "local", False):
+        return contextlib.nullcontext()
+    lock_dir = paths.cache_dir() / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(lock_dir / f"target-{target.name}.lock"))
 
 
 def _finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: ItemOutcome) -> None:

@@ -39,7 +39,6 @@ from pytest_rvtune.runs import (
     GroupKey,
     Record,
     Run,
-    RunFileError,
     group_by_problem,
     group_label,
     has_problems,
@@ -377,11 +376,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run_report(args: argparse.Namespace) -> int:
     from pytest_rvtune.correlation import correlation_rows, strong
 
-    try:
-        run = load_run(args.run)
-    except RunFileError as exc:
-        print(f"rvtune report: {exc}", file=sys.stderr)
-        return 2
+    run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
     reports = build_case_reports(run)
     correlations = strong(correlation_rows(run.records))
     text = render_report(run, reports, args.format, correlations)

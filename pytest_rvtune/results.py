@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,19 +34,6 @@ class ResultsWriter:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
-
-
-def read_records(path: Path) -> Iterator[Record]:
-    """Records of a results file; a torn last line (the run was killed mid-write) is skipped."""
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as exc:
-                if fh.read().strip():  # only the very last line may be torn
-                    raise ValueError(f"{path}:{number}: not a JSON object ({exc.msg})") from exc
 
 
 def now_iso() -> str:

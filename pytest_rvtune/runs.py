@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_rvtune.counters import ICOUNT_KEYS
 from pytest_rvtune.spec import config_id
 
 #: Instruction counts from our QEMU plugin: deterministic, so any change between runs is real.
-DETERMINISTIC_COUNTERS: frozenset[str] = frozenset({"insns", "vector_insns", "kernel_insns"})
+DETERMINISTIC_COUNTERS: frozenset[str] = frozenset(ICOUNT_KEYS)
 
 #: What ranks configs under emulation: QEMU wall time is not performance, in-kernel instructions are.
 EMULATED_RANK_COUNTER = "kernel_insns"
