@@ -1,7 +1,8 @@
 """Is run B worse than run A? A per-item verdict with a significance test, and the ``rvtune compare`` gate.
 
 Time: Mann-Whitney U on the raw samples (as asv, LNT and google-benchmark do: no normality assumed), and a
-change counts only when it is both significant (p < alpha) and larger than the kernel's threshold. With too few
+change counts only when it is both significant (p < alpha) and larger than the kernel's threshold. The size of
+the change is that of the samples' minimum by default (``--statistic``; runs.TIME_STATISTICS says why). With too few
 samples no test is meaningful: the verdict says so as a warning, it never passes silently.
 Counters: QEMU instruction counts are deterministic, so any change is real and only the threshold applies.
 A board's perf counters are one reading per item (no noise estimate); they gate only with ``--counters all``.
@@ -27,13 +28,14 @@ from scipy.stats import mannwhitneyu
 
 from pytest_rvtune.noise import NoiseFileError, NoiseFloors, load_noise_for
 from pytest_rvtune.report import format_metric, render_rows
-from pytest_rvtune.runs import DETERMINISTIC_COUNTERS, Record, Run, RunFileError, load_run
+from pytest_rvtune.runs import DETERMINISTIC_COUNTERS, TIME_STATISTICS, Record, Run, RunFileError, load_run
 
 DEFAULT_THRESHOLD_PCT = 5.0
 #: Significance level. asv uses 0.002 with many samples; 0.01 keeps the false-alarm rate low at 10-30 samples.
 DEFAULT_ALPHA = 0.01
 #: Below this many samples per side Mann-Whitney cannot reach p < 0.01 (n=m=4 gives p >= 0.029).
 DEFAULT_MIN_SAMPLES = 5
+DEFAULT_STATISTIC = "min"
 
 COUNTER_GATES = ("deterministic", "all", "none")
 #: Of the exact QEMU counts, only the kernel's own instructions are a cost: more vector instructions can mean
@@ -52,8 +54,11 @@ class Thresholds:
     min_samples: int = DEFAULT_MIN_SAMPLES
     counters: str = "deterministic"  # which counters gate: deterministic (QEMU) | all | none
     noise: NoiseFloors | None = None  # A/A floors per target: a time change must exceed them too
+    statistic: str = DEFAULT_STATISTIC  # what a time change is the change of: min | median
 
     def __post_init__(self) -> None:
+        if self.statistic not in TIME_STATISTICS:
+            raise ValueError(f"statistic {self.statistic!r}: expected one of {', '.join(TIME_STATISTICS)}")
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha {self.alpha}: the significance level must be between 0 and 1, e.g. 0.01")
         if self.min_samples < 2:
@@ -143,7 +148,7 @@ def _label(key: tuple[str, str, str, str]) -> str:
 
 
 def _time_change(base: Record, new: Record, threshold: float, t: Thresholds) -> tuple[Change, str | None]:
-    change = Change("time", base.median_ns, new.median_ns, "same")
+    change = Change("time", base.time_ns(t.statistic), new.time_ns(t.statistic), "same")
     if base.emulated or new.emulated:
         change.status, change.note = "not gated", "emulated time (QEMU) is not performance"
         return change, None
@@ -157,14 +162,14 @@ def _time_change(base: Record, new: Record, threshold: float, t: Thresholds) -> 
     change.p_value = mann_whitney_p(base.samples_ns, new.samples_ns)
     pct = change.change_pct or 0.0
     significant = change.p_value < t.alpha
-    # Mann-Whitney sees only this session's noise; the A/A floor is how far a median moves between sessions.
+    # Mann-Whitney sees only this session's noise; the A/A floor is how far the statistic moves between sessions.
     floor = t.noise.floor(new) if t.noise else None
     limit = threshold if floor is None else max(threshold, floor)
     if significant and pct > limit:
         change.status = "regressed"
     elif significant and pct < -limit:
         change.status = "improved"
-    change.note = f"n={n_base}/{n_new}"
+    change.note = f"{t.statistic} of n={n_base}/{n_new}"
     if floor is not None:
         below = change.status == "same" and abs(pct) <= floor
         change.note += f", {'below the ' if below else ''}A/A noise floor (+-{floor:.0f}%)"
@@ -313,6 +318,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--min-samples", type=int, default=DEFAULT_MIN_SAMPLES,
                    help=f"fewer samples per side than this: a warning instead of a test "
                         f"(default {DEFAULT_MIN_SAMPLES})")
+    p.add_argument("--statistic", choices=TIME_STATISTICS, default=DEFAULT_STATISTIC,
+                   help="a time change is the change of the samples' min (default: interference only adds "
+                        "time, so the minimum repeats between sessions) or median")
     p.add_argument("--counters", choices=COUNTER_GATES, default="deterministic",
                    help="counters that gate: QEMU instruction counts (default), all (board perf too), none")
     p.add_argument("--noise", action="append", default=[], metavar="NOISE.json",
@@ -346,10 +354,10 @@ def _drift_warning(base: Run, new: Run, noise: NoiseFloors | None) -> str | None
 def run_compare(args: argparse.Namespace) -> int:
     try:
         thresholds = Thresholds.parse(args.threshold, alpha=args.alpha, min_samples=args.min_samples,
-                                      counters=args.counters)
+                                      counters=args.counters, statistic=args.statistic)
         base, new = load_run(args.base), load_run(args.new)
         if args.noise:
-            noise = load_noise_for(args.noise, [*base.records, *new.records])
+            noise = load_noise_for(args.noise, [*base.records, *new.records], thresholds.statistic)
             thresholds = dataclasses.replace(thresholds, noise=noise)
     except (ValueError, RunFileError, NoiseFileError) as exc:
         print(f"rvtune compare: {exc}", file=sys.stderr)

@@ -3,6 +3,7 @@
 The harness prints one machine-readable line per fact (docs/contracts.md):
 
     RVTUNE sample <ns>
+    RVTUNE launches <n>     (kernel launches in all: warm-up, sizing and every timed run)
     RVTUNE check <name> ok|bad max_abs=<g> max_rel=<g> first_bad=<i> count=<n>
     RVTUNE error <message>
 
@@ -25,6 +26,7 @@ class HarnessOutput:
     samples_ns: list[int] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    launches: int | None = None  # None from a harness that does not print it
 
 
 class _BadLine(ValueError):
@@ -41,6 +43,12 @@ def _parse_sample(rest: list[str]) -> int:
     if not value >= 0:  # also rejects nan
         raise _BadLine(f"sample {rest[0]!r} is not a non-negative time in ns")
     return int(value)
+
+
+def _parse_launches(rest: list[str]) -> int:
+    if len(rest) != 1 or not rest[0].isdigit():
+        raise _BadLine("expected `RVTUNE launches <n>` with n a non-negative integer")
+    return int(rest[0])
 
 
 def _parse_check(rest: list[str]) -> Check:
@@ -77,13 +85,15 @@ def parse_harness_output(stdout: str) -> HarnessOutput:
         try:
             if kind == "sample":
                 out.samples_ns.append(_parse_sample(words[2:]))
+            elif kind == "launches":
+                out.launches = _parse_launches(words[2:])
             elif kind == "check":
                 out.checks.append(_parse_check(words[2:]))
             elif kind == "error":
                 # The message is free text: keep its spacing after the keyword.
                 out.errors.append(line.split(None, 2)[2] if len(words) > 2 else "(no message)")
             else:
-                raise _BadLine(f"unknown kind {kind!r} (expected sample, check or error)")
+                raise _BadLine(f"unknown kind {kind!r} (expected sample, launches, check or error)")
         except _BadLine as exc:
             out.errors.append(f"unparsable harness output line {lineno}: {line!r}: {exc}")
     return out

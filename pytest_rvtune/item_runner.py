@@ -37,12 +37,15 @@ class ItemWork:
 class RunOptions:
     warmup: int = 1
     runs: int = 5
+    max_time: float = 0.0  # seconds the samples span (0: exactly `runs` samples)
     threads: int = 1
     timeout: float = 300.0
     check: bool = True
 
     def harness_args(self) -> list[str]:
         args = ["--warmup", str(self.warmup), "--runs", str(self.runs), "--threads", str(self.threads)]
+        if self.max_time > 0:
+            args += ["--max-time", repr(self.max_time)]
         return args if self.check else [*args, "--no-check"]
 
 
@@ -109,7 +112,7 @@ def run_item(
     result = target.run(elf, [*options.harness_args(), *argv], options.timeout, kernel_symbol=kernel_symbol)
     run_seconds = time.perf_counter() - started
     verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check)
-    launches = options.warmup + options.runs
+    launches = result.launches if result.launches is not None else options.warmup + options.runs
     counters = dict(result.counters)
     if options.threads != 1 and target.timing_source == "emulated":
         # QEMU's plugin counts with non-atomic inline adds: with several guest threads the counts are not
@@ -122,6 +125,7 @@ def run_item(
         "counters": per_launch_counters(counters, launches),
         "counters_total": counters,
         "threads": options.threads,
+        "launches": launches,
         "elf_sha256": elf_sha256,
         "golden_sha256": golden_sha256,
         "checks": [vars(c) for c in result.checks],

@@ -1,19 +1,21 @@
-"""The A/A noise floor of a target: how much an item's median time moves between two sessions of the same code.
+"""The A/A noise floor of a target: how much an item's time moves between two sessions of the same code.
 
 Mann-Whitney on the samples of one session sees only the noise WITHIN that session; on a shared VM or a
-board with frequency scaling the median moves far more from one session to the next (on the team's VM,
--17%..+28% per item). ``rvtune noise A B`` measures that drift from an A/A pair (two runs of the same ELFs on
-the same target) and writes a small JSON file; ``rvtune compare --noise FILE`` then calls a time change a
-regression only when it also exceeds the floor of that item on that target.
+board with frequency scaling an item's time moves more from one session to the next (on the team's VM the
+median of 10 back-to-back samples moved -17%..+28% per item). ``rvtune noise A B`` measures that drift from
+an A/A pair (two runs of the same ELFs on the same target) and writes a small JSON file; ``rvtune compare
+--noise FILE`` then calls a time change a regression only when it also exceeds the floor of that item on that
+target. The drift is that of the statistic compare gates on (``--statistic``, min by default).
 
 File format (``format: rvtune-noise/1``)::
 
-    {"format": "rvtune-noise/1", "quantile": 95, "targets": [
+    {"format": "rvtune-noise/1", "quantile": 95, "statistic": "min", "targets": [
       {"target": "host", "machine": {identity dict}, "runs": ["a.jsonl", "b.jsonl"],
        "kernels": {"matmul": {"floor_pct": 21.3, "items_measured": 40,
                               "items": {"<case>": {"<config_id>": <signed median change, percent>}}}}}]}
 
-A kernel's floor is the ``quantile``-th percentile of |median change| over its items; an item's floor is the
+A file without "statistic" predates it and measured the median. A kernel's floor is the ``quantile``-th
+percentile of |change| over its items; an item's floor is the
 larger of its kernel's floor and its own A/A |change| (an item known to be noisier keeps its own margin).
 A floor belongs to the target identity it was measured on (ISA, board, CPU, kernel, toolchain): a file of
 another target is refused. Nothing here knows pytest.
@@ -32,10 +34,11 @@ from typing import Any
 import numpy as np
 
 from pytest_rvtune.report import render_rows
-from pytest_rvtune.runs import Record, Run, RunFileError, identity_key, load_run
+from pytest_rvtune.runs import TIME_STATISTICS, Record, Run, RunFileError, identity_key, load_run
 
 FORMAT = "rvtune-noise/1"
 DEFAULT_QUANTILE = 95.0
+DEFAULT_STATISTIC = "min"
 
 
 class NoiseFileError(ValueError):
@@ -90,6 +93,7 @@ class NoiseFloors:
 
     targets: dict[str, TargetNoise] = field(default_factory=dict)  # identity_key -> floors
     quantile: float = DEFAULT_QUANTILE
+    statistic: str = DEFAULT_STATISTIC  # the drift of which time statistic (runs.TIME_STATISTICS)
 
     def floor(self, record: Record) -> float | None:
         """The item's A/A floor in percent on the target it ran on; None when not measured there."""
@@ -103,7 +107,7 @@ class NoiseFloors:
             mine.kernels.update(target.kernels)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "quantile": self.quantile, "targets": [
+        return {"format": FORMAT, "quantile": self.quantile, "statistic": self.statistic, "targets": [
             {"target": t.target, "machine": t.machine, "runs": t.runs,
              "kernels": {name: {"floor_pct": round(k.floor_pct, 3), "items_measured": k.items_measured,
                                 "items": {case: {cid: round(pct, 3) for cid, pct in configs.items()}
@@ -119,13 +123,16 @@ def _timed(record: Record) -> bool:
     return record.valid and not record.emulated and bool(record.samples_ns) and bool(record.median_ns)
 
 
-def measure_noise(a: Run, b: Run, quantile: float = DEFAULT_QUANTILE) -> NoiseFloors:
-    """The floors of an A/A pair: per item the change of the median, per kernel and target its quantile.
+def measure_noise(a: Run, b: Run, quantile: float = DEFAULT_QUANTILE,
+                  statistic: str = DEFAULT_STATISTIC) -> NoiseFloors:
+    """The floors of an A/A pair: per item the change of ``statistic``, per kernel and target its quantile.
 
     Raises NoiseFileError when the pair is not an A/A pair (different ELF or target) or has nothing timed."""
     if not 0 < quantile <= 100:
         raise NoiseFileError(f"quantile {quantile:g}: expected a percentile in (0, 100], e.g. 95")
-    floors = NoiseFloors(quantile=quantile)
+    if statistic not in TIME_STATISTICS:
+        raise NoiseFileError(f"statistic {statistic!r}: expected one of {', '.join(TIME_STATISTICS)}")
+    floors = NoiseFloors(quantile=quantile, statistic=statistic)
     for rec_a in a.records:
         rec_b = b.find(rec_a)
         if rec_b is None or not (_timed(rec_a) and _timed(rec_b)):
@@ -140,7 +147,8 @@ def measure_noise(a: Run, b: Run, quantile: float = DEFAULT_QUANTILE) -> NoiseFl
         target = floors.targets.setdefault(identity_key(ident_a), TargetNoise(
             rec_a.target, ident_a, runs=[str(a.path), str(b.path)]))
         kernel = target.kernels.setdefault(rec_a.kernel, KernelNoise(0.0))
-        kernel.items.setdefault(rec_a.case, {})[rec_a.config_id] = (rec_b.median_ns / rec_a.median_ns - 1) * 100
+        change = (rec_b.time_ns(statistic) / rec_a.time_ns(statistic) - 1) * 100  # type: ignore[operator]
+        kernel.items.setdefault(rec_a.case, {})[rec_a.config_id] = change
     if not floors.targets:
         raise NoiseFileError(f"{a.path} and {b.path}: no item passed with real timings in both runs (QEMU "
                              "wall time is not gated, so it has no noise floor); give two runs of a real target")
@@ -166,8 +174,11 @@ def load_noise(path: str | Path) -> NoiseFloors:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise NoiseFileError(f"{path}: not an rvtune noise file (expected \"format\": \"{FORMAT}\"; write one "
                              "with `rvtune noise A B -o FILE`)")
-    floors = NoiseFloors(quantile=float(doc.get("quantile", DEFAULT_QUANTILE)))
     try:
+        floors = NoiseFloors(quantile=float(doc.get("quantile", DEFAULT_QUANTILE)),
+                             statistic=str(doc.get("statistic", "median")))
+        if floors.statistic not in TIME_STATISTICS:
+            raise ValueError(f"statistic {floors.statistic!r} is not one of {', '.join(TIME_STATISTICS)}")
         for entry in doc["targets"]:
             target = TargetNoise(str(entry["target"]), dict(entry["machine"]), runs=list(entry.get("runs", [])))
             for name, k in entry["kernels"].items():
@@ -181,13 +192,19 @@ def load_noise(path: str | Path) -> NoiseFloors:
     return floors
 
 
-def load_noise_for(paths: Sequence[str | Path], records: Iterable[Record]) -> NoiseFloors:
-    """Load every file and check each was measured on a target among ``records``: a floor of another target
-    (another board, CPU, kernel or toolchain) says nothing about this one, so it is refused."""
+def load_noise_for(paths: Sequence[str | Path], records: Iterable[Record],
+                   statistic: str = DEFAULT_STATISTIC) -> NoiseFloors:
+    """Load every file and check each was measured on a target among ``records``, of the ``statistic`` that
+    is gated: a floor of another target (another board, CPU, kernel or toolchain) says nothing about this one,
+    and the median's drift says nothing about the minimum's, so either is refused."""
     seen = {identity_key(record_identity(r)): record_identity(r) for r in records}
-    merged = NoiseFloors()
+    merged = NoiseFloors(statistic=statistic)
     for path in paths:
         floors = load_noise(path)
+        if floors.statistic != statistic:
+            raise NoiseFileError(f"{path}: noise floor of the {floors.statistic} time, but the comparison gates "
+                                 f"on the {statistic}; compare with --statistic {floors.statistic}, or measure "
+                                 f"again with `rvtune noise A B --statistic {statistic}`")
         if not seen.keys() & floors.targets.keys():
             measured = "; ".join(describe_identity(t.machine) for t in floors.targets.values())
             compared = "; ".join(describe_identity(i) for i in seen.values()) or "nothing"
@@ -205,19 +222,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "noise", help="measure a target's A/A noise floor from two runs of the same code",
         description="From an A/A pair (two runs of the same ELFs on the same target, e.g. back to back), "
-                    "measure how much each item's median time moves between sessions, and a per-kernel floor "
-                    "(a percentile of |change|). Pass the file to `rvtune compare --noise`.")
+                    "measure how much each item's time (min or median) moves between sessions, and a "
+                    "per-kernel floor (a percentile of |change|). Pass the file to `rvtune compare --noise`.")
     p.add_argument("a", help="first run: results .jsonl or pytest-benchmark .json")
     p.add_argument("b", help="second run of the same code on the same target")
     p.add_argument("-o", "--output", default="noise.json", help="noise file to write (default noise.json)")
     p.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE,
-                   help=f"percentile of |median change| over a kernel's items (default {DEFAULT_QUANTILE:g})")
+                   help=f"percentile of |change| over a kernel's items (default {DEFAULT_QUANTILE:g})")
+    p.add_argument("--statistic", choices=TIME_STATISTICS, default=DEFAULT_STATISTIC,
+                   help="the drift of the samples' min (default; what compare gates on) or median")
     p.set_defaults(func=run_noise)
 
 
 def run_noise(args: argparse.Namespace) -> int:
     try:
-        floors = measure_noise(load_run(args.a), load_run(args.b), args.quantile)
+        floors = measure_noise(load_run(args.a), load_run(args.b), args.quantile, args.statistic)
     except (RunFileError, NoiseFileError) as exc:
         print(f"rvtune noise: {exc}", file=sys.stderr)
         return 2

@@ -29,6 +29,10 @@ RECORD_KEY = "rvtune_record"
 ITEM_KEY = pytest.StashKey["KernelItemInfo"]()
 DEFAULT_TARGET = "qemu"
 DEFAULT_TIMEOUT = 300.0
+#: Seconds of samples per item on real hardware. A shared VM changes speed in spells of up to seconds; half a
+#: second of samples nearly always holds some of the fast spell, whose minimum repeats within ~1% between
+#: sessions (docs/contracts.md, "Timing").
+DEFAULT_MAX_TIME = 0.5
 #: The outcomes the summary line always shows (others only when they happened).
 SUMMARY_OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout")
 
@@ -49,6 +53,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="kill one ELF run after this long (default: the target's timeout, else 300)")
     group.addoption("--rvtune-runs", type=int, default=None, metavar="N",
                     help="timed runs per item (default: 10 on real hardware, 2 under emulation)")
+    group.addoption("--rvtune-max-time", type=float, default=None, metavar="SECONDS",
+                    help="on real hardware, sample each item for this long (at least --rvtune-runs samples, "
+                         f"at most 200): a shared machine's slow and fast spells both show (default "
+                         f"{DEFAULT_MAX_TIME}; 0 under emulation, whose time is not gated)")
     group.addoption("--rvtune-warmup", type=int, default=None, metavar="N",
                     help="warm-up runs per item (default: 2 on real hardware, 1 under emulation)")
     group.addoption("--rvtune-threads", type=int, default=1, metavar="N",
@@ -59,6 +67,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="target configuration file (default: rvtune.toml, then pyproject.toml)")
     group.addoption("--rvtune-compare", default=None, metavar="BASE",
                     help="fail items that regressed significantly against BASE (results file or benchmark JSON)")
+    group.addoption("--rvtune-threshold", action="append", default=[], metavar="[KERNEL=]PCT",
+                    help="with --rvtune-compare: the change that matters, in percent (default 5; repeatable, "
+                         "KERNEL=PCT per kernel)")
+    group.addoption("--rvtune-noise", action="append", default=[], metavar="NOISE.json",
+                    help="with --rvtune-compare: the target's A/A noise floor (`rvtune noise A B`); a time "
+                         "change must also exceed it")
     group.addoption("--rvtune-resume", default=None, metavar="RUN",
                     help="reuse results of RUN for items whose ELF, golden data and target are unchanged")
     parser.addini("rvtune_kernels", type="paths", default=[],
@@ -96,12 +110,30 @@ class RvtuneSession:
         self.results_path = (Path(results).resolve() if results
                              else self.rootdir / ".rvtune" / "results" / f"{self.run_id}.jsonl")
         self._writer: ResultsWriter | None = None
+        self._earlier_rounds: dict[Any, Any] | None = None
         self.worker_id: str = workerinput["workerid"] if workerinput else "main"
         self._configs: dict[str, Any] | None = None
         if config.getoption("rvtune_target") or config.getoption("rvtune_config_file"):
             self.target_configs()  # asked for by name: a bad name or file is an error before anything runs
+        max_time = config.getoption("rvtune_max_time")
+        if max_time is not None and not 0 <= max_time <= 3600:
+            raise pytest.UsageError(f"--rvtune-max-time {max_time:g}: seconds of samples per item, between 0 "
+                                    "and 3600 (0: exactly --rvtune-runs samples)")
         self.compare_base = _load_run_option(config, "rvtune_compare")
+        self.compare_thresholds = _compare_thresholds(config, self.compare_base)
         self.resume_index = _load_resume_index(config)
+
+    def earlier_round(self, key: tuple[str, str, str, str]) -> Any:
+        """The item's record from an earlier session in the same results file (a round to pool with)."""
+        if self._earlier_rounds is None:
+            from pytest_rvtune.rounds import earlier_rounds
+            from pytest_rvtune.runs import RunFileError, load_run
+            try:
+                run = load_run(self.results_path) if self.results_path.is_file() else None
+            except RunFileError as exc:
+                raise pytest.UsageError(f"--rvtune-results: {exc}; choose another file or fix this one") from None
+            self._earlier_rounds = earlier_rounds(run, self.run_id)
+        return self._earlier_rounds.get(key)
 
     @property
     def writer(self) -> ResultsWriter:
@@ -147,9 +179,11 @@ class RvtuneSession:
         emulated = target.timing_source == "emulated"
         runs = self.config.getoption("rvtune_runs")
         warmup = self.config.getoption("rvtune_warmup")
+        max_time = self.config.getoption("rvtune_max_time")
         return RunOptions(
             warmup=warmup if warmup is not None else (1 if emulated else 2),
             runs=runs if runs is not None else (2 if emulated else 10),
+            max_time=max_time if max_time is not None else (0.0 if emulated else DEFAULT_MAX_TIME),
             threads=self.config.getoption("rvtune_threads"),
             timeout=self.timeout_for(target.name),
         )
@@ -213,6 +247,28 @@ def _load_run_option(config: pytest.Config, option: str) -> Any:
         return load_run(Path(path))
     except RunFileError as exc:
         raise pytest.UsageError(f"--{option.replace('_', '-')}: {exc}") from None
+
+
+def _compare_thresholds(config: pytest.Config, base: Any) -> Any:
+    """--rvtune-threshold and --rvtune-noise as compare.Thresholds; a bad value is a usage error up front."""
+    thresholds, noise = config.getoption("rvtune_threshold"), config.getoption("rvtune_noise")
+    if base is None:
+        if thresholds or noise:
+            raise pytest.UsageError("--rvtune-threshold and --rvtune-noise tune --rvtune-compare BASE; "
+                                    "give the base run too")
+        return None
+    import dataclasses
+
+    from pytest_rvtune.compare import Thresholds
+    from pytest_rvtune.noise import NoiseFileError, load_noise_for
+    try:
+        parsed = Thresholds.parse(thresholds)
+        if noise:
+            parsed = dataclasses.replace(parsed, noise=load_noise_for(noise, base.records, parsed.statistic))
+    except ValueError as exc:  # NoiseFileError is one
+        option = "--rvtune-noise" if isinstance(exc, NoiseFileError) else "--rvtune-threshold"
+        raise pytest.UsageError(f"{option}: {exc}") from None
+    return parsed
 
 
 def _load_resume_index(config: pytest.Config) -> dict[Any, Any]:
@@ -526,9 +582,13 @@ def _run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: B
     try:
         target.prepare([p for p in artifact.argv if isinstance(p, Path)] + [artifact.elf])
         with _exclusive(target):
-            return run_item(work, target, elf=artifact.elf, argv=list(artifact.argv),
-                            elf_sha256=artifact.elf_sha256, golden_sha256=golden.sha256, options=options,
-                            kernel_symbol=artifact.kernel_symbol, build_info=build_info)
+            outcome = run_item(work, target, elf=artifact.elf, argv=list(artifact.argv),
+                               elf_sha256=artifact.elf_sha256, golden_sha256=golden.sha256, options=options,
+                               kernel_symbol=artifact.kernel_symbol, build_info=build_info)
+        from pytest_rvtune.rounds import pool
+        outcome.record = pool(outcome.record,
+                              session.earlier_round((work.target, work.kernel, work.case, work.config_id)))
+        return outcome
     except Exception as exc:  # a board lost after its retry, a full disk, a lock never freed: this item
         from pytest_rvtune.targets.ssh import BoardLostError
         if isinstance(exc, BoardLostError):
@@ -559,7 +619,7 @@ def _exclusive(target: Any) -> contextlib.AbstractContextManager[Any]:
 
 
 def _finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: ItemOutcome) -> None:
-    record = outcome.record
+    record = outcome.record | {"run_id": session.run_id}  # the session that wrote the line: rounds.py
     verdict = outcome.verdict
     if verdict.passed and session.compare_base is not None:
         verdict = _compare_with_base(session, record) or verdict
@@ -576,7 +636,7 @@ def _compare_with_base(session: RvtuneSession, record: dict[str, Any]) -> Verdic
     base = session.compare_base.find(record)
     if base is None:
         return None
-    result = compare_record(base, record_from_dict(record), None)
+    result = compare_record(base, record_from_dict(record), session.compare_thresholds)
     if result.regressed:
         return Verdict("regressed", f"{result.message}\n(base run {session.compare_base.path})")
     return None

@@ -33,6 +33,13 @@ EMULATED_RANK_COUNTER = "kernel_insns"
 GroupKey = tuple[str, str, str, str]
 
 
+#: How compare and noise summarise an item's time samples. "min" (the default there) follows Chen & Revels,
+#: "Robust benchmarking in noisy environments" (2016, BenchmarkTools.jl's judge): interference only ever
+#: adds time, so the minimum of samples spread over time is the estimate that repeats between sessions.
+#: The median (what reports rank by) moves with the share of slow spells a session happened to catch.
+TIME_STATISTICS = ("min", "median")
+
+
 class RunFileError(ValueError):
     """A results file that cannot be read; the message names the file (and line) and what to do."""
 
@@ -100,6 +107,16 @@ class Record:
     @property
     def median_ns(self) -> float | None:
         return statistics.median(self.samples_ns) if self.samples_ns else None
+
+    @property
+    def min_ns(self) -> float | None:
+        return float(min(self.samples_ns)) if self.samples_ns else None
+
+    def time_ns(self, statistic: str) -> float | None:
+        """The time of this item by one of TIME_STATISTICS."""
+        if statistic not in TIME_STATISTICS:
+            raise ValueError(f"time statistic {statistic!r}: expected one of {', '.join(TIME_STATISTICS)}")
+        return self.min_ns if statistic == "min" else self.median_ns
 
     @property
     def iqr_ns(self) -> float | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,6 +148,7 @@ def test_correct_run_resets_outputs_every_run_and_prints_one_sample_per_timed_ru
     assert all(int(s[0]) > 0 for s in samples)
     assert r.checks["out"] == {"status": "ok", "max_abs": "0", "max_rel": "0", "first_bad": "-1", "count": "0"}
     assert r.checks["acc"]["status"] == "ok"
+    assert r.lines("launches") == [["7"]]
 
 
 def test_runs_zero_still_runs_once_for_the_check(elf, data):
@@ -154,6 +156,25 @@ def test_runs_zero_still_runs_once_for_the_check(elf, data):
     assert r.returncode == 0, r.stdout
     assert r.lines("sample") == []
     assert r.checks["out"]["status"] == "ok"
+    assert r.lines("launches") == [["1"]]
+
+
+def test_max_time_samples_span_that_long_in_at_most_max_samples(elf, data):
+    # A tiny kernel under QEMU takes microseconds: 0.3 s needs far more runs than 20 samples, so each sample
+    # is the mean of many runs; the outputs are still one run's result (reset before every run).
+    started = time.monotonic()
+    r = run(elf, "--warmup", "3", "--runs", "3", "--max-time", "0.3", "--max-samples", "20", *args_for(data))
+    took = time.monotonic() - started
+    assert r.returncode == 0, r.stdout
+    samples = [int(s[0]) for s in r.lines("sample")]
+    [[launches]] = r.lines("launches")
+    assert 3 <= len(samples) <= 20
+    assert int(launches) > 3 + 2 * len(samples)  # several runs per sample
+    assert took > 0.2  # sampling went on for about max-time (sized from the warm-ups; the clock decides)
+    assert r.checks["out"]["status"] == "ok" and r.checks["acc"]["status"] == "ok"
+    # --runs stays a minimum even when max-time is spent at once
+    r = run(elf, "--warmup", "0", "--runs", "5", "--max-time", "1e-9", *args_for(data))
+    assert len(r.lines("sample")) == 5 and r.lines("launches") == [["6"]]  # + the sizing run
 
 
 def test_threads_option_reaches_the_launcher(elf, data):
@@ -267,6 +288,9 @@ def test_expected_file_of_another_size_than_the_inout_input_is_bad_input(elf, da
         (["--grid", "3,1"], "argument --grid: expected X,Y,Z"),
         (["--atol", "-1e-3"], "argument --atol: a tolerance must be >= 0"),
         (["--rtol", "nan"], "argument --rtol: a tolerance must be >= 0"),
+        (["--max-time", "-1"], "argument --max-time: seconds between 0 and 86400"),
+        (["--max-time", "soon"], "argument --max-time: expected a number"),
+        (["--max-samples", "0"], "argument --max-samples: expected an integer"),
     ],
 )
 def test_bad_options_are_bad_input(elf, data, args, what):

@@ -3,14 +3,17 @@
  * main_cpp/<name>.cpp). Plain C99 + POSIX, header-only (all functions static), usable from C and C++.
  *
  * It gives a harness:
- *   - the command line:  ELF [--warmup N] [--runs N] [--no-check] [--threads N] [--atol X] [--rtol X]
- *                            [--grid X,Y,Z] POSITIONAL...
+ *   - the command line:  ELF [--warmup N] [--runs N] [--max-time S] [--max-samples N] [--no-check]
+ *                            [--threads N] [--atol X] [--rtol X] [--grid X,Y,Z] POSITIONAL...
  *   - a strict golden TXT reader (first line `rows cols`, then rows*cols values); any problem with a
  *     file is `RVTUNE error <file>:<line>: <what>` and exit 2, because a missing or short data file
  *     must never look like a valid run;
- *   - warm-up + timed runs, one `RVTUNE sample <ns>` line per timed run (CLOCK_MONOTONIC), with the
+ *   - warm-up + timed runs, one `RVTUNE sample <ns>` line per sample (CLOCK_MONOTONIC), with the
  *     output buffers restored before every run so masked stores never leave stale data that a later
- *     check would accept;
+ *     check would accept; with --max-time the samples go on until they span that many seconds (at most
+ *     --max-samples of them, each then the mean of several runs), so a machine's slow and fast spells
+ *     both show in them;
+ *   - `RVTUNE launches <n>` once the timing is done: how many times the kernel ran in all;
  *   - output checks |got - exp| <= atol + rtol * |exp| (NaN equal only to NaN), one
  *     `RVTUNE check <name> ok|bad max_abs=<g> max_rel=<g> first_bad=<i> count=<n>` line each, where
  *     count is the number of mismatching elements and first_bad is -1 when there is none;
@@ -62,7 +65,9 @@ typedef struct {
 
 typedef struct {
     int warmup;      /* untimed runs before the timed ones */
-    int runs;        /* timed runs: one sample line each */
+    int runs;        /* at least this many samples */
+    double max_time; /* seconds the samples should span (0: exactly `runs` samples of one run each) */
+    int max_samples; /* with max_time: at most this many samples (or `runs`, when larger) */
     int threads;     /* the launcher's num_threads: 0 all harts, 1 serial, N threads */
     int check;       /* 0 with --no-check (profiling runs) */
     double atol, rtol;
@@ -355,6 +360,7 @@ static inline rvtune_opts rvtune_default_opts(double atol, double rtol) {
     memset(&o, 0, sizeof o);
     o.warmup = 1;
     o.runs = 3;
+    o.max_samples = 200;
     o.threads = 1;
     o.check = 1;
     o.atol = atol;
@@ -379,6 +385,12 @@ static inline void rvtune_parse_args(int argc, char **argv, rvtune_opts *o) {
         const char *v = argv[++i];
         if (strcmp(a, "--warmup") == 0) o->warmup = (int)rvtune_parse_ll(v, a, 0, 1000000);
         else if (strcmp(a, "--runs") == 0) o->runs = (int)rvtune_parse_ll(v, a, 0, 1000000);
+        else if (strcmp(a, "--max-samples") == 0) o->max_samples = (int)rvtune_parse_ll(v, a, 1, 1000000);
+        else if (strcmp(a, "--max-time") == 0) {
+            o->max_time = rvtune_parse_double(v, a);
+            if (!(o->max_time >= 0.0 && o->max_time <= 86400.0))
+                rvtune_fail("argument --max-time: seconds between 0 and 86400, got '%s'", v);
+        }
         else if (strcmp(a, "--threads") == 0) o->threads = (int)rvtune_parse_ll(v, a, 0, 4096);
         else if (strcmp(a, "--atol") == 0 || strcmp(a, "--rtol") == 0) {
             double tol = rvtune_parse_double(v, a);
@@ -394,8 +406,8 @@ static inline void rvtune_parse_args(int argc, char **argv, rvtune_opts *o) {
             for (int d = 0; d < 3; d++) o->grid[d] = (uint32_t)g[d];
             o->has_grid = 1;
         } else {
-            rvtune_fail("unknown option %s (known: --warmup N --runs N --no-check --threads N --atol X "
-                        "--rtol X --grid X,Y,Z)", a);
+            rvtune_fail("unknown option %s (known: --warmup N --runs N --max-time S --max-samples N --no-check "
+                        "--threads N --atol X --rtol X --grid X,Y,Z)", a);
         }
     }
 }
@@ -416,25 +428,64 @@ static inline int64_t rvtune_now_ns(void) {
 
 typedef void (*rvtune_run_fn)(void *ctx);
 
+/* One run of the kernel with its outputs reset first (outside the timed region); its duration in ns. */
+static inline int64_t rvtune_timed_run(rvtune_run_fn run, void *ctx, rvtune_tensor *const *outs, int nouts) {
+    for (int k = 0; k < nouts; k++) rvtune_reset(outs[k]);
+    int64_t t0 = rvtune_now_ns();
+    run(ctx);
+    return rvtune_now_ns() - t0;
+}
+
 /*
- * warmup untimed runs, then `runs` timed runs printing `RVTUNE sample <ns>` each. Before every run the
- * outputs are reset (outside the timed region), so the buffers checked afterwards hold exactly one run's
- * result. With no runs at all the kernel still runs once, so a check always sees real output.
+ * warmup untimed runs, then the samples, one `RVTUNE sample <ns>` line each. Without max_time: `runs`
+ * samples of one run each. With max_time: samples until they span max_time seconds (and at least `runs`);
+ * when that takes more runs than max_samples, each sample is the mean of `per` consecutive runs, `per`
+ * sized from the fastest warm-up run. Spanning time matters on shared machines: a VM's speed changes in
+ * spells of seconds, and samples from one short burst all come from one spell. Outputs are reset before
+ * every run, so the buffers checked afterwards hold exactly one run's result. With no runs at all the
+ * kernel still runs once, so a check always sees real output.
  */
 static inline void rvtune_bench(const rvtune_opts *o, rvtune_run_fn run, void *ctx, rvtune_tensor *const *outs,
                                 int nouts) {
-    int total = o->warmup + o->runs;
-    if (total == 0) total = 1;
-    for (int r = 0; r < total; r++) {
-        for (int k = 0; k < nouts; k++) rvtune_reset(outs[k]);
+    /* the fastest warm-up round trip (reset + run) sizes the samples; the reset counts, as it costs time too */
+    int64_t fastest = 0, launches = 0;
+    for (int w = 0; w < o->warmup; w++, launches++) {
         int64_t t0 = rvtune_now_ns();
-        run(ctx);
-        int64_t t1 = rvtune_now_ns();
-        if (r >= o->warmup && r - o->warmup < o->runs) {  /* the lone check run is no sample */
-            printf("RVTUNE sample %lld\n", (long long)(t1 - t0));
-            fflush(stdout);  /* a run killed at its timeout keeps the samples it produced */
-        }
+        rvtune_timed_run(run, ctx, outs, nouts);
+        int64_t d = rvtune_now_ns() - t0;
+        if (fastest == 0 || d < fastest) fastest = d;
     }
+    if (o->runs == 0) {
+        if (o->warmup == 0) {  /* the lone check run is no sample */
+            rvtune_timed_run(run, ctx, outs, nouts);
+            launches++;
+        }
+        printf("RVTUNE launches %lld\n", (long long)launches);
+        return;
+    }
+    int cap = o->max_samples > o->runs ? o->max_samples : o->runs;
+    int64_t per = 1;
+    if (o->max_time > 0.0) {
+        if (fastest == 0) {  /* no warm-up: one sizing run */
+            int64_t t0 = rvtune_now_ns();
+            rvtune_timed_run(run, ctx, outs, nouts);
+            fastest = rvtune_now_ns() - t0;
+            launches++;
+        }
+        double wanted_runs = o->max_time * 1e9 / (double)(fastest > 0 ? fastest : 1);
+        per = (int64_t)ceil(wanted_runs / cap);
+        if (per < 1) per = 1;
+    }
+    int64_t span_ns = (int64_t)(o->max_time * 1e9), started = rvtune_now_ns();
+    for (int s = 0; s < o->runs || (s < cap && rvtune_now_ns() - started < span_ns); s++) {
+        int64_t sum = 0;
+        for (int64_t r = 0; r < per; r++) sum += rvtune_timed_run(run, ctx, outs, nouts);
+        launches += per;
+        printf("RVTUNE sample %lld\n", (long long)((sum + per / 2) / per));
+        fflush(stdout);  /* a run killed at its timeout keeps the samples it produced */
+    }
+    /* whole-process counters (perf, QEMU) are divided by this to give per-launch figures */
+    printf("RVTUNE launches %lld\n", (long long)launches);
 }
 
 /* ---------------------------------------------------------------- checks */

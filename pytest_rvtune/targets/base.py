@@ -36,6 +36,7 @@ class RunResult:
     checks: list[Check] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # `RVTUNE error ...` lines: bad input files etc.
+    launches: int | None = None  # kernel launches the harness made (`RVTUNE launches`), when it said
     stdout: str = ""
     stderr: str = ""
     timed_out: bool = False

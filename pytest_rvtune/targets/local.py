@@ -86,8 +86,8 @@ def _result(done: _Completed, counters: dict[str, float], signum: int | None = N
         signum = -rc
     return RunResult(
         returncode=rc, samples_ns=parsed.samples_ns, checks=parsed.checks, counters=counters,
-        errors=parsed.errors, stdout=done.stdout, stderr=done.stderr, timed_out=done.timed_out,
-        signal=signum, wall_s=done.wall_s,
+        launches=parsed.launches, errors=parsed.errors, stdout=done.stdout, stderr=done.stderr,
+        timed_out=done.timed_out, signal=signum, wall_s=done.wall_s,
     )
 
 

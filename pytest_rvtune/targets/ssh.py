@@ -465,7 +465,7 @@ class SshTarget:
             counters.update(parse_perf_script(samples, None if cfg.exec_prefix else kernel_symbol))
         return RunResult(
             returncode=outcome.returncode, samples_ns=parsed.samples_ns, checks=parsed.checks,
-            counters=counters,
+            counters=counters, launches=parsed.launches,
             errors=parsed.errors, stdout=stdout, stderr=stderr, timed_out=outcome.timed_out,
             signal=outcome.signal, wall_s=elapsed,
         )
