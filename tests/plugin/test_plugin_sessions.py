@@ -34,8 +34,8 @@ def test_xdist_matrix_qemu_and_host(project: pytest.Pytester, add_kernel: Callab
     assert names == sorted(f"px_par[small-BLOCK={b}-{t}]" for b in (16, 32, 64) for t in ("qemu", "host"))
     assert set(doc["machine_info"]["rvtune_targets"]) == {"qemu", "host"}
     host_bench = next(b for b in doc["benchmarks"] if b["name"].endswith("-host]"))
-    # real hardware samples for --rvtune-max-time (0.5 s): a tiny kernel fills the 200-sample cap
-    assert host_bench["extra_info"]["timing_source"] == "real" and host_bench["stats"]["rounds"] == 200
+    # real hardware samples for --rvtune-max-time (0.5 s): a tiny kernel gets far more than --rvtune-runs' 10
+    assert host_bench["extra_info"]["timing_source"] == "real" and 10 < host_bench["stats"]["rounds"] <= 200
 
     # one results file for the session (both workers append to it), one whole line per item
     records = read_results(results_file(project))
