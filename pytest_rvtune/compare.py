@@ -331,20 +331,31 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_compare)
 
 
-NO_NOISE_WARNING = ("timing gates without a measured noise floor count session-to-session drift as change; "
-                    "measure it with `rvtune noise A B -o noise.json` (two runs of the same code on this "
-                    "target) and pass --noise noise.json")
+#: Rounds (rounds.py) that make the minimum repeatable on the team's VM: 3 pooled sessions a side kept A/A
+#: changes of the min within +-3 % (p5..p95) where single sessions moved -19..+17 %.
+ENOUGH_ROUNDS = 3
+
+NO_NOISE_WARNING = ("real timings measured in fewer than {rounds} rounds and no noise floor: one session's samples "
+                    "can all fall in one slow spell of a shared machine, so session-to-session drift can pass for "
+                    "change; pool rounds (run the suite again with the same --rvtune-results) or measure the "
+                    "drift with `rvtune noise A B -o noise.json` and pass --noise noise.json")
+
+
+def _rounds(record: Record) -> int:
+    return int(record.raw.get("rounds") or 1)
 
 
 def _drift_warning(base: Run, new: Run, noise: NoiseFloors | None) -> str | None:
-    """One line when real timings are gated without a floor: A/A reruns would show up as regressions."""
-    timed = [r for r in new.records if r.valid and not r.emulated and r.samples_ns
+    """One line when real timings of too few rounds are gated without a floor: A/A reruns could show up as
+    regressions."""
+    timed = [(b, r) for r in new.records if r.valid and not r.emulated and r.samples_ns
              and (b := base.find(r)) is not None and b.valid and not b.emulated and b.samples_ns]
     if not timed:
         return None
     if noise is None:
-        return NO_NOISE_WARNING
-    missing = sorted({f"{r.kernel} on {r.target}" for r in timed if noise.floor(r) is None})
+        few = any(min(_rounds(b), _rounds(r)) < ENOUGH_ROUNDS for b, r in timed)
+        return NO_NOISE_WARNING.format(rounds=ENOUGH_ROUNDS) if few else None
+    missing = sorted({f"{r.kernel} on {r.target}" for _, r in timed if noise.floor(r) is None})
     if missing:
         return (f"no A/A noise floor in the --noise file(s) for {', '.join(missing)}: their timing gates count "
                 "session-to-session drift as change (measure it with `rvtune noise A B`)")

@@ -48,10 +48,10 @@ def test_aa_rerun_passes_with_noise_floor_but_not_without(noise12: Path, capsys)
     capsys.readouterr()
     assert main(["compare", str(H2), str(H3)]) == 1  # session drift taken for regressions
     err = capsys.readouterr().err
-    assert err.count(NO_NOISE_WARNING) == 1 and "REGRESSION" in err
+    assert err.count(NO_NOISE_WARNING.format(rounds=3)) == 1 and "REGRESSION" in err
     assert main(["compare", str(H2), str(H3), "--noise", str(noise12)]) == 0
     out = capsys.readouterr()
-    assert "REGRESSION" not in out.err and NO_NOISE_WARNING not in out.err
+    assert "REGRESSION" not in out.err and "no noise floor" not in out.err
     assert "below the A/A noise floor (+-" in out.out
 
 
