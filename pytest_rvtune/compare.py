@@ -28,14 +28,21 @@ from scipy.stats import mannwhitneyu
 
 from pytest_rvtune.noise import NoiseFileError, NoiseFloors, load_noise_for
 from pytest_rvtune.report import format_metric, render_rows
-from pytest_rvtune.runs import DETERMINISTIC_COUNTERS, TIME_STATISTICS, Record, Run, RunFileError, load_run
+from pytest_rvtune.runs import (
+    DEFAULT_STATISTIC,
+    DETERMINISTIC_COUNTERS,
+    TIME_STATISTICS,
+    Record,
+    Run,
+    RunFileError,
+    load_run,
+)
 
 DEFAULT_THRESHOLD_PCT = 5.0
 #: Significance level. asv uses 0.002 with many samples; 0.01 keeps the false-alarm rate low at 10-30 samples.
 DEFAULT_ALPHA = 0.01
 #: Below this many samples per side Mann-Whitney cannot reach p < 0.01 (n=m=4 gives p >= 0.029).
 DEFAULT_MIN_SAMPLES = 5
-DEFAULT_STATISTIC = "min"
 
 COUNTER_GATES = ("deterministic", "all", "none")
 #: Of the exact QEMU counts, only the kernel's own instructions are a cost: more vector instructions can mean

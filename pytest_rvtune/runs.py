@@ -38,6 +38,7 @@ GroupKey = tuple[str, str, str, str]
 #: adds time, so the minimum of samples spread over time is the estimate that repeats between sessions.
 #: The median (what reports rank by) moves with the share of slow spells a session happened to catch.
 TIME_STATISTICS = ("min", "median")
+DEFAULT_STATISTIC = "min"
 
 
 class RunFileError(ValueError):

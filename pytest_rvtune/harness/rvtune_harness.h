@@ -436,11 +436,18 @@ static inline int64_t rvtune_timed_run(rvtune_run_fn run, void *ctx, rvtune_tens
     return rvtune_now_ns() - t0;
 }
 
+/* rvtune_timed_run's whole round trip (reset + run) in ns: what one more launch costs the sampling loop. */
+static inline int64_t rvtune_round_trip(rvtune_run_fn run, void *ctx, rvtune_tensor *const *outs, int nouts) {
+    int64_t t0 = rvtune_now_ns();
+    rvtune_timed_run(run, ctx, outs, nouts);
+    return rvtune_now_ns() - t0;
+}
+
 /*
  * warmup untimed runs, then the samples, one `RVTUNE sample <ns>` line each. Without max_time: `runs`
  * samples of one run each. With max_time: samples until they span max_time seconds (and at least `runs`);
  * when that takes more runs than max_samples, each sample is the mean of `per` consecutive runs, `per`
- * sized from the fastest warm-up run. Spanning time matters on shared machines: a VM's speed changes in
+ * sized from the fastest warm-up round trip. Spanning time matters on shared machines: a VM's speed changes in
  * spells of seconds, and samples from one short burst all come from one spell. Outputs are reset before
  * every run, so the buffers checked afterwards hold exactly one run's result. With no runs at all the
  * kernel still runs once, so a check always sees real output.
@@ -450,9 +457,7 @@ static inline void rvtune_bench(const rvtune_opts *o, rvtune_run_fn run, void *c
     /* the fastest warm-up round trip (reset + run) sizes the samples; the reset counts, as it costs time too */
     int64_t fastest = 0, launches = 0;
     for (int w = 0; w < o->warmup; w++, launches++) {
-        int64_t t0 = rvtune_now_ns();
-        rvtune_timed_run(run, ctx, outs, nouts);
-        int64_t d = rvtune_now_ns() - t0;
+        int64_t d = rvtune_round_trip(run, ctx, outs, nouts);
         if (fastest == 0 || d < fastest) fastest = d;
     }
     if (o->runs == 0) {
@@ -467,9 +472,7 @@ static inline void rvtune_bench(const rvtune_opts *o, rvtune_run_fn run, void *c
     int64_t per = 1;
     if (o->max_time > 0.0) {
         if (fastest == 0) {  /* no warm-up: one sizing run */
-            int64_t t0 = rvtune_now_ns();
-            rvtune_timed_run(run, ctx, outs, nouts);
-            fastest = rvtune_now_ns() - t0;
+            fastest = rvtune_round_trip(run, ctx, outs, nouts);
             launches++;
         }
         double wanted_runs = o->max_time * 1e9 / (double)(fastest > 0 ? fastest : 1);
