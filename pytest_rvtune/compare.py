@@ -44,6 +44,9 @@ DEFAULT_ALPHA = 0.01
 #: Below this many samples per side Mann-Whitney cannot reach p < 0.01 (n=m=4 gives p >= 0.029).
 DEFAULT_MIN_SAMPLES = 5
 
+#: Interleaved re-runs per side that confirm a time regression (confirm.py).
+DEFAULT_CONFIRM_TRIALS = 5
+
 COUNTER_GATES = ("deterministic", "all", "none")
 #: Of the exact QEMU counts, only the kernel's own instructions are a cost: more vector instructions can mean
 #: fewer in all (better vectorised code), and the whole-program count includes the harness reading its files.
@@ -283,7 +286,7 @@ def compare_runs(base: Run, new: Run, thresholds: Thresholds) -> list[Verdict]:
 
 # --- the `rvtune compare` subcommand ----------------------------------------------------------------------
 
-_ORDER = ["regressed", "broken", "too few samples", "improved", "changed", "not gated", "same"]
+_ORDER = ["regressed", "broken", "too few samples", "unconfirmed", "improved", "changed", "not gated", "same"]
 
 
 def verdict_rows(verdicts: Sequence[Verdict], show_all: bool, raw: bool = False) -> list[dict[str, Any]]:
@@ -333,6 +336,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--noise", action="append", default=[], metavar="NOISE.json",
                    help="A/A noise floor of the target (from `rvtune noise`; repeat for several targets): a "
                         "time change must also exceed the item's floor to count")
+    p.add_argument("--confirm", type=int, nargs="?", const=DEFAULT_CONFIRM_TRIALS, default=0, metavar="TRIALS",
+                   help="re-run the base and new ELF of every time regression on its target, interleaved, "
+                        f"TRIALS times each (default {DEFAULT_CONFIRM_TRIALS}), and count it only if that confirms "
+                        "it; needs both ELFs on this machine and the target of the runs")
+    p.add_argument("--config-file", default=None, metavar="PATH",
+                   help="with --confirm: target configuration (default: rvtune.toml, then pyproject.toml here)")
     p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
     p.add_argument("--all", action="store_true", help="show unchanged, ungated metrics too")
     p.set_defaults(func=run_compare)
@@ -384,6 +393,13 @@ def run_compare(args: argparse.Namespace) -> int:
     if drift:
         print(f"warning: {drift}", file=sys.stderr)
     verdicts = compare_runs(base, new, thresholds)
+    if args.confirm:
+        from pytest_rvtune.confirm import confirm_with_targets
+        try:
+            confirm_with_targets(verdicts, base, new, thresholds, args.confirm, args.config_file)
+        except ValueError as exc:  # a bad --confirm or target config file
+            print(f"rvtune compare: {exc}", file=sys.stderr)
+            return 2
     print(render_rows(verdict_rows(verdicts, args.all, raw=args.format in ("json", "csv")), args.format))
     counts: dict[str, int] = {}
     for v in verdicts:

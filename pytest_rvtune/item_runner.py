@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pytest_rvtune.counters import ICOUNT_KEYS
@@ -82,6 +83,13 @@ def per_launch_counters(counters: dict[str, float], launches: int) -> dict[str, 
     return {name: value / launches for name, value in counters.items()} if launches > 0 else dict(counters)
 
 
+def rerun_field(elf: Path, argv: list[Any], kernel_symbol: str) -> dict[str, Any]:
+    """The record's ``rerun`` field: how to run this ELF again as it ran (confirm.py re-runs the base and new
+    ELFs of a flagged regression). ``files`` indexes the argv entries that are files the ELF reads."""
+    return {"elf": str(elf), "kernel_symbol": kernel_symbol, "argv": [str(a) for a in argv],
+            "files": [i for i, a in enumerate(argv) if isinstance(a, Path)]}
+
+
 def build_failed(work: ItemWork, target: Target | None, message: str, build_seconds: float) -> ItemOutcome:
     verdict = Verdict("build_failed", f"{work.what}: build failed\n{message}")
     record = base_record(work, target) | {"outcome": verdict.outcome, "message": verdict.message,
@@ -99,7 +107,7 @@ def run_item(
     work: ItemWork,
     target: Target,
     *,
-    elf: Any,
+    elf: Path,
     argv: list[Any],
     elf_sha256: str,
     golden_sha256: str,
@@ -128,6 +136,7 @@ def run_item(
         "launches": launches,
         "elf_sha256": elf_sha256,
         "golden_sha256": golden_sha256,
+        "rerun": rerun_field(elf, argv, kernel_symbol),
         "checks": [vars(c) for c in result.checks],
         "run_seconds": run_seconds,
         # Wall-clock span of the run (epoch seconds): shows which runs overlapped across xdist workers.

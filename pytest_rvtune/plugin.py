@@ -7,7 +7,6 @@ pytest's hooks.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import re
@@ -18,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from filelock import FileLock
 
-from pytest_rvtune import paths
 from pytest_rvtune.item_runner import ItemOutcome, ItemWork, RunOptions, build_failed, item_error, run_item
 from pytest_rvtune.results import ResultsWriter, new_run_id
+from pytest_rvtune.target_lock import exclusive
 from pytest_rvtune.verdict import OUTCOMES, Verdict
 
 RECORD_KEY = "rvtune_record"
@@ -73,6 +71,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rvtune-noise", action="append", default=[], metavar="NOISE.json",
                     help="with --rvtune-compare: the target's A/A noise floor (`rvtune noise A B`); a time "
                          "change must also exceed it")
+    group.addoption("--rvtune-confirm", type=int, default=None, metavar="TRIALS",
+                    help="with --rvtune-compare: re-run the base and new ELF of a time regression interleaved, "
+                         "TRIALS times each, and fail only if that confirms it (default 5; 0: judge the session's "
+                         "samples alone)")
     group.addoption("--rvtune-resume", default=None, metavar="RUN",
                     help="reuse results of RUN for items whose ELF, golden data and target are unchanged")
     parser.addini("rvtune_kernels", type="paths", default=[],
@@ -103,6 +105,7 @@ class RvtuneSession:
         self.seconds: Counter[str] = Counter()
         self.identities: dict[str, dict[str, Any]] = {}  # target name -> identity, from finished items
         self.filter_keys_unknown: dict[str, int] = Counter()  # filter key -> kernel modules without it
+        self.unconfirmed: list[dict[str, Any]] = []  # records' confirmation fields: flagged, then refuted
         self.kernel_modules = 0
         workerinput = getattr(config, "workerinput", None)
         self.run_id: str = workerinput["rvtune_run_id"] if workerinput else new_run_id()
@@ -121,6 +124,7 @@ class RvtuneSession:
                                     "and 3600 (0: exactly --rvtune-runs samples)")
         self.compare_base = _load_run_option(config, "rvtune_compare")
         self.compare_thresholds = _compare_thresholds(config, self.compare_base)
+        self.confirm_trials = _confirm_trials(config, self.compare_base)
         self.resume_index = _load_resume_index(config)
 
     def earlier_round(self, key: tuple[str, str, str, str]) -> Any:
@@ -215,6 +219,9 @@ class RvtuneSession:
             self.tally["resumed"] += 1
         if record.get("machine"):
             self.identities.setdefault(record["target"], record["machine"])
+        confirmation = record.get("confirmation")
+        if record["outcome"] == "passed" and confirmation and not confirmation["confirmed"]:
+            self.unconfirmed.append(confirmation)
         if record["outcome"] in ("passed", "regressed") and record.get("samples_ns"):
             _add_to_benchmark(self.config, record)
 
@@ -269,6 +276,19 @@ def _compare_thresholds(config: pytest.Config, base: Any) -> Any:
         option = "--rvtune-noise" if isinstance(exc, NoiseFileError) else "--rvtune-threshold"
         raise pytest.UsageError(f"{option}: {exc}") from None
     return parsed
+
+
+def _confirm_trials(config: pytest.Config, base: Any) -> int:
+    """--rvtune-confirm: trials per side; a usage error without --rvtune-compare or below 0."""
+    from pytest_rvtune.confirm import DEFAULT_TRIALS
+    trials = config.getoption("rvtune_confirm")
+    if trials is None:
+        return DEFAULT_TRIALS
+    if base is None:
+        raise pytest.UsageError("--rvtune-confirm re-runs the regressions --rvtune-compare BASE finds; give a base")
+    if not 0 <= trials <= 100:
+        raise pytest.UsageError(f"--rvtune-confirm {trials}: interleaved trials per side, 0 (off) to 100")
+    return trials
 
 
 def _load_resume_index(config: pytest.Config) -> dict[Any, Any]:
@@ -565,7 +585,7 @@ def _kernel_item_test(request: pytest.FixtureRequest, rvtune_item: KernelItemInf
             outcome = build_failed(work, rvtune_target, build.error, build.seconds)
         else:
             outcome = _run_or_resume(session, work, rvtune_target, build, golden)
-    _finish(request, session, outcome)
+    _finish(request, session, outcome, rvtune_target)
 
 
 def _run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: BuildOutcome,
@@ -581,7 +601,7 @@ def _run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: B
     options = session.run_options(target)
     try:
         target.prepare([p for p in artifact.argv if isinstance(p, Path)] + [artifact.elf])
-        with _exclusive(target):
+        with exclusive(target):
             outcome = run_item(work, target, elf=artifact.elf, argv=list(artifact.argv),
                                elf_sha256=artifact.elf_sha256, golden_sha256=golden.sha256, options=options,
                                kernel_symbol=artifact.kernel_symbol, build_info=build_info)
@@ -606,23 +626,11 @@ def _resumed_record(session: RvtuneSession, elf_sha: str, golden_sha: str, targe
     return session.resume_index.get((elf_sha, golden_sha, identity_key(target.identity())))
 
 
-def _exclusive(target: Any) -> contextlib.AbstractContextManager[Any]:
-    """Timing runs on one local target never overlap across xdist workers (or concurrent sessions sharing
-    the cache): builds run in parallel, runs one at a time. Emulated runs too, so their samples stay
-    comparable between -n 0 and -n 2. Boards take their own lock on the board itself (targets/ssh.py).
-    The lock is a flock: it dies with its holder."""
-    if not getattr(target, "local", False):
-        return contextlib.nullcontext()
-    lock_dir = paths.cache_dir() / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    return FileLock(str(lock_dir / f"target-{target.name}.lock"))
-
-
-def _finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: ItemOutcome) -> None:
+def _finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: ItemOutcome, target: Any) -> None:
     record = outcome.record | {"run_id": session.run_id}  # the session that wrote the line: rounds.py
     verdict = outcome.verdict
     if verdict.passed and session.compare_base is not None:
-        verdict = _compare_with_base(session, record) or verdict
+        verdict = _compare_with_base(session, record, target) or verdict
         record["outcome"], record["message"] = verdict.outcome, ("" if verdict.passed else verdict.message)
     session.writer.append(record)  # at once: a killed run loses nothing that finished
     request.node.user_properties.append((RECORD_KEY, record))
@@ -630,16 +638,33 @@ def _finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: Ite
         pytest.fail(verdict.message, pytrace=False)
 
 
-def _compare_with_base(session: RvtuneSession, record: dict[str, Any]) -> Verdict | None:
+def _compare_with_base(session: RvtuneSession, record: dict[str, Any], target: Any) -> Verdict | None:
+    """A failing verdict when the item regressed against the base run. A time regression is re-run
+    interleaved first (confirm.py); the confirmation, either way, goes into ``record``."""
     from pytest_rvtune.compare import compare_record
     from pytest_rvtune.runs import record_from_dict
     base = session.compare_base.find(record)
     if base is None:
         return None
-    result = compare_record(base, record_from_dict(record), session.compare_thresholds)
-    if result.regressed:
-        return Verdict("regressed", f"{result.message}\n(base run {session.compare_base.path})")
-    return None
+    new = record_from_dict(record)
+    result = compare_record(base, new, session.compare_thresholds)
+    if not result.regressed:
+        return None
+    message = result.message
+    from pytest_rvtune.confirm import CannotConfirm, confirm, needs_confirmation
+    if session.confirm_trials and needs_confirmation(result):
+        try:
+            with exclusive(target):
+                confirmation = confirm(base, new, target, session.run_options(target), session.compare_thresholds,
+                                       trials=session.confirm_trials)
+        except CannotConfirm as exc:
+            message += f"\n(not re-run to confirm: {exc})"
+        else:
+            record["confirmation"] = confirmation.record_field() | {"flagged": result.message}
+            if not confirmation.confirmed:
+                return None  # the summary lists it (pytest_runtest_logreport)
+            message += f"\n{confirmation.describe()}"
+    return Verdict("regressed", f"{message}\n(base run {session.compare_base.path})")
 
 
 # --------------------------------------------------------------------------------------------- reporting
@@ -747,3 +772,6 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
         f"rvtune: {counts}{resumed}; build cache {tally['cache_hit']} hits / {tally['cache_miss']} misses; "
         f"building {session.seconds['build']:.1f} s, running {session.seconds['run']:.1f} s; "
         f"results: {session.results_path}")
+    if session.unconfirmed:
+        from pytest_rvtune.confirm import describe_unconfirmed
+        terminalreporter.write_line(describe_unconfirmed(session.unconfirmed))

@@ -1,0 +1,227 @@
+"""Confirm a flagged time regression by running the base and new ELFs again, interleaved, on the same target.
+
+Two sessions differ by more than their code: a shared machine runs in fast and slow spells of seconds to
+minutes, and rounds and A/A floors (rounds.py, noise.py) only shrink that drift. When compare flags a time
+regression and both ELFs are still on this machine, this module runs them again in alternation, in a random
+order per trial (randomized multiple interleaved trials: Abedi & Brecht, "Conducting Repeatable Experiments in
+Highly Variable Cloud Computing Environments", ICPE 2017), so every spell the machine passes through falls on
+both sides alike. The regression stands only if the interleaved samples show it too, by the same test and
+threshold (compare.compare_record) but without the A/A floor: the floor is drift between sessions, which
+interleaving removes.
+
+Only time is confirmed: exact QEMU counts need no second look, and emulated time is never gated. A regression
+that cannot be re-run here (another machine, a cleaned cache, changed golden data) keeps its verdict, with the
+reason. Nothing here knows pytest: the plugin (``--rvtune-compare``) and ``rvtune compare --confirm`` call it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_rvtune.compare import DEFAULT_CONFIRM_TRIALS, Change, Thresholds, Verdict, compare_record, format_pct
+from pytest_rvtune.hashing import sha256_file
+from pytest_rvtune.item_runner import RunOptions
+from pytest_rvtune.report import format_metric
+from pytest_rvtune.runs import Record, Run, identity_key
+from pytest_rvtune.target_lock import exclusive
+from pytest_rvtune.targets.base import Target
+from pytest_rvtune.verdict import judge
+
+#: Trials of (base, new) in random order. Five gives each side five moments about a second apart; with the
+#: samples of every trial pooled, Mann-Whitney has hundreds of samples a side.
+DEFAULT_TRIALS = DEFAULT_CONFIRM_TRIALS
+#: Seconds of samples per side and trial (the harness's --max-time).
+TRIAL_SECONDS = 0.1
+
+
+class CannotConfirm(Exception):
+    """The regression cannot be re-run here; the message says why and the verdict stands."""
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """What running one record's ELF again needs: the ELF, its argv after the run options, its kernel symbol."""
+
+    elf: Path
+    argv: list[str | Path]  # Path = a file the ELF reads (uploaded to a board)
+    kernel_symbol: str
+    elf_sha256: str
+
+    @classmethod
+    def of(cls, record: Record, side: str) -> Rerun:
+        """The record's ELF as it ran (its ``rerun`` field, item_runner.rerun_field), checked to still be the
+        same file; CannotConfirm says what is missing."""
+        fields = record.raw.get("rerun")
+        if not isinstance(fields, dict) or not fields.get("elf"):
+            raise CannotConfirm(f"the {side} run does not say how to re-run its ELF (a record "
+                                "written before runs recorded their ELF, or pytest-benchmark JSON)")
+        elf = Path(fields["elf"])
+        files = set(fields.get("files") or [])
+        argv: list[str | Path] = [Path(a) if i in files else str(a) for i, a in enumerate(fields.get("argv") or [])]
+        for path in [elf, *(a for a in argv if isinstance(a, Path))]:
+            if not path.is_file():
+                raise CannotConfirm(f"the {side} run's {path} is gone from this machine (build or golden cache "
+                                    "cleaned, or the run was made elsewhere)")
+        if sha256_file(elf) != record.elf_sha256:
+            raise CannotConfirm(f"the {side} run's ELF {elf} has changed since it ran (sha256 differs)")
+        return cls(elf, argv, str(fields.get("kernel_symbol") or ""), record.elf_sha256)
+
+
+@dataclass
+class Confirmation:
+    """The interleaved re-run of one flagged item."""
+
+    confirmed: bool
+    time: Change  # base vs new over the pooled interleaved samples
+    trials: int
+    new_slower: int  # trials in which the new ELF's minimum was above the base's
+
+    def describe(self) -> str:
+        verb = "confirms" if self.confirmed else "does not confirm"
+        p = f", p={self.time.p_value:.2g}" if self.time.p_value is not None else ""
+        return (f"interleaved re-run of base and new ELF ({self.trials} trials) {verb} it: "
+                f"time {format_metric('time', self.time.base)} -> "
+                f"{format_metric('time', self.time.new)} ({format_pct(self.time.change_pct)}{p}), new slower in "
+                f"{self.new_slower} of {self.trials} trials")
+
+    def record_field(self) -> dict[str, Any]:
+        """The record's ``confirmation`` field (docs/contracts.md)."""
+        return {"confirmed": self.confirmed, "trials": self.trials, "new_slower": self.new_slower,
+                "base_ns": self.time.base, "new_ns": self.time.new, "change_pct": self.time.change_pct,
+                "p_value": self.time.p_value}
+
+
+def describe_unconfirmed(fields: list[dict[str, Any]]) -> str:
+    """The summary's lines for regressions that interleaved re-runs refuted (records' ``confirmation``)."""
+    lines = [f"rvtune: {len(fields)} time regression(s) against the base were not confirmed by re-running base and "
+             "new ELF interleaved (the machine's speed drifted between the runs, not the code); they pass:"]
+    for f in fields:
+        p = "" if f.get("p_value") is None else f" (p={f['p_value']:.2g})"
+        lines.append(f"  {f['flagged']}; interleaved: {format_pct(f['change_pct'])}{p}, new slower in "
+                     f"{f['new_slower']} of {f['trials']} trials")
+    return "\n".join(lines)
+
+
+def needs_confirmation(verdict: Verdict) -> bool:
+    """A regression of time alone: the only kind a re-run can refute."""
+    regressed = [c for c in verdict.changes if c.status == "regressed"]
+    return verdict.status == "regressed" and bool(regressed) and all(c.metric == "time" for c in regressed)
+
+
+def _check_same_experiment(base: Record, new: Record, target: Target) -> None:
+    if target.timing_source == "emulated":
+        raise CannotConfirm(f"target {target.name} is emulated: its time is not gated")
+    here = identity_key(target.identity())
+    for side, record in (("base", base), ("new", new)):
+        if identity_key(record.machine) != here:
+            raise CannotConfirm(f"the {side} run was measured on another machine than target {target.name} "
+                                "here: only a run of this machine can be re-run on it")
+    if base.golden_sha256 != new.golden_sha256:
+        raise CannotConfirm("the golden data changed between the runs: the base item cannot be re-run as it was")
+
+
+def _run_side(target: Target, rerun: Rerun, options: RunOptions, what: str) -> list[float]:
+    result = target.run(rerun.elf, [*options.harness_args(), *rerun.argv], options.timeout,
+                        kernel_symbol=rerun.kernel_symbol or None)
+    verdict = judge(result, what=what, timeout=options.timeout, check=options.check)
+    if not verdict.passed:
+        raise CannotConfirm(f"re-running it failed: {verdict.message}")
+    return [float(s) for s in result.samples_ns]
+
+
+def confirm(base: Record, new: Record, target: Target, options: RunOptions, thresholds: Thresholds, *,
+            trials: int = DEFAULT_TRIALS, seed: int | None = None) -> Confirmation:
+    """Run base and new ELFs ``trials`` times each, interleaved in random order, and judge the pooled samples.
+
+    Raises CannotConfirm when the two cannot be re-run here as they ran. The caller holds the target's lock."""
+    if trials < 1:
+        raise ValueError(f"trials {trials}: confirming needs at least 1 trial")
+    _check_same_experiment(base, new, target)
+    sides = {"base": Rerun.of(base, "base"), "new": Rerun.of(new, "new")}
+    target.prepare([p for r in sides.values() for p in (r.elf, *r.argv) if isinstance(p, Path)])
+    trial_options = dataclasses.replace(options, max_time=TRIAL_SECONDS)
+    rng = random.Random(seed)
+    samples: dict[str, list[float]] = {"base": [], "new": []}
+    new_slower = 0
+    for trial in range(trials):
+        order = rng.sample(list(sides), k=2)
+        got = {side: _run_side(target, sides[side], trial_options, f"{new.label}: {side} ELF, trial {trial + 1}")
+               for side in order}
+        for side, values in got.items():
+            samples[side].extend(values)
+        new_slower += min(got["new"]) > min(got["base"])
+    judged = compare_record(dataclasses.replace(base, samples_ns=samples["base"]),
+                            dataclasses.replace(new, samples_ns=samples["new"]),
+                            dataclasses.replace(thresholds, noise=None))
+    time = next(c for c in judged.changes if c.metric == "time")
+    return Confirmation(time.status == "regressed", time, trials, new_slower)
+
+
+#: Run options of a re-run from the command line, as the plugin's defaults on real hardware; confirm() sets
+#: the seconds per trial itself.
+CLI_RUN_OPTIONS = RunOptions(warmup=2, runs=10)
+
+
+def confirm_verdicts(verdicts: Sequence[Verdict], base: Run, new: Run, thresholds: Thresholds, trials: int,
+                     open_target: Callable[[str], Target]) -> None:
+    """``rvtune compare --confirm``: re-run every time-only regression in ``verdicts`` on its target and update
+    the verdict in place: status "unconfirmed" when the interleaved samples refute it, the confirmation in
+    the message when they back it, a warning when it cannot be re-run here (the regression then stands)."""
+    for verdict in verdicts:
+        if not needs_confirmation(verdict):
+            continue
+        base_record, new_record = base.by_key()[verdict.key], new.by_key()[verdict.key]
+        time = next(c for c in verdict.changes if c.metric == "time")
+        try:
+            target = open_target(new_record.target)
+            with exclusive(target):
+                confirmation = confirm(base_record, new_record, target, CLI_RUN_OPTIONS, thresholds, trials=trials)
+        except CannotConfirm as exc:
+            verdict.warnings.append(f"{new_record.label}: time regression not re-run to confirm: {exc}")
+            continue
+        time.note += f"; interleaved {format_pct(confirmation.time.change_pct)}"
+        if confirmation.confirmed:
+            verdict.message += f"; {confirmation.describe()}"
+        else:
+            verdict.status = time.status = "unconfirmed"
+            verdict.message = f"{new_record.label}: time regression not confirmed: the {confirmation.describe()}"
+
+
+def confirm_with_targets(verdicts: Sequence[Verdict], base: Run, new: Run, thresholds: Thresholds, trials: int,
+                         config_file: str | None) -> None:
+    """confirm_verdicts with the targets of this project (rvtune.toml / pyproject.toml in the current
+    directory, or ``config_file``), each opened once and closed at the end. A bad config file raises
+    ConfigError; a target that cannot be opened leaves its regressions standing, with the reason."""
+    from pytest_rvtune.targets.config import load_targets, make_target
+
+    if trials < 1:
+        raise ValueError(f"--confirm {trials}: interleaved trials per side, at least 1")
+    configs = load_targets(Path.cwd(), Path(config_file) if config_file else None)
+    opened: dict[str, Target | CannotConfirm] = {}
+
+    def open_target(name: str) -> Target:
+        if name not in opened:
+            if name not in configs:
+                opened[name] = CannotConfirm(f"target {name!r} is not configured here (known: "
+                                             f"{', '.join(sorted(configs))}; see --config-file)")
+            else:
+                try:
+                    opened[name] = make_target(configs[name], worker_id="main")
+                except Exception as exc:  # an unreachable board: its regressions stand, each says why
+                    opened[name] = CannotConfirm(f"target {name!r} cannot be opened: {exc}")
+        target = opened[name]
+        if isinstance(target, CannotConfirm):
+            raise target
+        return target
+
+    try:
+        confirm_verdicts(verdicts, base, new, thresholds, trials, open_target)
+    finally:
+        for target in opened.values():
+            if not isinstance(target, CannotConfirm):
+                target.close()
