@@ -353,8 +353,9 @@ ENOUGH_ROUNDS = 3
 
 NO_NOISE_WARNING = ("real timings measured in fewer than {rounds} rounds and no noise floor: one session's samples "
                     "can all fall in one slow spell of a shared machine, so session-to-session drift can pass for "
-                    "change; pool rounds (run the suite again with the same --rvtune-results) or measure the "
-                    "drift with `rvtune noise A B -o noise.json` and pass --noise noise.json")
+                    "change; re-run the flagged items interleaved on this machine (--confirm), pool rounds (run "
+                    "the suite again with the same --rvtune-results) or measure the drift with "
+                    "`rvtune noise A B -o noise.json` and pass --noise noise.json")
 
 
 def _rounds(record: Record) -> int:
@@ -389,7 +390,7 @@ def run_compare(args: argparse.Namespace) -> int:
     except (ValueError, RunFileError, NoiseFileError) as exc:
         print(f"rvtune compare: {exc}", file=sys.stderr)
         return 2
-    drift = _drift_warning(base, new, thresholds.noise)
+    drift = None if args.confirm else _drift_warning(base, new, thresholds.noise)  # re-runs settle drift
     if drift:
         print(f"warning: {drift}", file=sys.stderr)
     verdicts = compare_runs(base, new, thresholds)
@@ -412,4 +413,7 @@ def run_compare(args: argparse.Namespace) -> int:
     regressions = [v for v in verdicts if v.regressed]
     for v in regressions:
         print(f"REGRESSION {v.message}", file=sys.stderr)
+    for v in verdicts:
+        if v.status == "unconfirmed":
+            print(f"UNCONFIRMED {v.message}", file=sys.stderr)
     return 1 if regressions else 0

@@ -61,6 +61,14 @@ BODIES: dict[str, dict[str, Any]] = {
         "    tl.store(y_ptr + offs, y, mask=mask)"), ref="x"),
     # stores 1 GiB past the buffer: SIGSEGV
     "crash": dict(body="    tl.store(y_ptr + offs + (1 << 28), tl.load(x_ptr + offs, mask=mask), mask=mask)", ref="x"),
+    # "good" the long way: 2000 passes of an idempotent max per element, a real slow-down of the same item
+    # (same scalars and golden data as "good": only the code differs)
+    "slow": dict(body=(
+        "    x = tl.load(x_ptr + offs, mask=mask)\n"
+        "    acc = x\n"
+        "    for i in range(0, 2000):\n"
+        "        acc = tl.maximum(acc, x)\n"
+        "    tl.store(y_ptr + offs, acc + 1.0, mask=mask)"), ref="x + 1.0"),
     # 2**31 - 1 iterations of a load-add under QEMU: never ends within the test's timeout
     "hang": dict(body=(
         "    acc = tl.zeros([BLOCK], dtype=tl.float32)\n"

@@ -57,6 +57,12 @@ def test_compare_options_need_a_base_and_name_bad_values(project: pytest.Pyteste
     bad = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-threshold", "pr_opts=lots")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--rvtune-threshold: threshold 'pr_opts=lots': expected PERCENT or KERNEL=PERCENT*"])
+    lone_confirm = project.runpytest(*HOST, "--rvtune-confirm", "3")
+    assert lone_confirm.ret == pytest.ExitCode.USAGE_ERROR
+    lone_confirm.stderr.fnmatch_lines(["*--rvtune-confirm re-runs the regressions --rvtune-compare BASE finds*"])
+    bad_confirm = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-confirm", "-1")
+    assert bad_confirm.ret == pytest.ExitCode.USAGE_ERROR
+    bad_confirm.stderr.fnmatch_lines(["*--rvtune-confirm -1: interleaved trials per side, 0 (off) to 100*"])
     missing = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-noise", "nope.json")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
     missing.stderr.fnmatch_lines(["*--rvtune-noise: nope.json: no such noise file*"])
@@ -65,27 +71,100 @@ def test_compare_options_need_a_base_and_name_bad_values(project: pytest.Pyteste
     bad_time.stderr.fnmatch_lines(["*--rvtune-max-time -1: seconds of samples per item, between 0 and 3600*"])
 
 
+def _faster_base(project: pytest.Pytester, factor: float) -> list[dict]:
+    """base.jsonl with every sample divided by ``factor``, as fast.jsonl: the same ELF now looks slower."""
+    fast = read_results(project.path / "base.jsonl")
+    for record in fast:
+        record["samples_ns"] = [s / factor for s in record["samples_ns"]]
+    (project.path / "fast.jsonl").write_text("".join(json.dumps(r) + "\n" for r in fast))
+    return fast
+
+
 def test_compare_in_pytest_uses_threshold_and_noise_floor(project: pytest.Pytester,
                                                           add_kernel: Callable[..., Path]) -> None:
     add_kernel("pr_gate", configs=(16,))
     project.runpytest(*HOST, "--rvtune-results", "base.jsonl", "--rvtune-max-time", "0.05").assert_outcomes(passed=1)
-    # the base run, made 3x faster: the same ELF now looks like a +200 % regression
-    fast = [json.loads(line) for line in (project.path / "base.jsonl").read_text().splitlines()]
-    for record in fast:
-        record["samples_ns"] = [s / 3 for s in record["samples_ns"]]
-    (project.path / "fast.jsonl").write_text("".join(json.dumps(r) + "\n" for r in fast))
-    gated = project.runpytest(*HOST, "--rvtune-compare", "fast.jsonl", "--rvtune-max-time", "0.05")
+    # the base run, made 3x faster: the same ELF now looks like a +200 % regression (judged without re-runs)
+    fast = _faster_base(project, 3)
+    opts = (*HOST, "--rvtune-compare", "fast.jsonl", "--rvtune-max-time", "0.05", "--rvtune-confirm", "0")
+    gated = project.runpytest(*opts)
     gated.assert_outcomes(failed=1)
     gated.stdout.fnmatch_lines(["*pr_gate[[]small-BLOCK=16[]] on host: regression: time *min of n=*"])
     # a 1000 % threshold for this kernel lets it pass
-    loose = project.runpytest(*HOST, "--rvtune-compare", "fast.jsonl", "--rvtune-max-time", "0.05",
-                              "--rvtune-threshold", "pr_gate=1000")
-    loose.assert_outcomes(passed=1)
+    project.runpytest(*opts, "--rvtune-threshold", "pr_gate=1000").assert_outcomes(passed=1)
     # so does an A/A floor of this target that says the minimum moves +-500 % between sessions
     noise = {"format": "rvtune-noise/1", "quantile": 95, "statistic": "min", "targets": [
         {"target": "host", "machine": fast[0]["machine"], "runs": [],
          "kernels": {"pr_gate": {"floor_pct": 500.0, "items_measured": 1, "items": {}}}}]}
     (project.path / "noise.json").write_text(json.dumps(noise))
-    floored = project.runpytest(*HOST, "--rvtune-compare", "fast.jsonl", "--rvtune-max-time", "0.05",
-                                "--rvtune-noise", "noise.json")
-    floored.assert_outcomes(passed=1)
+    project.runpytest(*opts, "--rvtune-noise", "noise.json").assert_outcomes(passed=1)
+
+
+def _rvtune(project: pytest.Pytester, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`rvtune ARGV` in the project directory: (exit code, stdout, stderr)."""
+    from pytest_rvtune.cli import main
+    capsys.readouterr()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(project.path)
+        code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_time_regression_the_interleaved_rerun_refutes_passes(project: pytest.Pytester,
+                                                                 add_kernel: Callable[..., Path],
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Machine drift: the base's samples are 3x faster, but it is the same ELF. Re-running both interleaved
+    shows no change, so the item passes, and the summary and the record say why."""
+    add_kernel("pr_drift", configs=(16,))
+    project.runpytest(*HOST, "--rvtune-results", "base.jsonl", "--rvtune-max-time", "0.05").assert_outcomes(passed=1)
+    _faster_base(project, 3)
+    result = project.runpytest(*HOST, "--rvtune-compare", "fast.jsonl", "--rvtune-max-time", "0.05",
+                               "--rvtune-results", "new.jsonl")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "rvtune: 1 time regression(s) against the base were not confirmed by re-running base and new ELF "
+        "interleaved*they pass:",
+        "  pr_drift[[]small-BLOCK=16[]] on host: regression: time *; interleaved: *, new slower in * of 5 trials"])
+    [record] = read_results(project.path / "new.jsonl")
+    confirmation = record["confirmation"]
+    assert record["outcome"] == "passed" and not confirmation["confirmed"] and confirmation["trials"] == 5
+    assert abs(confirmation["change_pct"]) < 5  # one ELF against itself: the minimum does not move
+
+    # the same from the command line: flagged on the files alone, refuted by --confirm
+    assert _rvtune(project, capsys, "compare", "fast.jsonl", "new.jsonl")[0] == 1
+    code, out, err = _rvtune(project, capsys, "compare", "fast.jsonl", "new.jsonl", "--confirm", "3")
+    assert code == 0, err
+    assert "1 unconfirmed" in err and "time regression not confirmed: the interleaved re-run" in out + err
+    code, _, err = _rvtune(project, capsys, "compare", "fast.jsonl", "new.jsonl", "--confirm",
+                           "--config-file", "nope.toml")
+    assert code == 2 and "nope.toml: config file not found" in err
+
+    # the base ELF gone from this machine: nothing to re-run, the regression stands and says why
+    gone = read_results(project.path / "fast.jsonl")
+    gone[0]["rerun"]["elf"] = str(project.path / "cleaned" / "kernel.elf")
+    (project.path / "fast.jsonl").write_text(json.dumps(gone[0]) + "\n")
+    stands = project.runpytest(*HOST, "--rvtune-compare", "fast.jsonl", "--rvtune-max-time", "0.05")
+    stands.assert_outcomes(failed=1)
+    stands.stdout.fnmatch_lines(["*(not re-run to confirm: the base run's */cleaned/kernel.elf is gone from this "
+                                 "machine*"])
+
+
+def test_a_real_slow_down_is_confirmed_and_fails(project: pytest.Pytester, add_kernel: Callable[..., Path],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The code changed and got slower: the interleaved re-run of the base ELF and the new one confirms it."""
+    add_kernel("pr_slow", configs=(16,))
+    project.runpytest(*HOST, "--rvtune-results", "base.jsonl", "--rvtune-max-time", "0.05").assert_outcomes(passed=1)
+    add_kernel("pr_slow", kind="slow", configs=(16,))
+    result = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-max-time", "0.05",
+                               "--rvtune-results", "new.jsonl", "--rvtune-confirm", "3")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*pr_slow[[]small-BLOCK=16[]] on host: regression: time *",
+                                 "interleaved re-run of base and new ELF (3 trials) confirms it: time * -> * "
+                                 "(+*%, p=*), new slower in 3 of 3 trials"])
+    [base] = read_results(project.path / "base.jsonl")
+    [record] = read_results(project.path / "new.jsonl")
+    assert record["outcome"] == "regressed" and record["elf_sha256"] != base["elf_sha256"]
+    assert record["confirmation"]["confirmed"] and record["confirmation"]["change_pct"] > 100
+    code, _, err = _rvtune(project, capsys, "compare", "base.jsonl", "new.jsonl", "--confirm", "3")
+    assert code == 1 and "REGRESSION" in err and "interleaved re-run of base and new ELF (3 trials) confirms it" in err
