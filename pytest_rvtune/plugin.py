@@ -212,14 +212,14 @@ class RvtuneSession:
             return
         self.tally[record["outcome"]] += 1
         self.seconds["build"] += record.get("build_seconds") or 0.0
-        self.seconds["run"] += record.get("run_seconds") or 0.0
+        confirmation = record.get("confirmation") or {}
+        self.seconds["run"] += (record.get("run_seconds") or 0.0) + confirmation.get("seconds", 0.0)
         if "build_cache_hit" in record:
             self.tally["cache_hit" if record["build_cache_hit"] else "cache_miss"] += 1
         if record.get("resumed_from"):
             self.tally["resumed"] += 1
         if record.get("machine"):
             self.identities.setdefault(record["target"], record["machine"])
-        confirmation = record.get("confirmation")
         if record["outcome"] == "passed" and confirmation and not confirmation["confirmed"]:
             self.unconfirmed.append(confirmation)
         if record["outcome"] in ("passed", "regressed") and record.get("samples_ns"):

@@ -1,0 +1,63 @@
+"""confirm.py's refusals: a regression that cannot be re-run as it ran keeps its verdict, and the reason names
+what is missing. The re-runs themselves are exercised on real host builds in tests/plugin/test_plugin_rounds.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_rvtune.compare import Thresholds
+from pytest_rvtune.confirm import CannotConfirm, Rerun, confirm
+from pytest_rvtune.hashing import sha256_file
+from pytest_rvtune.item_runner import RunOptions, rerun_field
+from pytest_rvtune.runs import record_from_dict
+from pytest_rvtune.targets.local import HostTarget, QemuTarget
+
+
+def _record(tmp_path: Path, machine: dict[str, Any], **fields: Any) -> Any:
+    elf = tmp_path / "kernel.elf"
+    if not elf.exists():
+        elf.write_bytes(b"\x7fELF not really")
+    data = tmp_path / "x.txt"
+    data.write_text("1 2 3\n")
+    obj = {"kernel": "k", "case": "small", "config": {"BLOCK": 16}, "config_id": "BLOCK=16", "target": "host",
+           "outcome": "passed", "samples_ns": [100.0] * 10, "timing_source": "real", "machine": machine,
+           "elf_sha256": sha256_file(elf), "golden_sha256": "g" * 64,
+           "rerun": rerun_field(elf, ["--n", "3", data], "k_kernel")}
+    return record_from_dict(obj | fields)
+
+
+def _refusal(base: Any, new: Any, target: Any) -> str:
+    with pytest.raises(CannotConfirm) as info:
+        confirm(base, new, target, RunOptions(), Thresholds(), trials=1)
+    return str(info.value)
+
+
+def test_rerun_reads_back_what_the_runner_recorded(tmp_path: Path) -> None:
+    record = _record(tmp_path, {})
+    rerun = Rerun.of(record, "base")
+    assert rerun.elf == tmp_path / "kernel.elf" and rerun.kernel_symbol == "k_kernel"
+    assert rerun.argv == ["--n", "3", tmp_path / "x.txt"]  # the file is a Path again: a board gets it uploaded
+
+
+def test_confirm_refuses_what_it_cannot_rerun_as_it_ran(tmp_path: Path) -> None:
+    host = HostTarget(perf_events=())
+    here = host.identity()
+    base, new = _record(tmp_path, here), _record(tmp_path, here)
+    elsewhere = _record(tmp_path, here | {"board": "another-vm"})
+    assert "the base run was measured on another machine than target host" in _refusal(elsewhere, new, host)
+    assert "the new run was measured on another machine" in _refusal(base, elsewhere, host)
+    changed_data = _record(tmp_path, here, golden_sha256="h" * 64)
+    assert "the golden data changed between the runs" in _refusal(changed_data, new, host)
+    assert "the runs used 2 and 1 launcher threads" in _refusal(_record(tmp_path, here, threads=2), new, host)
+    assert "target qemu is emulated" in _refusal(base, new, QemuTarget(counters=False))
+
+    no_rerun = record_from_dict(dict(base.raw) | {"rerun": None})
+    assert "the base run does not say how to re-run its ELF" in _refusal(no_rerun, new, host)
+    (tmp_path / "x.txt").unlink()
+    assert f"the base run's {tmp_path / 'x.txt'} is gone from this machine" in _refusal(base, new, host)
+    (tmp_path / "x.txt").write_text("1 2 3\n")
+    (tmp_path / "kernel.elf").write_bytes(b"\x7fELF rebuilt since")
+    assert f"the base run's ELF {tmp_path / 'kernel.elf'} has changed since it ran" in _refusal(base, new, host)
