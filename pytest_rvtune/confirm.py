@@ -118,6 +118,20 @@ def _change(pct: float, p_value: float) -> str:
     return f"median change per trial {format_pct(pct)} (Wilcoxon p={p_value:.2g})"
 
 
+def fewest_trials(alpha: float) -> int:
+    """The fewest trials with which the one-sided signed-rank test can reach p < alpha: all n pairs slower
+    gives p = 2**-n. With fewer, no regression could ever be confirmed, and every one would pass."""
+    return math.floor(math.log2(1.0 / alpha)) + 1
+
+
+def check_trials(trials: int, alpha: float) -> None:
+    """ValueError naming the count when ``trials`` could never confirm anything at ``alpha``."""
+    need = fewest_trials(alpha)
+    if trials < need:
+        raise ValueError(f"{trials} interleaved trials can never confirm a regression at alpha {alpha:g} (all "
+                         f"{trials} pairs slower gives p = {2.0 ** -trials:.2g}); use at least {need}")
+
+
 def paired_p(ratios: list[float]) -> float:
     """One-sided Wilcoxon signed-rank p of "new slower" over per-trial ratios; 1.0 when no ratio differs from 1."""
     logs = [math.log(r) for r in ratios if r != 1.0]
@@ -174,8 +188,7 @@ def confirm(base: Record, new: Record, target: Target, options: RunOptions, thre
     """Run base and new ELFs ``trials`` times each, interleaved in random order, and judge the trial pairs.
 
     Raises CannotConfirm when the two cannot be re-run here as they ran. The caller holds the target's lock."""
-    if trials < 1:
-        raise ValueError(f"trials {trials}: confirming needs at least 1 trial")
+    check_trials(trials, thresholds.alpha)
     # A pool of boards (targets/ssh.SshPool) sends each run to whichever board is free; interleaving means
     # nothing across two boards, so every re-run goes to the board of the pool's last run.
     target = getattr(target, "current", None) or target
@@ -234,8 +247,7 @@ def confirm_with_targets(verdicts: Sequence[Verdict], base: Run, new: Run, thres
     ConfigError; a target that cannot be opened leaves its regressions standing, with the reason."""
     from pytest_rvtune.targets.config import load_targets, make_target
 
-    if trials < 1:
-        raise ValueError(f"--confirm {trials}: interleaved trials per side, at least 1")
+    check_trials(trials, thresholds.alpha)
     configs = load_targets(Path.cwd(), Path(config_file) if config_file else None)
     opened: dict[str, Target | CannotConfirm] = {}
 

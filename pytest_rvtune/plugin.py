@@ -73,7 +73,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "change must also exceed it")
     group.addoption("--rvtune-confirm", type=int, default=None, metavar="TRIALS",
                     help="with --rvtune-compare: re-run the base and new ELF of a time regression interleaved, "
-                         "TRIALS times each, and fail only if that confirms it (default 5; 0: judge the session's "
+                         "TRIALS times each, and fail only if that confirms it (default 10; 0: judge the session's "
                          "samples alone)")
     group.addoption("--rvtune-resume", default=None, metavar="RUN",
                     help="reuse results of RUN for items whose ELF, golden data and target are unchanged")
@@ -124,7 +124,7 @@ class RvtuneSession:
                                     "and 3600 (0: exactly --rvtune-runs samples)")
         self.compare_base = _load_run_option(config, "rvtune_compare")
         self.compare_thresholds = _compare_thresholds(config, self.compare_base)
-        self.confirm_trials = _confirm_trials(config, self.compare_base)
+        self.confirm_trials = _confirm_trials(config, self.compare_base, self.compare_thresholds)
         self.resume_index = _load_resume_index(config)
 
     def earlier_round(self, key: tuple[str, str, str, str]) -> Any:
@@ -278,7 +278,7 @@ def _compare_thresholds(config: pytest.Config, base: Any) -> Any:
     return parsed
 
 
-def _confirm_trials(config: pytest.Config, base: Any) -> int:
+def _confirm_trials(config: pytest.Config, base: Any, thresholds: Any) -> int:
     """--rvtune-confirm: trials per side; a usage error without --rvtune-compare or below 0."""
     from pytest_rvtune.confirm import DEFAULT_TRIALS
     trials = config.getoption("rvtune_confirm")
@@ -288,6 +288,12 @@ def _confirm_trials(config: pytest.Config, base: Any) -> int:
         raise pytest.UsageError("--rvtune-confirm re-runs the regressions --rvtune-compare BASE finds; give a base")
     if not 0 <= trials <= 100:
         raise pytest.UsageError(f"--rvtune-confirm {trials}: interleaved trials per side, 0 (off) to 100")
+    from pytest_rvtune.confirm import check_trials
+    try:
+        if trials:
+            check_trials(trials, thresholds.alpha)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--rvtune-confirm: {exc}") from None
     return trials
 
 

@@ -63,6 +63,10 @@ def test_compare_options_need_a_base_and_name_bad_values(project: pytest.Pyteste
     bad_confirm = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-confirm", "-1")
     assert bad_confirm.ret == pytest.ExitCode.USAGE_ERROR
     bad_confirm.stderr.fnmatch_lines(["*--rvtune-confirm -1: interleaved trials per side, 0 (off) to 100*"])
+    few = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-confirm", "4")
+    assert few.ret == pytest.ExitCode.USAGE_ERROR
+    few.stderr.fnmatch_lines(["*--rvtune-confirm: 4 interleaved trials can never confirm a regression at alpha 0.01 "
+                              "(all 4 pairs slower gives p = 0.062); use at least 7*"])
     missing = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-noise", "nope.json")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
     missing.stderr.fnmatch_lines(["*--rvtune-noise: nope.json: no such noise file*"])
@@ -125,15 +129,16 @@ def test_a_time_regression_the_interleaved_rerun_refutes_passes(project: pytest.
     result.stdout.fnmatch_lines([
         "rvtune: 1 time regression(s) against the base were not confirmed by re-running base and new ELF "
         "interleaved*they pass:",
-        "  pr_drift[[]small-BLOCK=16[]] on host: regression: time *; interleaved: *, new slower in * of 5 trials"])
+        "  pr_drift[[]small-BLOCK=16[]] on host: regression: time *; interleaved: median change per trial * "
+        "(Wilcoxon p=*), new slower in * of 10 trials"])
     [record] = read_results(project.path / "new.jsonl")
     confirmation = record["confirmation"]
-    assert record["outcome"] == "passed" and not confirmation["confirmed"] and confirmation["trials"] == 5
+    assert record["outcome"] == "passed" and not confirmation["confirmed"] and len(confirmation["ratios"]) == 10
     assert abs(confirmation["change_pct"]) < 5  # one ELF against itself: the minimum does not move
 
     # the same from the command line: flagged on the files alone, refuted by --confirm
     assert _rvtune(project, capsys, "compare", "fast.jsonl", "new.jsonl")[0] == 1
-    code, out, err = _rvtune(project, capsys, "compare", "fast.jsonl", "new.jsonl", "--confirm", "3")
+    code, out, err = _rvtune(project, capsys, "compare", "fast.jsonl", "new.jsonl", "--confirm", "7")
     assert code == 0, err
     assert "1 unconfirmed" in err and "time regression not confirmed: the interleaved re-run" in out + err
     code, _, err = _rvtune(project, capsys, "compare", "fast.jsonl", "new.jsonl", "--confirm",
@@ -157,14 +162,16 @@ def test_a_real_slow_down_is_confirmed_and_fails(project: pytest.Pytester, add_k
     project.runpytest(*HOST, "--rvtune-results", "base.jsonl", "--rvtune-max-time", "0.05").assert_outcomes(passed=1)
     add_kernel("pr_slow", kind="slow", configs=(16,))
     result = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-max-time", "0.05",
-                               "--rvtune-results", "new.jsonl", "--rvtune-confirm", "3")
+                               "--rvtune-results", "new.jsonl", "--rvtune-confirm", "8")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*pr_slow[[]small-BLOCK=16[]] on host: regression: time *",
-                                 "interleaved re-run of base and new ELF (3 trials) confirms it: time * -> * "
-                                 "(+*%, p=*), new slower in 3 of 3 trials"])
+                                 "interleaved re-run of base and new ELF (8 trials) confirms it: time * -> *, "
+                                 "median change per trial +*% (Wilcoxon p=0.0039), new slower in 8 of 8 trials"])
     [base] = read_results(project.path / "base.jsonl")
     [record] = read_results(project.path / "new.jsonl")
     assert record["outcome"] == "regressed" and record["elf_sha256"] != base["elf_sha256"]
     assert record["confirmation"]["confirmed"] and record["confirmation"]["change_pct"] > 100
-    code, _, err = _rvtune(project, capsys, "compare", "base.jsonl", "new.jsonl", "--confirm", "3")
-    assert code == 1 and "REGRESSION" in err and "interleaved re-run of base and new ELF (3 trials) confirms it" in err
+    code, _, err = _rvtune(project, capsys, "compare", "base.jsonl", "new.jsonl", "--confirm", "7")
+    assert code == 1 and "REGRESSION" in err and "interleaved re-run of base and new ELF (7 trials) confirms it" in err
+    code, _, err = _rvtune(project, capsys, "compare", "base.jsonl", "new.jsonl", "--confirm", "6")
+    assert code == 2 and "6 interleaved trials can never confirm a regression at alpha 0.01" in err

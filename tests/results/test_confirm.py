@@ -31,7 +31,7 @@ def _record(tmp_path: Path, machine: dict[str, Any], **fields: Any) -> Any:
 
 def _refusal(base: Any, new: Any, target: Any) -> str:
     with pytest.raises(CannotConfirm) as info:
-        confirm(base, new, target, RunOptions(), Thresholds(), trials=1)
+        confirm(base, new, target, RunOptions(), Thresholds(), trials=10)
     return str(info.value)
 
 
@@ -61,3 +61,13 @@ def test_confirm_refuses_what_it_cannot_rerun_as_it_ran(tmp_path: Path) -> None:
     (tmp_path / "x.txt").write_text("1 2 3\n")
     (tmp_path / "kernel.elf").write_bytes(b"\x7fELF rebuilt since")
     assert f"the base run's ELF {tmp_path / 'kernel.elf'} has changed since it ran" in _refusal(base, new, host)
+
+
+def test_too_few_trials_is_refused_up_front() -> None:
+    """At alpha 0.01 the one-sided signed-rank test needs 7 pairs to say anything: fewer would pass every item."""
+    from pytest_rvtune.confirm import check_trials, paired_p
+    assert paired_p([1.1] * 7) < 0.01 <= paired_p([1.1] * 6)
+    check_trials(7, 0.01)
+    with pytest.raises(ValueError, match=r"6 interleaved trials can never confirm a regression at alpha 0\.01"):
+        check_trials(6, 0.01)
+    assert paired_p([1.0] * 10) == 1.0  # a quantised clock: every pair equal is no evidence of a slow-down
