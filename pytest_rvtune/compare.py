@@ -45,7 +45,7 @@ DEFAULT_ALPHA = 0.01
 DEFAULT_MIN_SAMPLES = 5
 
 #: Interleaved re-runs per side that confirm a time regression (confirm.py).
-DEFAULT_CONFIRM_TRIALS = 10
+DEFAULT_CONFIRM_TRIALS = 15
 
 COUNTER_GATES = ("deterministic", "all", "none")
 #: Of the exact QEMU counts, only the kernel's own instructions are a cost: more vector instructions can mean

@@ -73,7 +73,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "change must also exceed it")
     group.addoption("--rvtune-confirm", type=int, default=None, metavar="TRIALS",
                     help="with --rvtune-compare: re-run the base and new ELF of a time regression interleaved, "
-                         "TRIALS times each, and fail only if that confirms it (default 10; 0: judge the session's "
+                         "TRIALS times each, and fail only if that confirms it (default 15; 0: judge the session's "
                          "samples alone)")
     group.addoption("--rvtune-resume", default=None, metavar="RUN",
                     help="reuse results of RUN for items whose ELF, golden data and target are unchanged")

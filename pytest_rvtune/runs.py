@@ -41,6 +41,11 @@ TIME_STATISTICS = ("min", "median")
 DEFAULT_STATISTIC = "min"
 
 
+#: Outcomes whose samples and counters are a valid measurement: "regressed" is a passed item that a
+#: --rvtune-compare gate then failed against its base; its numbers are as good as any.
+VALID_OUTCOMES = frozenset({"passed", "regressed"})
+
+
 class RunFileError(ValueError):
     """A results file that cannot be read; the message names the file (and line) and what to do."""
 
@@ -99,7 +104,8 @@ class Record:
 
     @property
     def valid(self) -> bool:
-        return self.outcome == "passed"
+        """A right answer with its timings: passed, or failed only by a --rvtune-compare gate ("regressed")."""
+        return self.outcome in VALID_OUTCOMES
 
     @property
     def emulated(self) -> bool:

@@ -64,10 +64,13 @@ def test_confirm_refuses_what_it_cannot_rerun_as_it_ran(tmp_path: Path) -> None:
 
 
 def test_too_few_trials_is_refused_up_front() -> None:
-    """At alpha 0.01 the one-sided signed-rank test needs 7 pairs to say anything: fewer would pass every item."""
+    """At alpha 0.01 the one-sided sign test needs 7 pairs to say anything: fewer would pass every item."""
     from pytest_rvtune.confirm import check_trials, paired_p
     assert paired_p([1.1] * 7) < 0.01 <= paired_p([1.1] * 6)
     check_trials(7, 0.01)
     with pytest.raises(ValueError, match=r"6 interleaved trials can never confirm a regression at alpha 0\.01"):
         check_trials(6, 0.01)
     assert paired_p([1.0] * 10) == 1.0  # a quantised clock: every pair equal is no evidence of a slow-down
+    assert paired_p([1.0] * 5 + [1.1] * 7) < 0.01  # ties say nothing either way: dropped
+    # two pairs split by a change of spell (ratios far below 1) do not outweigh thirteen consistent ones
+    assert paired_p([1.12] * 13 + [0.83, 0.8]) < 0.01

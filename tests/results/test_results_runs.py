@@ -101,3 +101,19 @@ def test_completed_items_for_resume(tmp_path: Path) -> None:
     assert dict(done[key]) == records[0]  # the record exactly as the earlier run wrote it
     other_board = identity_key({**records[0]["machine"], "board": "laptop"})
     assert (key[0], key[1], other_board) not in done
+
+
+def test_an_item_failed_only_by_a_compare_gate_is_still_a_measurement(tmp_path: Path) -> None:
+    """outcome "regressed" (pytest --rvtune-compare failed it against a base) keeps a right answer and real
+    samples: reports rank it and a later compare judges its numbers rather than calling it broken."""
+    from pytest_rvtune.compare import compare_record
+    (samples,) = measure([(16, 16)], rounds=6)
+    base = make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, samples)
+    gated = make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, samples) | {"outcome": "regressed"}
+    wrong = make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, samples) | {"outcome": "wrong"}
+    [b] = load_run(write_jsonl(tmp_path / "base.jsonl", [base])).records
+    [g] = load_run(write_jsonl(tmp_path / "gated.jsonl", [gated])).records
+    [w] = load_run(write_jsonl(tmp_path / "wrong.jsonl", [wrong])).records
+    assert g.valid and not w.valid
+    assert compare_record(b, g).status == "unchanged"  # the same samples: no change, not "broken"
+    assert compare_record(b, w).status == "broken"
