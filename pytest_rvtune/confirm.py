@@ -215,6 +215,18 @@ def confirm(base: Record, new: Record, target: Target, options: RunOptions, thre
     return result
 
 
+def confirm_locked(base: Record, new: Record, target: Target, options: RunOptions, thresholds: Thresholds,
+                   trials: int) -> Confirmation | str:
+    """confirm() holding the target's lock; or why it could not be re-run here (the regression then stands)."""
+    try:
+        with exclusive(target):
+            return confirm(base, new, target, options, thresholds, trials=trials)
+    except CannotConfirm as exc:
+        return str(exc)
+    except Exception as exc:  # a board lost mid-way, a full disk: this item's regression stands, with why
+        return f"re-running it failed: {type(exc).__name__}: {exc}"
+
+
 #: Run options of a re-run from the command line, as the plugin's defaults on real hardware; confirm() sets
 #: the seconds per trial itself.
 CLI_RUN_OPTIONS = RunOptions(warmup=2, runs=10)
@@ -225,17 +237,20 @@ def confirm_verdicts(verdicts: Sequence[Verdict], base: Run, new: Run, threshold
     """``rvtune compare --confirm``: re-run every time-only regression in ``verdicts`` on its target and update
     the verdict in place: status "unconfirmed" when the interleaved samples refute it, the confirmation in
     the message when they back it, a warning when it cannot be re-run here (the regression then stands)."""
+    base_items, new_items = base.by_key(), new.by_key()
     for verdict in verdicts:
         if not needs_confirmation(verdict):
             continue
-        base_record, new_record = base.by_key()[verdict.key], new.by_key()[verdict.key]
+        base_record, new_record = base_items[verdict.key], new_items[verdict.key]
         change = next(c for c in verdict.changes if c.metric == "time")
         try:
             target = open_target(new_record.target)
-            with exclusive(target):
-                confirmation = confirm(base_record, new_record, target, CLI_RUN_OPTIONS, thresholds, trials=trials)
         except CannotConfirm as exc:
             verdict.warnings.append(f"{new_record.label}: time regression not re-run to confirm: {exc}")
+            continue
+        confirmation = confirm_locked(base_record, new_record, target, CLI_RUN_OPTIONS, thresholds, trials)
+        if isinstance(confirmation, str):
+            verdict.warnings.append(f"{new_record.label}: time regression not re-run to confirm: {confirmation}")
             continue
         change.note += f"; interleaved {format_pct(confirmation.change_pct)}"
         if confirmation.confirmed:

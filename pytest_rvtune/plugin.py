@@ -279,8 +279,9 @@ def _compare_thresholds(config: pytest.Config, base: Any) -> Any:
 
 
 def _confirm_trials(config: pytest.Config, base: Any, thresholds: Any) -> int:
-    """--rvtune-confirm: trials per side; a usage error without --rvtune-compare or below 0."""
-    from pytest_rvtune.confirm import DEFAULT_TRIALS
+    """--rvtune-confirm: trial pairs; a usage error without --rvtune-compare, out of range, or too few to ever
+    confirm anything at the compare's alpha."""
+    from pytest_rvtune.confirm import DEFAULT_TRIALS, check_trials
     trials = config.getoption("rvtune_confirm")
     if trials is None:
         return DEFAULT_TRIALS
@@ -288,7 +289,6 @@ def _confirm_trials(config: pytest.Config, base: Any, thresholds: Any) -> int:
         raise pytest.UsageError("--rvtune-confirm re-runs the regressions --rvtune-compare BASE finds; give a base")
     if not 0 <= trials <= 100:
         raise pytest.UsageError(f"--rvtune-confirm {trials}: interleaved trials per side, 0 (off) to 100")
-    from pytest_rvtune.confirm import check_trials
     try:
         if trials:
             check_trials(trials, thresholds.alpha)
@@ -648,6 +648,7 @@ def _compare_with_base(session: RvtuneSession, record: dict[str, Any], target: A
     """A failing verdict when the item regressed against the base run. A time regression is re-run
     interleaved first (confirm.py); the confirmation, either way, goes into ``record``."""
     from pytest_rvtune.compare import compare_record
+    from pytest_rvtune.confirm import confirm_locked, needs_confirmation
     from pytest_rvtune.runs import record_from_dict
     base = session.compare_base.find(record)
     if base is None:
@@ -657,14 +658,11 @@ def _compare_with_base(session: RvtuneSession, record: dict[str, Any], target: A
     if not result.regressed:
         return None
     message = result.message
-    from pytest_rvtune.confirm import CannotConfirm, confirm, needs_confirmation
     if session.confirm_trials and needs_confirmation(result):
-        try:
-            with exclusive(target):
-                confirmation = confirm(base, new, target, session.run_options(target), session.compare_thresholds,
-                                       trials=session.confirm_trials)
-        except CannotConfirm as exc:
-            message += f"\n(not re-run to confirm: {exc})"
+        confirmation = confirm_locked(base, new, target, session.run_options(target), session.compare_thresholds,
+                                      session.confirm_trials)
+        if isinstance(confirmation, str):
+            message += f"\n(not re-run to confirm: {confirmation})"
         else:
             record["confirmation"] = confirmation.record_field() | {"flagged": result.message}
             if not confirmation.confirmed:
