@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,9 @@ Record = dict[str, Any]
 
 
 def new_run_id() -> str:
-    """A sortable id for one pytest session (shared by its xdist workers)."""
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+    """A sortable id for one pytest session (shared by its xdist workers). The random part keeps two sessions
+    of one process within one second apart (pytest.main twice, pytester): rounds.py tells sessions by it."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{secrets.token_hex(3)}"
 
 
 class ResultsWriter:

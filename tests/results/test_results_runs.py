@@ -117,3 +117,10 @@ def test_an_item_failed_only_by_a_compare_gate_is_still_a_measurement(tmp_path: 
     assert g.valid and not w.valid
     assert compare_record(b, g).status == "unchanged"  # the same samples: no change, not "broken"
     assert compare_record(b, w).status == "broken"
+
+
+def test_sessions_of_one_process_in_one_second_get_distinct_run_ids() -> None:
+    """rounds.py pools only records of *another* session: two sessions must never share an id."""
+    from pytest_rvtune.results import new_run_id
+    ids = {new_run_id() for _ in range(50)}
+    assert len(ids) == 50 and all(i[:8].isdigit() and i[8] == "T" for i in ids)  # still sortable by time
