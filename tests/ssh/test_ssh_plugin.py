@@ -49,13 +49,13 @@ def write_config(cfg: TargetConfig, path: Path) -> Path:
     return path
 
 
-def run_pytest(config: Path, tmp_path: Path, tag: str, items: list[str] = ITEMS
+def run_pytest(config: Path, tmp_path: Path, tag: str, items: list[str] = ITEMS, extra: tuple[str, ...] = ()
                ) -> tuple[subprocess.CompletedProcess[str], Path]:
     bench = tmp_path / f"{tag}.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *items, "--rvtune-target", "laptop", "--rvtune-config-file", str(config),
          "--rvtune-results", str(tmp_path / f"{tag}.jsonl"), "--benchmark-json", str(bench), "-p", "no:cacheprovider",
-         "-q", "-rA"],
+         "-q", "-rA", *extra],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     return proc, bench
@@ -79,6 +79,38 @@ def test_kernel_items_run_on_the_board_end_to_end(sshd: Sshd, tmp_path: Path):
     proc, _ = run_pytest(config, tmp_path, "again")  # a re-run: the board already has every file
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert {p.name for p in Path(cfg.work_dir, "files").iterdir()} == first_files
+
+
+@pytest.mark.skipif(not (REPO / "kernels" / "softmax.py").is_file(), reason="the softmax kernel is not in kernels/")
+def test_a_regression_is_rerun_interleaved_on_the_board_it_ran_on(sshd: Sshd, tmp_path: Path):
+    """confirm.py over SSH: the base and new items' ELFs and argv files go to the board (by content hash) and
+    run there in alternation. The fixture board runs its ELFs under qemu-riscv64 (exec_prefix), so its times are
+    emulated and never gated; the one stand-in here relabels them real (the board's own clock is hardware that
+    is not here). Base: the same item with its samples made 3x faster, so the same ELF looks 3x slower."""
+    from pytest_rvtune.compare import Thresholds, compare_record
+    from pytest_rvtune.confirm import confirm
+    from pytest_rvtune.item_runner import RunOptions
+    from pytest_rvtune.runs import record_from_dict
+    from pytest_rvtune.targets.config import load_targets
+    from pytest_rvtune.targets.ssh import connect_board
+
+    config = write_config(board_config(sshd, tmp_path), tmp_path / "rvtune.toml")
+    proc, _ = run_pytest(config, tmp_path, "base", ITEMS[:1],
+                         ("--rvtune-runs", "6"))  # emulated targets take 2 samples: too few for a test
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    [raw] = [json.loads(line) for line in (tmp_path / "base.jsonl").read_text().splitlines()]
+    new = record_from_dict(raw | {"timing_source": "real"})
+    base = record_from_dict(raw | {"timing_source": "real", "samples_ns": [s / 3 for s in raw["samples_ns"]]})
+    assert compare_record(base, new).status == "regressed"
+    target = connect_board(load_targets(tmp_path, config)["laptop"], worker_id="main")  # the board as it ran
+    try:
+        target.timing_source = "real"
+        result = confirm(base, new, target, RunOptions(warmup=1, runs=2, timeout=60.0), Thresholds(), trials=7)
+    finally:
+        target.close()
+    # seven pairs measured on the board, and the same ELF against itself is never confirmed slower
+    assert len(result.ratios) == 7 and all(0 < r < 10 for r in result.ratios) and result.base_ns > 0, result
+    assert not result.confirmed, result
 
 
 def test_unreachable_board_fails_the_item_naming_host_and_cause(sshd: Sshd, tmp_path: Path):
