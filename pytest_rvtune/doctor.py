@@ -18,7 +18,6 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tabulate import tabulate
 
@@ -81,6 +80,7 @@ class Row:
     ok: bool
     detail: str
     path: str = ""
+    fix: str = FIX  # what the headline tells the user to do when this row failed
 
 
 def _first_line(cmd: list[str]) -> str:
@@ -197,28 +197,30 @@ def qemu_rows(builder: ProbeBuilder) -> list[Row]:
     return rows
 
 
-def _configured_targets(rootdir: Path) -> dict[str, Callable[[], Target]]:
-    """name -> factory: the configured targets when targets/config.py exists, else the built-ins."""
-    try:
-        from pytest_rvtune.targets import config
-    except ImportError:
-        from pytest_rvtune.targets.local import builtin_targets
-        return builtin_targets()
-    configs: dict[str, Any] = config.load_targets(rootdir)
-    return {name: (lambda cfg=cfg: config.make_target(cfg, worker_id="doctor")) for name, cfg in configs.items()}
+def _configured_targets(rootdir: Path) -> dict[str, tuple[Callable[[], Target], str]]:
+    """name -> (factory, fix): the built-ins, fixed by `make setup`, and the configured boards, fixed in their
+    own entry of the configuration file."""
+    from pytest_rvtune.targets import config
+
+    targets: dict[str, tuple[Callable[[], Target], str]] = {}
+    for name, cfg in config.load_targets(rootdir).items():
+        fix = FIX if cfg.kind == "builtin" else (f"check {cfg.where()} (host, port, user, key, known_hosts) and that "
+                                                 "the board answers ssh")
+        targets[name] = ((lambda cfg=cfg: config.make_target(cfg, worker_id="doctor")), fix)
+    return targets
 
 
 def target_rows(builder: ProbeBuilder, rootdir: Path) -> list[Row]:
     try:
-        factories = _configured_targets(rootdir)
+        targets = _configured_targets(rootdir)
     except Exception as exc:  # a broken config file: name it, keep checking the rest
-        return [Row("target configuration", False, str(exc))]
+        return [Row("target configuration", False, str(exc), fix="correct the configuration file it names")]
     rows: list[Row] = []
-    for name, factory in factories.items():
+    for name, (factory, fix) in targets.items():
         try:
             target = factory()
         except Exception as exc:
-            rows.append(Row(f"target {name}", False, f"cannot open: {exc}"))
+            rows.append(Row(f"target {name}", False, f"cannot open: {exc}", fix=fix))
             continue
         try:
             elf = builder.elf(target.isa)
@@ -227,9 +229,9 @@ def target_rows(builder: ProbeBuilder, rootdir: Path) -> list[Row]:
                 continue
             target.prepare([])
             ok, detail = _verdict(target.run(elf, [], PROBE_TIMEOUT_S, kernel_symbol=PROBE_SYMBOL))
-            rows.append(Row(f"target {name}", ok, f"{target.isa}: {detail}"))
+            rows.append(Row(f"target {name}", ok, f"{target.isa}: {detail}", fix=fix))
         except Exception as exc:  # an unreachable board: report it, check the others
-            rows.append(Row(f"target {name}", False, f"{type(exc).__name__}: {exc}"))
+            rows.append(Row(f"target {name}", False, f"{type(exc).__name__}: {exc}", fix=fix))
         finally:
             target.close()
     return rows
@@ -245,11 +247,15 @@ def run_doctor(rootdir: Path) -> int:
     print()
     print(tabulate([(r.what, "ok" if r.ok else "FAILED", r.detail) for r in checks],
                    headers=["check", "status", "detail"]))
-    bad = [r.what for r in rows + checks if not r.ok]
+    bad = [r for r in rows + checks if not r.ok]
     print()
     if bad:
-        print(f"rvtune doctor: {len(bad)} problem(s): {', '.join(bad)}. Fix: `{FIX}` "
-              "(then rerun `rvtune doctor`; a failed board target: check its entry in rvtune.toml)")
+        by_fix: dict[str, list[str]] = {}
+        for r in bad:
+            by_fix.setdefault(r.fix, []).append(r.what)
+        fixes = "; ".join(f"{', '.join(whats)}: {f'run `{fix}`' if fix == FIX else fix}"
+                          for fix, whats in by_fix.items())
+        print(f"rvtune doctor: {len(bad)} problem(s). Fix: {fixes}; then rerun `rvtune doctor`")
         return 1
     print("rvtune doctor: everything is in place")
     return 0

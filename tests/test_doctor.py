@@ -45,3 +45,18 @@ def test_doctor_names_a_missing_clang_and_the_fix(tmp_path: Path) -> None:
     assert "MISSING" in clang and "make setup" in clang
     assert "qemu-riscv64" in proc.stdout and "FAILED" in proc.stdout  # the probes could not be built
     assert "make setup" in lines[-1] and "clang-19" in lines[-1]
+
+
+def test_an_unreachable_board_is_fixed_in_its_config_entry_not_by_setup(tmp_path: Path) -> None:
+    """A board that does not answer is not a missing tool: the headline sends the user to its rvtune.toml entry."""
+    import socket
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "rvtune.toml").write_text(f'[targets.laptop]\nhost = "127.0.0.1"\nport = {port}\nconnect_timeout = 2\n')
+    proc = doctor(tmp_path, os.environ["PATH"])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    last = proc.stdout.splitlines()[-1]
+    assert last.startswith("rvtune doctor: 1 problem(s). Fix: target laptop: check ")
+    assert f"{tmp_path / 'rvtune.toml'} [targets.laptop] (host, port, user, key, known_hosts)" in last
+    assert "make setup" not in last
