@@ -35,16 +35,13 @@ from scipy.stats import binomtest
 
 from pytest_rvtune.compare import DEFAULT_CONFIRM_TRIALS, Thresholds, Verdict, format_pct
 from pytest_rvtune.hashing import sha256_file
-from pytest_rvtune.item_runner import RunOptions
+from pytest_rvtune.item_runner import RunOptions, default_run_options
 from pytest_rvtune.report import format_metric
 from pytest_rvtune.runs import Record, Run, identity_key
 from pytest_rvtune.target_lock import exclusive
 from pytest_rvtune.targets.base import Target
 from pytest_rvtune.verdict import judge
 
-#: Trial pairs of (base, new) in random order. With 15, two pairs split by a change of spell still leave the
-#: sign test at p = 0.0037 (13 of 15 slower) < alpha 0.01.
-DEFAULT_TRIALS = DEFAULT_CONFIRM_TRIALS
 #: Seconds of samples per side and trial (the harness's --max-time): short, so both sides of a pair share a spell.
 TRIAL_SECONDS = 0.03
 
@@ -189,7 +186,7 @@ def _run_side(target: Target, rerun: Rerun, options: RunOptions, what: str) -> l
 
 
 def confirm(base: Record, new: Record, target: Target, options: RunOptions, thresholds: Thresholds, *,
-            trials: int = DEFAULT_TRIALS, seed: int | None = None) -> Confirmation:
+            trials: int = DEFAULT_CONFIRM_TRIALS, seed: int | None = None) -> Confirmation:
     """Run base and new ELFs ``trials`` times each, interleaved in random order, and judge the trial pairs.
 
     Raises CannotConfirm when the two cannot be re-run here as they ran. The caller holds the target's lock."""
@@ -227,11 +224,6 @@ def confirm_locked(base: Record, new: Record, target: Target, options: RunOption
         return f"re-running it failed: {type(exc).__name__}: {exc}"
 
 
-#: Run options of a re-run from the command line, as the plugin's defaults on real hardware; confirm() sets
-#: the seconds per trial itself.
-CLI_RUN_OPTIONS = RunOptions(warmup=2, runs=10)
-
-
 def confirm_verdicts(verdicts: Sequence[Verdict], base: Run, new: Run, thresholds: Thresholds, trials: int,
                      open_target: Callable[[str], Target]) -> None:
     """``rvtune compare --confirm``: re-run every time-only regression in ``verdicts`` on its target and update
@@ -248,7 +240,9 @@ def confirm_verdicts(verdicts: Sequence[Verdict], base: Run, new: Run, threshold
         except CannotConfirm as exc:
             verdict.warnings.append(f"{new_record.label}: time regression not re-run to confirm: {exc}")
             continue
-        confirmation = confirm_locked(base_record, new_record, target, CLI_RUN_OPTIONS, thresholds, trials)
+        # the plugin's defaults for real hardware; confirm() sets the seconds per trial itself
+        confirmation = confirm_locked(base_record, new_record, target, default_run_options(emulated=False),
+                                      thresholds, trials)
         if isinstance(confirmation, str):
             verdict.warnings.append(f"{new_record.label}: time regression not re-run to confirm: {confirmation}")
             continue

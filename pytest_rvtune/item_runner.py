@@ -34,6 +34,12 @@ class ItemWork:
         return f"{self.kernel} [case {self.case}, {self.config_id}] on target {self.target}"
 
 
+#: Seconds of samples per item on real hardware. A shared VM changes speed in spells of up to seconds; half a
+#: second of samples nearly always holds some of the fast spell, whose minimum repeats within ~1% between
+#: sessions (docs/contracts.md, "Timing").
+DEFAULT_MAX_TIME = 0.5
+
+
 @dataclass(frozen=True)
 class RunOptions:
     warmup: int = 1
@@ -48,6 +54,14 @@ class RunOptions:
         if self.max_time > 0:
             args += ["--max-time", repr(self.max_time)]
         return args if self.check else [*args, "--no-check"]
+
+
+def default_run_options(emulated: bool) -> RunOptions:
+    """The run options of a target before the user's: emulated time is not gated, so two runs and no time span;
+    real hardware gets samples spread over DEFAULT_MAX_TIME."""
+    if emulated:
+        return RunOptions(warmup=1, runs=2, max_time=0.0)
+    return RunOptions(warmup=2, runs=10, max_time=DEFAULT_MAX_TIME)
 
 
 @dataclass

@@ -7,6 +7,7 @@ pytest's hooks.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import re
@@ -18,7 +19,16 @@ from typing import Any
 
 import pytest
 
-from pytest_rvtune.item_runner import ItemOutcome, ItemWork, RunOptions, build_failed, item_error, run_item
+from pytest_rvtune.item_runner import (
+    DEFAULT_MAX_TIME,
+    ItemOutcome,
+    ItemWork,
+    RunOptions,
+    build_failed,
+    default_run_options,
+    item_error,
+    run_item,
+)
 from pytest_rvtune.results import ResultsWriter, new_run_id
 from pytest_rvtune.target_lock import exclusive
 from pytest_rvtune.verdict import OUTCOMES, Verdict
@@ -27,10 +37,6 @@ RECORD_KEY = "rvtune_record"
 ITEM_KEY = pytest.StashKey["KernelItemInfo"]()
 DEFAULT_TARGET = "qemu"
 DEFAULT_TIMEOUT = 300.0
-#: Seconds of samples per item on real hardware. A shared VM changes speed in spells of up to seconds; half a
-#: second of samples nearly always holds some of the fast spell, whose minimum repeats within ~1% between
-#: sessions (docs/contracts.md, "Timing").
-DEFAULT_MAX_TIME = 0.5
 #: The outcomes the summary line always shows (others only when they happened).
 SUMMARY_OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout")
 
@@ -180,14 +186,15 @@ class RvtuneSession:
         return "emu" if getattr(cfg, "timing_source", None) == "emulated" or target_name == "qemu" else "bench"
 
     def run_options(self, target: Any) -> RunOptions:
-        emulated = target.timing_source == "emulated"
+        defaults = default_run_options(emulated=target.timing_source == "emulated")
         runs = self.config.getoption("rvtune_runs")
         warmup = self.config.getoption("rvtune_warmup")
         max_time = self.config.getoption("rvtune_max_time")
-        return RunOptions(
-            warmup=warmup if warmup is not None else (1 if emulated else 2),
-            runs=runs if runs is not None else (2 if emulated else 10),
-            max_time=max_time if max_time is not None else (0.0 if emulated else DEFAULT_MAX_TIME),
+        return dataclasses.replace(
+            defaults,
+            warmup=warmup if warmup is not None else defaults.warmup,
+            runs=runs if runs is not None else defaults.runs,
+            max_time=max_time if max_time is not None else defaults.max_time,
             threads=self.config.getoption("rvtune_threads"),
             timeout=self.timeout_for(target.name),
         )
@@ -281,10 +288,11 @@ def _compare_thresholds(config: pytest.Config, base: Any) -> Any:
 def _confirm_trials(config: pytest.Config, base: Any, thresholds: Any) -> int:
     """--rvtune-confirm: trial pairs; a usage error without --rvtune-compare, out of range, or too few to ever
     confirm anything at the compare's alpha."""
-    from pytest_rvtune.confirm import DEFAULT_TRIALS, check_trials
+    from pytest_rvtune.compare import DEFAULT_CONFIRM_TRIALS
+    from pytest_rvtune.confirm import check_trials
     trials = config.getoption("rvtune_confirm")
     if trials is None:
-        return DEFAULT_TRIALS
+        return DEFAULT_CONFIRM_TRIALS
     if base is None:
         raise pytest.UsageError("--rvtune-confirm re-runs the regressions --rvtune-compare BASE finds; give a base")
     if not 0 <= trials <= 100:
