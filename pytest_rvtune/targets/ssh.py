@@ -117,6 +117,13 @@ class _LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
 
+async def _close_connection(conn: asyncssh.SSHClientConnection) -> None:
+    """Close on the loop's own thread: asyncssh is not thread-safe, and a close from the caller's thread raced
+    the loop noticing a dropped socket (AttributeError from a transport the loop had already torn down)."""
+    conn.close()
+    await asyncio.wait_for(conn.wait_closed(), 5)
+
+
 def worker_index(worker_id: str) -> int:
     """pytest-xdist's ``gw3`` -> 3; a run without xdist (``master``) is worker 0."""
     match = re.fullmatch(r"gw(\d+)", worker_id)
@@ -487,9 +494,8 @@ class SshTarget:
     def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            conn.close()
             with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
-                self._loop.run(asyncio.wait_for(conn.wait_closed(), 5))
+                self._loop.run(_close_connection(conn))
 
 
 class SshPool:
