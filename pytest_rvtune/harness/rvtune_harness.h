@@ -447,7 +447,7 @@ static inline int64_t rvtune_round_trip(rvtune_run_fn run, void *ctx, rvtune_ten
  * warmup untimed runs, then the samples, one `RVTUNE sample <ns>` line each. Without max_time: `runs`
  * samples of one run each. With max_time: samples until they span max_time seconds (and at least `runs`);
  * when that takes more runs than max_samples, each sample is the mean of `per` consecutive runs, `per`
- * sized from the fastest warm-up round trip. Spanning time matters on shared machines: a VM's speed changes in
+ * sized from the fastest warm-up round trip and re-sized before each sample from the rate seen so far. Spanning time matters on shared machines: a VM's speed changes in
  * spells of seconds, and samples from one short burst all come from one spell. Outputs are reset before
  * every run, so the buffers checked afterwards hold exactly one run's result. With no runs at all the
  * kernel still runs once, so a check always sees real output.
@@ -479,11 +479,20 @@ static inline void rvtune_bench(const rvtune_opts *o, rvtune_run_fn run, void *c
         per = (int64_t)ceil(wanted_runs / cap);
         if (per < 1) per = 1;
     }
-    int64_t span_ns = (int64_t)(o->max_time * 1e9), started = rvtune_now_ns();
+    int64_t span_ns = (int64_t)(o->max_time * 1e9), started = rvtune_now_ns(), sampled = 0;
     for (int s = 0; s < o->runs || (s < cap && rvtune_now_ns() - started < span_ns); s++) {
+        int64_t elapsed = rvtune_now_ns() - started;
+        if (o->max_time > 0.0 && sampled > 0 && elapsed < span_ns) {
+            /* re-size from the rate of the samples so far: warm-ups under load (or in a slow spell) make `per`
+               too small, and the cap would then end the samples well before they span max_time */
+            double launch_ns = (double)elapsed / (double)sampled;
+            per = (int64_t)ceil((double)(span_ns - elapsed) / launch_ns / (double)(cap - s));
+            if (per < 1) per = 1;
+        }
         int64_t sum = 0;
         for (int64_t r = 0; r < per; r++) sum += rvtune_timed_run(run, ctx, outs, nouts);
         launches += per;
+        sampled += per;
         printf("RVTUNE sample %lld\n", (long long)((sum + per / 2) / per));
         fflush(stdout);  /* a run killed at its timeout keeps the samples it produced */
     }
