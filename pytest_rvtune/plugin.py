@@ -77,6 +77,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rvtune-noise", action="append", default=[], metavar="NOISE.json",
                     help="with --rvtune-compare: the target's A/A noise floor (`rvtune noise A B`); a time "
                          "change must also exceed it")
+    group.addoption("--rvtune-alpha", type=float, default=None, metavar="P",
+                    help="with --rvtune-compare: the significance level of its tests, Mann-Whitney on the "
+                         "samples and the sign test of --rvtune-confirm (default 0.01)")
     group.addoption("--rvtune-confirm", type=int, default=None, metavar="TRIALS",
                     help="with --rvtune-compare: re-run the base and new ELF of a time regression interleaved, "
                          "TRIALS times each, and fail only if that confirms it (default 15; 0: judge the session's "
@@ -264,24 +267,32 @@ def _load_run_option(config: pytest.Config, option: str) -> Any:
 
 
 def _compare_thresholds(config: pytest.Config, base: Any) -> Any:
-    """--rvtune-threshold and --rvtune-noise as compare.Thresholds; a bad value is a usage error up front."""
+    """--rvtune-threshold, --rvtune-noise and --rvtune-alpha as compare.Thresholds; a bad value is a usage
+    error up front."""
     thresholds, noise = config.getoption("rvtune_threshold"), config.getoption("rvtune_noise")
+    alpha = config.getoption("rvtune_alpha")
     if base is None:
-        if thresholds or noise:
-            raise pytest.UsageError("--rvtune-threshold and --rvtune-noise tune --rvtune-compare BASE; "
-                                    "give the base run too")
+        if thresholds or noise or alpha is not None:
+            raise pytest.UsageError("--rvtune-threshold, --rvtune-noise and --rvtune-alpha tune --rvtune-compare "
+                                    "BASE; give the base run too")
         return None
     import dataclasses
 
-    from pytest_rvtune.compare import Thresholds
-    from pytest_rvtune.noise import NoiseFileError, load_noise_for
+    from pytest_rvtune.compare import DEFAULT_ALPHA, Thresholds
+    from pytest_rvtune.noise import load_noise_for
     try:
         parsed = Thresholds.parse(thresholds)
-        if noise:
+    except ValueError as exc:
+        raise pytest.UsageError(f"--rvtune-threshold: {exc}") from None
+    try:
+        parsed = dataclasses.replace(parsed, alpha=DEFAULT_ALPHA if alpha is None else alpha)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--rvtune-alpha: {exc}") from None
+    if noise:
+        try:
             parsed = dataclasses.replace(parsed, noise=load_noise_for(noise, base.records, parsed.statistic))
-    except ValueError as exc:  # NoiseFileError is one
-        option = "--rvtune-noise" if isinstance(exc, NoiseFileError) else "--rvtune-threshold"
-        raise pytest.UsageError(f"{option}: {exc}") from None
+        except ValueError as exc:  # a NoiseFileError names the file
+            raise pytest.UsageError(f"--rvtune-noise: {exc}") from None
     return parsed
 
 

@@ -105,11 +105,14 @@ def test_a_regression_is_rerun_interleaved_on_the_board_it_ran_on(sshd: Sshd, tm
     target = connect_board(load_targets(tmp_path, config)["laptop"], worker_id="main")  # the board as it ran
     try:
         target.timing_source = "real"
-        result = confirm(base, new, target, RunOptions(warmup=1, runs=2, timeout=60.0), Thresholds(), trials=7)
+        # alpha 0.0001 and 14 trials: one ELF against itself is wrongly confirmed with probability up to alpha;
+        # the default 0.01 with 7 trials is 1 in 128, and a CI run met it (7 of 7 pairs slower, median +17 %)
+        result = confirm(base, new, target, RunOptions(warmup=1, runs=2, timeout=60.0), Thresholds(alpha=1e-4),
+                         trials=14)
     finally:
         target.close()
-    # seven pairs measured on the board, and the same ELF against itself is never confirmed slower
-    assert len(result.ratios) == 7 and all(0 < r < 10 for r in result.ratios) and result.base_ns > 0, result
+    # fourteen pairs measured on the board, and the same ELF against itself is not confirmed slower
+    assert len(result.ratios) == 14 and all(0 < r < 10 for r in result.ratios) and result.base_ns > 0, result
     assert not result.confirmed, result
 
 
