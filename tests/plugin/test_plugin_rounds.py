@@ -50,40 +50,30 @@ def test_sessions_on_one_results_file_pool_their_samples(project: pytest.Pyteste
 def test_compare_options_need_a_base_and_name_bad_values(project: pytest.Pytester,
                                                          add_kernel: Callable[..., Path]) -> None:
     add_kernel("pr_opts", configs=(16,))
-    lone = project.runpytest(*HOST, "--rvtune-noise", "noise.json")
-    assert lone.ret == pytest.ExitCode.USAGE_ERROR
-    lone.stderr.fnmatch_lines(["*--rvtune-threshold, --rvtune-noise and --rvtune-alpha tune --rvtune-compare BASE*"])
-    lone_alpha = project.runpytest(*HOST, "--rvtune-alpha", "0.001")
-    assert lone_alpha.ret == pytest.ExitCode.USAGE_ERROR
-    project.runpytest(*HOST, "--rvtune-results", "base.jsonl", "--rvtune-max-time", "0.02").assert_outcomes(passed=1)
-    bad = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-threshold", "pr_opts=lots")
-    assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    bad.stderr.fnmatch_lines(["*--rvtune-threshold: threshold 'pr_opts=lots': expected PERCENT or KERNEL=PERCENT*"])
-    lone_confirm = project.runpytest(*HOST, "--rvtune-confirm", "3")
-    assert lone_confirm.ret == pytest.ExitCode.USAGE_ERROR
-    lone_confirm.stderr.fnmatch_lines(["*--rvtune-confirm re-runs the regressions --rvtune-compare BASE finds*"])
-    bad_confirm = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-confirm", "-1")
-    assert bad_confirm.ret == pytest.ExitCode.USAGE_ERROR
-    bad_confirm.stderr.fnmatch_lines(["*--rvtune-confirm -1: interleaved trials per side, 0 (off) to 100*"])
-    few = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-confirm", "4")
-    assert few.ret == pytest.ExitCode.USAGE_ERROR
-    few.stderr.fnmatch_lines(["*--rvtune-confirm: 4 interleaved trials can never confirm a regression at alpha 0.01 "
-                              "(all 4 pairs slower gives p = 0.062); use at least 7*"])
-    strict = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-alpha", "0.0001",
-                               "--rvtune-confirm", "10")
-    assert strict.ret == pytest.ExitCode.USAGE_ERROR
-    strict.stderr.fnmatch_lines(["*--rvtune-confirm: 10 interleaved trials can never confirm a regression at alpha "
-                                 "0.0001 *use at least 14*"])
-    bad_alpha = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-alpha", "1.5")
-    assert bad_alpha.ret == pytest.ExitCode.USAGE_ERROR
-    bad_alpha.stderr.fnmatch_lines(["*--rvtune-alpha: alpha 1.5: the significance level must be between 0 and 1*"])
-    missing = project.runpytest(*HOST, "--rvtune-compare", "base.jsonl", "--rvtune-noise", "nope.json")
-    assert missing.ret == pytest.ExitCode.USAGE_ERROR
-    missing.stderr.fnmatch_lines(["*--rvtune-noise: nope.json: no such noise file*"])
-    bad_time = project.runpytest(*HOST, "--rvtune-max-time", "-1")
-    assert bad_time.ret == pytest.ExitCode.USAGE_ERROR
-    bad_time.stderr.fnmatch_lines(["*--rvtune-max-time -1: seconds of samples per item, between 0 and 3600*"])
 
+    def usage_error(*args: str, says: str) -> None:
+        result = project.runpytest(*HOST, *args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*{says}*"])
+
+    no_base = "--rvtune-threshold, --rvtune-noise and --rvtune-alpha tune --rvtune-compare BASE"
+    usage_error("--rvtune-noise", "noise.json", says=no_base)
+    usage_error("--rvtune-alpha", "0.001", says=no_base)
+    usage_error("--rvtune-confirm", "3", says="--rvtune-confirm re-runs the regressions --rvtune-compare BASE finds")
+    usage_error("--rvtune-max-time", "-1", says="--rvtune-max-time -1: seconds of samples per item, between 0 and 3600")
+    project.runpytest(*HOST, "--rvtune-results", "base.jsonl", "--rvtune-max-time", "0.02").assert_outcomes(passed=1)
+    for args, says in [
+        (("--rvtune-threshold", "pr_opts=lots"),
+         "--rvtune-threshold: threshold 'pr_opts=lots': expected PERCENT or KERNEL=PERCENT"),
+        (("--rvtune-confirm", "-1"), "--rvtune-confirm -1: interleaved trials per side, 0 (off) to 100"),
+        (("--rvtune-confirm", "4"), "--rvtune-confirm: 4 interleaved trials can never confirm a regression at alpha "
+                                    "0.01 (all 4 pairs slower gives p = 0.062); use at least 7"),
+        (("--rvtune-alpha", "0.0001", "--rvtune-confirm", "10"),
+         "--rvtune-confirm: 10 interleaved trials can never confirm a regression at alpha 0.0001 *use at least 14"),
+        (("--rvtune-alpha", "1.5"), "--rvtune-alpha: alpha 1.5: the significance level must be between 0 and 1"),
+        (("--rvtune-noise", "nope.json"), "--rvtune-noise: nope.json: no such noise file"),
+    ]:
+        usage_error("--rvtune-compare", "base.jsonl", *args, says=says)
 
 def _faster_base(project: pytest.Pytester, factor: float) -> list[dict]:
     """base.jsonl with every sample divided by ``factor``, as fast.jsonl: the same ELF now looks slower."""
