@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import lower
-from .lower import Val, _contig, _Func, _prod
+from .lower import Val, _contig, _Func, _prod, keep_out_of_carried_home
 from .lower_ops import FLOAT_TYPES, is_elementwise, scalar_expr
 from .ttir import Block, Op
 
@@ -54,11 +54,7 @@ class Expr:
             f.touch(leaf)
         out = f.new_buf(ssa, v.type, "fused")
         shape = v.shape
-        if out.storage is not None and not all(_same_index(x, shape) for x in leaves):
-            # lower_struct.assign may place a loop's result in its carried home ("in place") after checking
-            # the defining op's direct operands only; a chain can read the home through a transposed or
-            # broadcast view deeper down, so a tile read at other indices is never computed in place
-            out.storage.def_op = None
+        keep_out_of_carried_home(out, leaves)
         # assume_safety: the result tile never overlaps a leaf except element for element (an in-place
         # loop-carried home), which clang's dependence analysis cannot prove for arena offsets in a nest
         pragma = "#pragma clang loop vectorize(assume_safety)"
@@ -76,13 +72,6 @@ class Expr:
                 stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
             f.emit(f"{out.expr}[{flat}] = {self.code(lambda x: f.access(x, idx, flat))};")
         return out
-
-
-def _same_index(leaf: Val, shape: tuple[int, ...]) -> bool:
-    """A leaf read element for element (or one that no arena tile backs)."""
-    if leaf.storage is None:
-        return True
-    return leaf.shape == shape and leaf.offset == 0 and leaf.strides == _contig(shape)
 
 
 def _fusable(f: _Func) -> set[str]:

@@ -16,7 +16,7 @@ import linecache
 import os
 import re
 from collections import ChainMap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +100,16 @@ def _prod(shape: tuple[int, ...]) -> int:
     for d in shape:
         n *= d
     return n
+
+
+def keep_out_of_carried_home(out: Val, leaves: Iterable[Val]) -> None:
+    """A tile computed from leaves read at other indices (a transposed or broadcast view) is never placed in a
+    loop's carried home: lower_struct's in-place check sees only the defining op's direct operands, and a
+    fused chain or pointer block can read the home through such a view deeper down."""
+    if out.storage is not None and any(x.storage is not None and (x.shape != out.shape or x.offset != 0
+                                                                   or x.strides != _contig(out.shape))
+                                       for x in leaves):
+        out.storage.def_op = None
 
 
 def _elem_bytes(t: Type) -> int:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import dot_kernel
-from .lower import _HANDLERS, Val, _contig, _Func
+from .lower import _HANDLERS, Val, _contig, _Func, keep_out_of_carried_home
 from .lower_ops import c_type
 from .ttir import Block, Op, Type, parse_int_array
 
@@ -164,7 +164,7 @@ class Affine:
         for part in self.parts():
             f.touch(part)
         out = f.new_buf(None, v.type, "aff")
-        _not_in_place(out, self.parts())
+        keep_out_of_carried_home(out, self.parts())
         idx = [f"p{d}_" for d in range(len(v.shape))]
         flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(v.shape), strict=True))
         off = self.offset_expr(idx)
@@ -219,7 +219,7 @@ class Bounds:
         for part in self.parts():
             f.touch(part)
         out = f.new_buf(None, v.type, "mask")
-        _not_in_place(out, self.parts())
+        keep_out_of_carried_home(out, self.parts())
         idx = [f"p{d}_" for d in range(len(v.shape))]
         flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(v.shape), strict=True))
         with _loop_nest(f, v.shape):
@@ -243,14 +243,6 @@ class Bounds:
     def trans(self, shape: tuple[int, ...], order: list[int]) -> Bounds:
         return Bounds(self.guard, tuple(self.lo[o] for o in order), tuple(self.hi[o] for o in order),
                       tuple(_view_trans(c, shape, order) for c in self.conds))
-
-
-def _not_in_place(out: Val, leaves: list[Val]) -> None:
-    """A tile computed from leaves read at other indices must not be placed in a loop's carried home
-    (lower_struct.assign checks only the defining op's direct operands)."""
-    if out.storage is not None and any(x.storage is not None and (x.shape != out.shape or x.offset != 0 or
-                                                                   x.strides != _contig(out.shape)) for x in leaves):
-        out.storage.def_op = None
 
 
 def _sym_val(t: Type, sym: Affine | Bounds) -> Val:
@@ -559,7 +551,7 @@ def op_load(f: _Func, op: Op) -> bool:
     shape = t.shape or ()
     mask = as_mask(f, mask_v) if mask_v is not None else Bounds("1", (None,) * len(shape), (None,) * len(shape))
     out = f.new_buf(op.results[0], t)
-    _not_in_place(out, [*ptr_v.sym.parts(), *mask.parts()])
+    keep_out_of_carried_home(out, [*ptr_v.sym.parts(), *mask.parts()])
     fill = other.expr if other is not None and other.kind in ("scalar", "splat") else "0"
 
     def other_at(flat: str, idx: list[str]) -> str:
