@@ -12,7 +12,7 @@ File format (``format: rvtune-noise/1``)::
     {"format": "rvtune-noise/1", "quantile": 95, "statistic": "min", "targets": [
       {"target": "host", "machine": {identity dict}, "runs": ["a.jsonl", "b.jsonl"],
        "kernels": {"matmul": {"floor_pct": 21.3, "items_measured": 40,
-                              "items": {"<case>": {"<config_id>": <signed median change, percent>}}}}}]}
+                              "items": {"<case>": {"<config_id>": <signed change of the statistic, percent>}}}}}]}
 
 A file without "statistic" predates it and measured the median. A kernel's floor is the ``quantile``-th
 percentile of |change| over its items; an item's floor is the

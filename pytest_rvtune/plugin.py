@@ -276,8 +276,6 @@ def _compare_thresholds(config: pytest.Config, base: Any) -> Any:
             raise pytest.UsageError("--rvtune-threshold, --rvtune-noise and --rvtune-alpha tune --rvtune-compare "
                                     "BASE; give the base run too")
         return None
-    import dataclasses
-
     from pytest_rvtune.compare import DEFAULT_ALPHA, Thresholds
     from pytest_rvtune.noise import load_noise_for
     try:
@@ -596,9 +594,8 @@ def _kernel_item_test(request: pytest.FixtureRequest, rvtune_item: KernelItemInf
     every failure becomes an outcome with a message, recorded like a pass."""
     session = _session(request.config)
     info = rvtune_item
-    problem_of = getattr(info.spec, "problem_of", None)
     work = ItemWork(request.node.nodeid, info.spec.name, info.case, info.config_values, info.config_id,
-                    info.target, dict(info.spec.cases[info.case]), problem_of(info.config) if problem_of else {})
+                    info.target, dict(info.spec.cases[info.case]), info.spec.problem_of(info.config))
     # Golden data first: a corrupt or missing file is bad input (outcome "error", naming the file), not a
     # build failure, although the build reads the same files.
     golden, error = _golden(session, info)

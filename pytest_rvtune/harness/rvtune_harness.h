@@ -447,8 +447,9 @@ static inline int64_t rvtune_round_trip(rvtune_run_fn run, void *ctx, rvtune_ten
  * warmup untimed runs, then the samples, one `RVTUNE sample <ns>` line each. Without max_time: `runs`
  * samples of one run each. With max_time: samples until they span max_time seconds (and at least `runs`);
  * when that takes more runs than max_samples, each sample is the mean of `per` consecutive runs, `per`
- * sized from the fastest warm-up round trip and re-sized before each sample from the rate seen so far. Spanning time matters on shared machines: a VM's speed changes in
- * spells of seconds, and samples from one short burst all come from one spell. Outputs are reset before
+ * sized from the fastest warm-up round trip and re-sized before each sample from the rate seen so far.
+ * Spanning time matters on shared machines: a VM's speed changes in spells of seconds, and samples from
+ * one short burst all come from one spell. Outputs are reset before
  * every run, so the buffers checked afterwards hold exactly one run's result. With no runs at all the
  * kernel still runs once, so a check always sees real output.
  */

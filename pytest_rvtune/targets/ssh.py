@@ -414,7 +414,7 @@ class SshTarget:
                                  f"retry failed too ({exc})") from None
         except BoardError as exc:
             raise BoardLostError(f"target {self.name!r}: board {self.label} lost while {what} ({first}); "
-                             f"reconnecting failed: {exc}") from None
+                                 f"reconnecting failed: {exc}") from None
 
     async def _run(self, elf: Path, args: Sequence[str | Path], timeout: float,
                    kernel_symbol: str | None, *, wait: bool) -> RunResult:
