@@ -1,7 +1,7 @@
 """Does the compare gate tell machine drift from a code change on this machine's own clock (target host)?
 
-    .venv/bin/python benchmarks/confirm_drift.py            # matmul emu, all 150 configs: ~12 minutes
-    .venv/bin/python benchmarks/confirm_drift.py --quick    # BLOCK_SIZE_K=8 only (30 configs): ~3 minutes
+    .venv/bin/python benchmarks/confirm_drift.py            # matmul emu, all 150 configs: ~7 minutes on the team VM
+    .venv/bin/python benchmarks/confirm_drift.py --quick    # BLOCK_SIZE_K=8 only (30 configs): ~2 minutes
 
 Three real `pytest kernels -k matmul --rvtune-target host --rvtune-case emu` sessions, one after the other:
 
