@@ -1,0 +1,259 @@
+"""A Triton_RVV checkout as a pytest-rvtune project: the ``[triton_rvv]`` tables of its ``rvtune.toml``.
+
+``rvtune import PATH`` writes these tables (see import_scan.py); the plugin reads them to collect one item per
+(harness entry x case x config). Everything the users' own scripts hard-coded lives here as data that points at
+their files in place: kernel modules, hand-written harnesses, the support library, the data directory. Nothing is
+copied, so their files stay the only copy and cannot drift from ours.
+
+Layout::
+
+    [triton_rvv]
+    run_dir = "benchmark/auto-tuner"        # the harnesses' working directory: their data paths are relative to it
+    include_dirs = ["env_build/include"]
+    support_sources = ["benchmark/src/support/support.cpp"]
+    defines = ["TRITON_KERNEL_ENABLE", "CHECK_ACCURACY"]
+    output_format = "triton-rvv"            # how their harnesses print times and checks (harness/formats/)
+
+    [triton_rvv.kernels.matmul]             # one entry per harness: one ELF per config
+    module = "benchmark/src/triton/matmul.py"
+    functions = ["matmul_kernel"]           # every kernel linked into the ELF, each built with the item's config
+    config_getter = "get_matmul_kernel_autotune_config"
+    harness = "benchmark/src/main/matmul_kernel.cpp"
+    argv = ["{M}x{N}x{K}x{RUN_COUNT}"]      # formatted with the case's values
+    data = ["matmul/run/test_data/matrix_{M}x{K}_1.txt", ...]   # relative to run_dir, formatted likewise
+    num_threads = 1                         # passed to the getter when it takes num_threads
+
+    [triton_rvv.kernels.matmul.signature.matmul_kernel]   # each runtime parameter: a Triton type, or the
+    a_ptr = "*fp32"                                        # integer 1 that triton-cpu specialised away
+    stride_ak = 1
+
+    [triton_rvv.kernels.matmul.cases.bench]
+    params = { M = 1024, N = 1024, K = 1024, RUN_COUNT = 5 }
+    sha256 = { "matmul/run/test_data/matrix_1024x1024_1.txt" = "..." }   # pinned at import
+
+This module only reads and checks; every problem is a ProjectError naming the file, the table and the key.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+PROJECT_FILE = "rvtune.toml"
+TABLE = "triton_rvv"
+
+#: Triton signature types a runtime parameter may have (pointers are "*" + one of the element types).
+_ELEMENT_TYPES = ("fp32", "fp16", "bf16", "fp64", "i1", "i8", "i16", "i32", "i64", "u8", "u32", "u64")
+_SCALAR_TYPES = ("i1", "i32", "i64", "u32", "u64", "fp32", "fp64")
+
+CaseValue = int | float | bool | str
+
+
+class ProjectError(ValueError):
+    """A ``[triton_rvv]`` table that cannot be used: names the file, the key and what to do."""
+
+
+@dataclass(frozen=True)
+class RvvCase:
+    name: str
+    params: dict[str, CaseValue]  # the getter's parameters and every name argv / data templates use
+    sha256: dict[str, str] = field(default_factory=dict)  # data path (relative to run_dir) -> pinned sha256
+
+
+@dataclass(frozen=True)
+class RvvEntry:
+    """One hand-written harness and the kernels it links."""
+
+    name: str
+    module: Path
+    functions: tuple[str, ...]
+    config_getter: str
+    harness: Path
+    argv: tuple[str, ...]
+    data: tuple[str, ...]
+    signatures: dict[str, dict[str, str | int]]  # function -> parameter -> Triton type, or 1 (specialised)
+    cases: dict[str, RvvCase]
+    num_threads: int | None
+    tolerance: dict[str, float] = field(default_factory=dict)  # informative: their harness checks itself
+    where: str = ""  # "<file> [triton_rvv.kernels.<name>]", for messages
+
+    def _format(self, template: str, case: RvvCase, key: str) -> str:
+        names = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+        missing = sorted(names - set(case.params))
+        if missing:
+            raise ProjectError(f"{self.where} {key} {template!r}: case {case.name} gives no {', '.join(missing)}; "
+                               f"add it to [triton_rvv.kernels.{self.name}.cases.{case.name}.params]")
+        return template.format(**case.params)
+
+    def argv_for(self, case: RvvCase) -> list[str]:
+        """The harness's command line for a case (their `MxNxKxRUN_COUNT` style)."""
+        return [self._format(t, case, "argv") for t in self.argv]
+
+    def data_for(self, case: RvvCase) -> list[str]:
+        """The data files the harness reads for a case, relative to run_dir (as its getDB() builds them)."""
+        return [self._format(t, case, "data") for t in self.data]
+
+    def specialised(self, function: str) -> dict[str, int]:
+        """The integer parameters triton-cpu turned into constants (value 1): constexprs of the build."""
+        return {p: v for p, v in self.signatures[function].items() if isinstance(v, int)}
+
+    def runtime_signature(self, function: str) -> dict[str, str]:
+        return {p: v for p, v in self.signatures[function].items() if isinstance(v, str)}
+
+
+@dataclass(frozen=True)
+class RvvProject:
+    root: Path
+    file: Path
+    run_dir: Path
+    include_dirs: tuple[Path, ...]
+    support_sources: tuple[Path, ...]
+    defines: tuple[str, ...]
+    output_format: str
+    entries: dict[str, RvvEntry]
+
+
+def _where(path: Path, *keys: str) -> str:
+    return f"{path} [{'.'.join((TABLE, *keys))}]"
+
+
+def _str(table: Mapping[str, Any], key: str, where: str) -> str:
+    value = table.get(key)
+    if not isinstance(value, str) or not value:
+        raise ProjectError(f"{where}: {key} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _str_list(table: Mapping[str, Any], key: str, where: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+    value = table.get(key, list(default))
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ProjectError(f"{where}: {key} must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _existing(root: Path, rel: str, where: str, key: str, *, directory: bool = False) -> Path:
+    path = (root / rel).resolve()
+    ok = path.is_dir() if directory else path.is_file()
+    if not ok:
+        kind = "directory" if directory else "file"
+        raise ProjectError(f"{where}: {key} = {rel!r}: no such {kind} under {root}; fix the path or re-run "
+                           "`rvtune import`")
+    return path
+
+
+def _relative_data(template: str, where: str) -> str:
+    pure = PurePosixPath(template)
+    if pure.is_absolute() or ".." in pure.parts:
+        raise ProjectError(f"{where}: data path {template!r} must be relative to run_dir, without '..'")
+    return template
+
+
+def _signature(table: Any, where: str) -> dict[str, str | int]:
+    if not isinstance(table, dict) or not table:
+        raise ProjectError(f"{where}: expected a table of parameter = \"<Triton type>\" or 1")
+    out: dict[str, str | int] = {}
+    for param, value in table.items():
+        if isinstance(value, bool) or (isinstance(value, int) and value != 1):
+            raise ProjectError(f"{where}: {param} = {value!r}: only the integer 1 can be specialised "
+                               "(as triton-cpu does); give a Triton type otherwise")
+        if isinstance(value, str):
+            element = value.removeprefix("*")
+            if element not in (_ELEMENT_TYPES if value.startswith("*") else _SCALAR_TYPES):
+                raise ProjectError(f"{where}: {param} = {value!r} is not a Triton type (e.g. \"*fp32\", \"i32\")")
+        elif not isinstance(value, int):
+            raise ProjectError(f"{where}: {param} = {value!r}: give a Triton type string or 1")
+        out[param] = value
+    return out
+
+
+def _case(name: str, table: Any, where: str) -> RvvCase:
+    if not isinstance(table, dict):
+        raise ProjectError(f"{where}: expected a table with params = {{...}}")
+    params = table.get("params", {})
+    if not isinstance(params, dict) or not all(isinstance(v, int | float | bool | str) for v in params.values()):
+        raise ProjectError(f"{where}: params must be a table of names to numbers or strings, got {params!r}")
+    sha = table.get("sha256", {})
+    if not isinstance(sha, dict) or not all(isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v)
+                                            for v in sha.values()):
+        raise ProjectError(f"{where}: sha256 must map data paths to 64 hex digits")
+    return RvvCase(name, dict(params), dict(sha))
+
+
+def _entry(project_root: Path, path: Path, name: str, table: Any) -> RvvEntry:
+    where = _where(path, "kernels", name)
+    if not isinstance(table, dict):
+        raise ProjectError(f"{where}: expected a table")
+    functions = _str_list(table, "functions", where)
+    if not functions:
+        raise ProjectError(f"{where}: functions must name at least one kernel function")
+    signatures_table = table.get("signature", {})
+    if not isinstance(signatures_table, dict):
+        raise ProjectError(f"{where}.signature: expected one table per function")
+    signatures = {}
+    for fn in functions:
+        if fn not in signatures_table:
+            raise ProjectError(f"{where}: function {fn} has no [triton_rvv.kernels.{name}.signature.{fn}] table")
+        signatures[fn] = _signature(signatures_table[fn], f"{where}.signature.{fn}")
+    cases_table = table.get("cases", {})
+    if not isinstance(cases_table, dict) or not cases_table:
+        raise ProjectError(f"{where}: no cases: add [triton_rvv.kernels.{name}.cases.<case>] with params")
+    num_threads = table.get("num_threads")
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                    or num_threads < 0):
+        raise ProjectError(f"{where}: num_threads must be an integer >= 0 (0 = all harts), got {num_threads!r}")
+    tolerance = table.get("tolerance", {})
+    if not isinstance(tolerance, dict):
+        raise ProjectError(f"{where}: tolerance must be a table like {{ atol = 1e-5 }}")
+    return RvvEntry(
+        name=name,
+        module=_existing(project_root, _str(table, "module", where), where, "module"),
+        functions=functions,
+        config_getter=_str(table, "config_getter", where),
+        harness=_existing(project_root, _str(table, "harness", where), where, "harness"),
+        argv=_str_list(table, "argv", where),
+        data=tuple(_relative_data(t, where) for t in _str_list(table, "data", where)),
+        signatures=signatures,
+        cases={c: _case(c, t, f"{where}.cases.{c}") for c, t in cases_table.items()},
+        num_threads=num_threads,
+        tolerance={k: float(v) for k, v in tolerance.items()},
+        where=where,
+    )
+
+
+def read_project(path: Path) -> RvvProject | None:
+    """The project described by ``path`` (an rvtune.toml), or None when it has no ``[triton_rvv]`` table."""
+    path = Path(path).resolve()
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProjectError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ProjectError(f"{path}: cannot read: {exc.strerror}") from exc
+    table = data.get(TABLE)
+    if table is None:
+        return None
+    where = _where(path)
+    if not isinstance(table, dict):
+        raise ProjectError(f"{where}: expected a table")
+    root = path.parent
+    kernels = table.get("kernels", {})
+    if not isinstance(kernels, dict):
+        raise ProjectError(f"{where}: kernels must be tables [triton_rvv.kernels.<name>]")
+    return RvvProject(
+        root=root,
+        file=path,
+        run_dir=_existing(root, _str(table, "run_dir", where), where, "run_dir", directory=True),
+        include_dirs=tuple(_existing(root, d, where, "include_dirs", directory=True)
+                           for d in _str_list(table, "include_dirs", where)),
+        support_sources=tuple(_existing(root, s, where, "support_sources")
+                              for s in _str_list(table, "support_sources", where)),
+        defines=_str_list(table, "defines", where, ("TRITON_KERNEL_ENABLE", "CHECK_ACCURACY")),
+        output_format=str(table.get("output_format", "triton-rvv")),
+        entries={name: _entry(root, path, name, t) for name, t in kernels.items()},
+    )

@@ -1,0 +1,107 @@
+"""``rvtune import PATH``: configure a Triton_RVV-style checkout as a pytest-rvtune project, in place.
+
+Writes the ``[triton_rvv]`` tables of ``PATH/rvtune.toml`` (other tables of an existing file, e.g. your boards'
+``[targets]``, are kept with their comments: tomlkit edits the document rather than rewriting it), pointing at
+the checkout's own files, and prints what it found and what it cannot use, each with why and the fix. Then
+``cd PATH && pytest --rvtune-target qemu -k matmul`` runs every config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from pytest_rvtune.compat.import_scan import Scan, scan
+from pytest_rvtune.compat.project import PROJECT_FILE, TABLE, ProjectError, read_project
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("import", help="configure a Triton_RVV-style checkout as a pytest-rvtune project")
+    p.add_argument("path", type=Path, help="the root of the checkout (it has benchmark/src/triton/)")
+    p.add_argument("--case", action="append", default=[], metavar="NAME:K=V,...",
+                   help="a problem case with the harness's argv fields, e.g. small:M=64,N=64,K=64,RUN_COUNT=3 "
+                        "(repeatable; default: one case 'default' with the harness's built-in sizes)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
+    p.set_defaults(func=run)
+
+
+def parse_case(text: str) -> tuple[str, dict[str, int]]:
+    """``small:M=64,N=64`` -> ("small", {"M": 64, "N": 64}); ValueError naming the bad part."""
+    name, sep, rest = text.partition(":")
+    if not sep or not name.isidentifier():
+        raise ValueError(f"--case {text!r}: expected NAME:K=V,... (e.g. small:M=64,N=64,K=64,RUN_COUNT=3)")
+    values: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise ValueError(f"--case {text!r}: {part!r} is not K=V")
+        try:
+            values[key.strip()] = int(value)
+        except ValueError:
+            raise ValueError(f"--case {text!r}: {key.strip()}={value!r} is not an integer") from None
+    return name, values
+
+
+def config_counts(result: Scan) -> dict[str, str]:
+    """Per entry: how many configs its getter returns for its first case (or why it cannot be called)."""
+    from pytest_rvtune.compat.triton_rvv_module import load_configs, load_rvv_module
+
+    counts: dict[str, str] = {}
+    for name, entry in result.table.get("kernels", {}).items():
+        case = next(iter(entry["cases"].values()))
+        try:
+            module = load_rvv_module(result.root / entry["module"])
+            configs = load_configs(module, entry["config_getter"], case["params"], entry.get("num_threads"))
+        except Exception as exc:  # the module's own error: shown as a finding, the import goes on
+            result.problem(name, f"configs: {exc}")
+            continue
+        counts[name] = f"{len(configs)} configs"
+    return counts
+
+
+def _document(path: Path, table: dict[str, Any]) -> tomlkit.TOMLDocument:
+    doc = tomlkit.parse(path.read_text()) if path.is_file() else tomlkit.document()
+    if TABLE not in doc:
+        doc.add(tomlkit.comment("Written by `rvtune import`: this checkout as a pytest-rvtune project (the "
+                                "[triton_rvv] tables point at its files in place; edit freely, re-import to refresh)."))
+    doc[TABLE] = table
+    return doc
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.path.resolve()
+    if not root.is_dir():
+        print(f"rvtune import: {args.path}: no such directory", file=sys.stderr)
+        return 2
+    try:
+        cases = dict(parse_case(c) for c in args.case) or None
+    except ValueError as exc:
+        print(f"rvtune import: {exc}", file=sys.stderr)
+        return 2
+    result = scan(root, cases)
+    counts = config_counts(result) if result.table.get("kernels") else {}
+    print(f"rvtune import: {root}")
+    for f in result.findings:
+        extra = f" ({counts[f.subject]})" if f.ok and f.subject in counts else ""
+        print(f"  {'ok ' if f.ok else 'FIX'}  {f.subject}: {f.message}{extra}")
+    if not result.table.get("kernels"):
+        print("nothing to import: no kernel module with a config getter and a harness", file=sys.stderr)
+        return 1
+    target = root / PROJECT_FILE
+    doc = _document(target, result.table)
+    if args.dry_run:
+        print(tomlkit.dumps(doc))
+        return 0
+    target.write_text(tomlkit.dumps(doc))
+    try:
+        read_project(target)  # what we wrote must load: a bug here is ours, say so now rather than at pytest time
+    except ProjectError as exc:
+        print(f"rvtune import: wrote {target}, but it does not load: {exc}", file=sys.stderr)
+        return 1
+    names = list(result.table["kernels"])
+    print(f"wrote {target} ({', '.join(names)}). Run: cd {root} && pytest --rvtune-target qemu -k {names[0]}")
+    return 0 if all(f.ok for f in result.findings) else 1
