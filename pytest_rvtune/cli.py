@@ -13,6 +13,7 @@ import sys
 #: Modules of pytest_rvtune that each contribute one or more subcommands.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "compile_cmd", "report", "compare", "export", "correlation", "doctor", "golden_cmd", "bench_compiler", "noise",
+    "import_cmd",
 )
 
 

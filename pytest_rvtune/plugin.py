@@ -447,6 +447,9 @@ class KernelItem(pytest.Function):
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    from pytest_rvtune.project_plugin import ProjectFile, is_project_file
+    if is_project_file(file_path):  # a Triton_RVV checkout configured by `rvtune import`
+        return ProjectFile.from_parent(parent, path=file_path)
     if file_path.suffix != ".py" or file_path.name.startswith("_") or file_path.name == "conftest.py":
         return None
     session = _session(parent.config)
