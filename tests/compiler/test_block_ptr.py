@@ -404,3 +404,19 @@ def test_build_key_covers_the_block_pointer_module(tmp_path: Path, monkeypatch: 
         assert api.compiler_source_hash() != before
     finally:
         api.compiler_source_hash.cache_clear()
+
+
+def test_triton_compile_with_our_backend_gets_block_pointers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other route, ``triton.compile(..., target=rvtune_target(isa))``, uses the backend's module map:
+    it traces block pointers too, to the same C as the build API."""
+    from triton.compiler import ASTSource
+
+    from pytest_rvtune.compiler.compiler import rvtune_target
+    from pytest_rvtune.compiler.frontend import full_signature
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    call = LAUNCHES["matmul_ragged"][0]
+    signature = full_signature(call.fn, call.signature, call.constexprs)
+    compiled = triton.compile(ASTSource(call.fn, signature, call.constexprs), target=rvtune_target(HOST_ISA))
+    built = api.compile_kernel(call.fn, call.signature, call.constexprs, HOST_ISA, cache_root=tmp_path / "rvtune")
+    assert compiled.asm["c"].decode() == built.c_source
