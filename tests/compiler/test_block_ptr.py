@@ -6,8 +6,9 @@ pointers are chosen under a constexpr ``USE_BLOCK_POINTERS`` and advanced inside
 stencil built with negative ``tl.advance`` steps, ragged tiles with ``boundary_check`` and both padding
 options (offsets below zero included), a 4-D block pointer with non-default ``order`` and
 ``tl.trans(x, (0, 1, 3, 2))``, a load/store that checks one dimension only (the other reads and writes
-past ``shape``, as Triton's unmasked block-pointer accesses do), a tensor-descriptor loop with a ragged
-store, and a ``tl.debug_barrier``. The interpreter of Triton 3.9 refuses block pointers: numpy is the oracle.
+past ``shape``, as Triton's unmasked block-pointer accesses do), a block pointer carried through a runtime
+``if`` and a ``while``, a tensor-descriptor loop with a ragged store, and a ``tl.debug_barrier``. The
+interpreter of Triton 3.9 refuses block pointers: numpy is the oracle.
 """
 
 from __future__ import annotations
@@ -162,6 +163,19 @@ def descriptor_kernel(x_ptr, o_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
 
 
 @triton.jit
+def control_flow_kernel(x_ptr, o_ptr, M, steps, B: tl.constexpr):
+    """A block pointer reassigned under a runtime ``if`` and carried through a ``while``."""
+    p = tl.make_block_ptr(x_ptr, (M,), (1,), (0,), (B,), (0,))
+    if steps > 0:
+        p = tl.advance(p, (B,))
+    i = 0
+    while i < steps:
+        p = p.advance([1])
+        i += 1
+    tl.store(o_ptr + tl.arange(0, B), tl.load(p, boundary_check=(0,), padding_option="nan"))
+
+
+@triton.jit
 def barrier_kernel(x_ptr, o_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(o_ptr + offs, tl.load(x_ptr + offs) * 2)
@@ -247,6 +261,16 @@ def _descriptor(m: int, n: int, bm: int, bn: int):
     return call, [x, want], {"rtol": 1e-5, "atol": 1e-5}
 
 
+def _control_flow(m: int, steps: int, block: int):
+    x = rng.standard_normal(m).astype(F32)
+    start = block + steps if steps > 0 else 0
+    want = np.full(block, np.nan, F32)
+    want[:max(0, min(block, m - start))] = x[start:start + block]
+    call = KernelCall(control_flow_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32", "M": "i32", "steps": "i32"},
+                      {"B": block}, [x, np.zeros(block, F32), m, steps], (1,))
+    return call, [x, want], {"rtol": 0, "atol": 0}
+
+
 def _barrier(block: int):
     x = rng.standard_normal(block).astype(F32)
     call = KernelCall(barrier_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32"}, {"BLOCK": block},
@@ -269,10 +293,12 @@ LAUNCHES = {
     "one_dim_check": _one_dim_check(13, 5, 4, 8),
     "transpose4d": _transpose4d(2, 3, 11, 6, 4, 8),
     "descriptor": _descriptor(10, 13, 4, 8),
+    "control_flow_none": _control_flow(12, 0, 8),
+    "control_flow_steps": _control_flow(12, 3, 8),
     "debug_barrier": _barrier(8),
 }
 RV64 = ["matmul_block_ptr", "matmul_ragged", "stencil_ragged", "pad_nan", "one_dim_check", "transpose4d",
-        "descriptor", "debug_barrier"]
+        "descriptor", "control_flow_steps", "debug_barrier"]
 CASES = [(HOST_ISA, name) for name in LAUNCHES] + [(RISCV_ISA, name) for name in RV64]
 
 
@@ -324,7 +350,8 @@ def test_block_pointer_kernels_need_the_module() -> None:
         kernel_to_ttir(call.fn, call.signature, call.constexprs, block_pointers=False)
 
 
-@pytest.mark.parametrize("name", [n for n in LAUNCHES if n not in ("matmul_plain_ptr", "debug_barrier")])
+@pytest.mark.parametrize("name", [n for n in LAUNCHES if n not in ("matmul_plain_ptr", "debug_barrier")
+                                  and not n.startswith("control_flow")])
 def test_block_pointer_accesses_are_strided_blocks(name: str) -> None:
     """The pointer analysis sees every block-pointer (and descriptor) load/store as a strided block of
     rows between the mask's bounds, as the hand-written pointer version: no per-element gather."""
