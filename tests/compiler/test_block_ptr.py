@@ -326,12 +326,28 @@ def test_matches_numpy(isa: str, name: str, outputs) -> None:
 # ---- the frontend hook ------------------------------------------------------------------------------------
 
 
+def _suite_kernel_calls() -> list[KernelCall]:
+    """The kernels of kernels/*.py, each on its "small" case and first config (no block pointers in them)."""
+    from pytest_rvtune import paths
+    from pytest_rvtune.spec import load_kernel_module
+
+    calls = []
+    for path in sorted((paths.REPO_ROOT / "kernels").glob("*.py")):
+        spec = load_kernel_module(path)
+        launch = spec.capture_launch("small", spec.configs[0])
+        signature = {k: v for k, v in launch.signature.items() if v != "constexpr"}
+        calls.append(KernelCall(spec.kernel, signature, dict(launch.constexprs), [], launch.grid))
+    return calls
+
+
 def test_kernels_without_block_pointers_trace_to_identical_ttir() -> None:
-    """Every kernel of the op differential tests, and the pointer path of our matmul, gives byte-identical
-    TTIR with and without the block-pointer module (ours calls Triton's load/store for plain pointers)."""
+    """Every kernel of the op differential tests and of kernels/, and the pointer path of our matmul, gives
+    byte-identical TTIR with and without the block-pointer module (ours calls Triton's load/store for plain
+    pointers)."""
     import test_ops_diff
 
     calls = [call for call, _ in test_ops_diff.LAUNCHES.values()] + [LAUNCHES["matmul_plain_ptr"][0]]
+    calls += _suite_kernel_calls()
     seen = set()
     for call in calls:
         key = (call.fn.__name__, repr(sorted(call.signature.items())), repr(sorted(call.constexprs.items())))
