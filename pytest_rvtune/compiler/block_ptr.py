@@ -50,9 +50,14 @@ class BlockPointerError(ValueError):
     """A block-pointer call the kernel cannot make (Triton wraps it with the kernel's line)."""
 
 
+def _value(x: Any) -> Any:
+    """The Python value of a constexpr argument, anything else as it is."""
+    return x.value if isinstance(x, core.constexpr) else x
+
+
 def _items(value: Any, what: str) -> list[Any]:
     """The elements of a tuple/list argument (``(M, K)``, ``[0, BLOCK_K]``, a constexpr tuple)."""
-    value = core._unwrap_if_constexpr(value)
+    value = _value(value)
     if isinstance(value, core.tuple):
         return list(value.values)
     if isinstance(value, (tuple, list)):
@@ -64,7 +69,7 @@ def _ints(value: Any, what: str) -> tuple[int, ...]:
     """Compile-time integers (block_shape, order, boundary_check)."""
     out = []
     for v in _items(value, what):
-        v = core._unwrap_if_constexpr(v)
+        v = _value(v)
         if not isinstance(v, int) or isinstance(v, bool):
             raise BlockPointerError(f"{what} must hold compile-time integers (constexpr), got {v!r}")
         out.append(v)
@@ -73,12 +78,22 @@ def _ints(value: Any, what: str) -> tuple[int, ...]:
 
 def _scalar_int(value: Any, dtype: core.dtype, what: str, semantic: Any) -> core.tensor:
     """An integer scalar as a tensor of ``dtype`` (int64 values stay int64 when ``dtype`` is int32)."""
-    t = semantic.to_tensor(core._unwrap_if_constexpr(value))
+    t = semantic.to_tensor(_value(value))
     if t.type.is_block() or not t.dtype.is_int():
         raise BlockPointerError(f"{what} must hold integer scalars, got {t.type}")
     if t.dtype == dtype or (dtype == tl.int32 and t.dtype == tl.int64):
         return t
     return semantic.cast(t, dtype)
+
+
+def _boundary_dims(boundary_check: Any, call: str) -> tuple[int, ...]:
+    """``boundary_check`` as a tuple of dimensions: None or () for none, one int, or a tuple/list of ints."""
+    value = _value(boundary_check)
+    if value is None:
+        return ()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,)
+    return _ints(value, f"{call}: boundary_check")
 
 
 def _full(t: core.tensor, shape: tuple[int, ...], semantic: Any) -> core.tensor:
@@ -185,8 +200,8 @@ class BlockPointer(core.base_value):
         return _full(mask, self.block_shape, semantic)
 
     def checked_dims(self, boundary_check: Any, call: str) -> tuple[int, ...]:
-        dims = _ints(boundary_check, f"{call}: boundary_check") if core._unwrap_if_constexpr(boundary_check) \
-            else ()
+        """The dimensions ``boundary_check`` names, checked against this block pointer's rank."""
+        dims = _boundary_dims(boundary_check, call)
         rank = len(self.block_shape)
         bad = [d for d in dims if not 0 <= d < rank]
         if bad or len(set(dims)) != len(dims):
@@ -245,14 +260,14 @@ def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any 
          cache_modifier: str = "", eviction_policy: str = "", volatile: bool = False,
          _semantic: Any = None) -> core.tensor:
     """Triton's ``tl.load``, plus block pointers with ``boundary_check`` and ``padding_option``."""
-    padding = core._unwrap_if_constexpr(padding_option) or ""
+    padding = _value(padding_option) or ""
     if not isinstance(pointer, BlockPointer):
-        if core._unwrap_if_constexpr(boundary_check) or padding:
+        if _boundary_dims(boundary_check, "tl.load") or padding:
             raise BlockPointerError("tl.load: boundary_check and padding_option apply to block pointers "
                                     "(tl.make_block_ptr) only; use mask= and other= with a tensor of pointers")
         return core.load(pointer, mask, other, cache_modifier=cache_modifier, eviction_policy=eviction_policy,
                          volatile=volatile, _semantic=_semantic)
-    if core._unwrap_if_constexpr(mask) is not None or core._unwrap_if_constexpr(other) is not None:
+    if _value(mask) is not None or _value(other) is not None:
         raise BlockPointerError("tl.load: a block pointer takes boundary_check= and padding_option=, "
                                 "not mask= or other=")
     if padding not in _PADDING:
@@ -277,14 +292,14 @@ def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (), 
           eviction_policy: str = "", _semantic: Any = None) -> core.tensor:
     """Triton's ``tl.store``, plus block pointers with ``boundary_check``."""
     if not isinstance(pointer, BlockPointer):
-        if core._unwrap_if_constexpr(boundary_check):
+        if _boundary_dims(boundary_check, "tl.store"):
             raise BlockPointerError("tl.store: boundary_check applies to block pointers (tl.make_block_ptr) "
                                     "only; use mask= with a tensor of pointers")
         return core.store(pointer, value, mask, cache_modifier=cache_modifier, eviction_policy=eviction_policy,
                           _semantic=_semantic)
-    if core._unwrap_if_constexpr(mask) is not None:
+    if _value(mask) is not None:
         raise BlockPointerError("tl.store: a block pointer takes boundary_check=, not mask=")
-    value = _semantic.to_tensor(core._unwrap_if_constexpr(value))
+    value = _semantic.to_tensor(_value(value))
     if value.type.is_block() and tuple(value.shape) != pointer.block_shape:
         raise BlockPointerError(f"tl.store: value of shape {list(value.shape)} into a block pointer of "
                                 f"block_shape {list(pointer.block_shape)}")

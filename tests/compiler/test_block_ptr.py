@@ -131,7 +131,7 @@ def one_dim_check_kernel(x_ptr, o_ptr, M, N, stride_m, BM: tl.constexpr, BN: tl.
     src = tl.make_block_ptr(x_ptr, (M, N), (stride_m, 1), (pm * BM, 0), (BM, BN), (1, 0))
     v = tl.load(src, boundary_check=(0,), padding_option="nan")
     dst = tl.make_block_ptr(o_ptr, (M, N), (stride_m, 1), (pm * BM, 0), (BM, BN), (0, 1))
-    tl.store(dst, v + 1, boundary_check=(0,))
+    tl.store(dst, v + 1, boundary_check=0)  # one int names one dimension
 
 
 @triton.jit
