@@ -67,6 +67,7 @@ def test_broken_modules_are_one_collection_error_each(project: pytest.Pytester,
                                                       add_kernel: Callable[..., Path]) -> None:
     add_kernel("pc_fine", configs=(16,))
     add_kernel("pc_import", source="import triton\nraise RuntimeError('no GPU here, on purpose')\n")
+    add_kernel("pc_exit", source="import sys\nsys.exit(3)\n")  # once an INTERNALERROR that ended the session
     add_kernel("pc_noconfigs", source=(project.path / "kernels" / "pc_fine.py").read_text()
                .replace("pc_fine", "pc_noconfigs").replace("for b in [16]", "for b in []"))
     add_kernel("pc_badconfig", source=(project.path / "kernels" / "pc_fine.py").read_text()
@@ -76,10 +77,12 @@ def test_broken_modules_are_one_collection_error_each(project: pytest.Pytester,
         "*pc_import.py: import failed: RuntimeError: no GPU here, on purpose*",
         "*pc_noconfigs.py: get_pc_noconfigs_kernel_autotune_config() returned no configs*",
         "*pc_badconfig.py: config 0 (BLOCK=24): BLOCK=24 is used as a tl.arange length: it must be a power of two*",
-        "*3 errors*",
+        "*pc_exit.py: import failed: SystemExit: 3 (the module called sys.exit(); a kernel module must not exit)*",
+        "*4 errors*",
     ])
+    assert "INTERNALERROR" not in result.stdout.str()
     assert collected(result) == ["kernels/pc_fine.py::pc_fine[emu-BLOCK=16]"]
-    assert sum("ERROR kernels/" in line for line in result.outlines) == 3
+    assert sum("ERROR kernels/" in line for line in result.outlines) == 4
 
 
 def test_repo_kernels_select_by_name_and_config_value(pytester: pytest.Pytester) -> None:
