@@ -275,7 +275,8 @@ def test_jitted_alias_builds_under_the_function_name(tmp_path):
     # `rvv_scale_kernel = triton.jit(scale_kernel)` in rvv_scale.py: the compiler names the launcher and the
     # constants after the function, so the launch (and with it the harness) must say scale_kernel too
     body = (GOOD.format(name="scale", configs=GOOD_CONFIGS, launch=GOOD_LAUNCH).replace("@triton.jit\n", "")
-            .replace("def get_scale_kernel", "rvv_scale_kernel = triton.jit(scale_kernel)\n\n\ndef get_rvv_scale_kernel"))
+            .replace("def get_scale_kernel",
+                     "rvv_scale_kernel = triton.jit(scale_kernel)\n\n\ndef get_rvv_scale_kernel"))
     spec = load_kernel_module(write_module(tmp_path, name="rvv_scale", body=body))
     assert spec.name == "rvv_scale" and spec.kernel_name == "scale_kernel"
     assert spec.capture_launch("small", {"BLOCK": 4}).kernel == "scale_kernel"
@@ -323,7 +324,8 @@ NONE_ARG = GOOD.replace(
     "        x += tl.load(bias_ptr + offs, mask=offs < n, other=0.0)\n"
     "    tl.store(y_ptr + offs, x * scale, mask=offs < n)",
 ).replace('{{"y": inputs["x"] * 2}}', '{{"y": inputs["x"] * 2.0}}')
-NONE_LAUNCH = 'kernel[lambda META: (triton.cdiv(case["n"], META["BLOCK"]),)](inputs["x"], inputs["y"], None, case["n"], 2.0)'
+NONE_LAUNCH = ('kernel[lambda META: (triton.cdiv(case["n"], META["BLOCK"]),)]'
+               '(inputs["x"], inputs["y"], None, case["n"], 2.0)')
 
 
 def test_none_argument_is_a_constexpr_none(tmp_path):
