@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from plugin_helpers import REPO
+from plugin_helpers import REPO, kernel_source
 
 
 def collected(result: pytest.RunResult) -> list[str]:
@@ -61,6 +61,21 @@ def test_usage_errors(project: pytest.Pytester, add_kernel: Callable[..., Path])
     result = project.runpytest("--co", "-q", "--rvtune-config", "BLOCK")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--rvtune-config: config filter 'BLOCK': clause 'BLOCK' is not KEY=V1,V2*"])
+
+
+def test_num_threads_of_a_config_is_in_its_id(project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
+    """triton-cpu's Config(..., num_threads=n): the id says it (results record the id); configs without it keep
+    the ids they always had."""
+    source = kernel_source("pc_threads", configs=(16, 32)).replace(
+        'return [triton.Config({"BLOCK": b}) for b in [16, 32]]',
+        'return [triton.Config({"BLOCK": 16}, num_threads=2), triton.Config({"BLOCK": 16}), '
+        'triton.Config({"BLOCK": 32}, num_threads=0)]')
+    add_kernel("pc_threads", source=source)
+    ids = collected(project.runpytest("--co", "-q"))
+    assert ids == ["kernels/pc_threads.py::pc_threads[emu-BLOCK=16-num_threads=2]",
+                   "kernels/pc_threads.py::pc_threads[emu-BLOCK=16]",
+                   "kernels/pc_threads.py::pc_threads[emu-BLOCK=32-num_threads=0]"]
+    assert collected(project.runpytest("--co", "-q", "--rvtune-config", "BLOCK=16")) == ids[:2]
 
 
 def test_broken_modules_are_one_collection_error_each(project: pytest.Pytester,
