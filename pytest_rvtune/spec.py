@@ -45,8 +45,8 @@ class BlockConfig(dict):
     not a key, because it is no constexpr of the kernel.
     """
 
-    def __init__(self, values: Mapping[str, ConfigValue] = (), num_threads: int | None = None) -> None:  # type: ignore[assignment]
-        super().__init__(values)
+    def __init__(self, values: Mapping[str, ConfigValue] | None = None, num_threads: int | None = None) -> None:
+        super().__init__(values or {})
         self.num_threads = num_threads
 
     @property
