@@ -98,6 +98,10 @@ def test_broken_modules_are_one_collection_error_each(project: pytest.Pytester,
     assert "INTERNALERROR" not in result.stdout.str()
     assert collected(result) == ["kernels/pc_fine.py::pc_fine[emu-BLOCK=16]"]
     assert sum("ERROR kernels/" in line for line in result.outlines) == 4
+    # and the session goes on: the good kernel runs beside the one that exits
+    ran = project.runpytest("-q")
+    ran.assert_outcomes(passed=1, errors=4)
+    assert "INTERNALERROR" not in ran.stdout.str()
 
 
 def test_repo_kernels_select_by_name_and_config_value(pytester: pytest.Pytester) -> None:
