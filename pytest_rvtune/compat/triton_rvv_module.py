@@ -16,6 +16,7 @@ used, import-time triton-cpu calls do nothing, and ``__main__`` blocks never run
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
 import inspect
 import sys
@@ -216,7 +217,8 @@ def load_rvv_module(path: Path) -> types.ModuleType:
         raise RvvModuleError(f"{where}: executing the module failed: {_describe(e)}; fix the module-level code"
                              f"{' at that line' if line else ''}") from e
     finally:
-        sys.path.remove(entry)  # the first occurrence: the one inserted above
+        with contextlib.suppress(ValueError):  # the module may have taken it out itself
+            sys.path.remove(entry)  # the first occurrence: the one inserted above
         module.__dict__.pop(_MISSING_HOOK, None)
     return module
 
