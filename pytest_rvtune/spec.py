@@ -2,8 +2,9 @@
 
 A kernel module ``kernels/<name>.py`` defines (see README "Adding a kernel"):
 
-- ``<name>_kernel``: the ``@triton.jit`` function;
-- ``get_<name>_kernel_autotune_config()``: a list of ``triton.Config`` (int / bool constexprs only);
+- ``<name>_kernel``: the ``@triton.jit`` function (a plain function is jitted here, as triton-cpu scripts do);
+- ``get_<name>_kernel_autotune_config()``: a list of ``triton.Config`` (int / bool constexprs only), optionally
+  with triton-cpu's ``num_threads=n`` (0 = all harts, 1 = serial), accepted while the getter runs;
 - ``CASES``: ``{"small": {...}, "emu": {...}, "bench": {...}}`` problem parameters per case;
 - ``TOLERANCE``: ``dict(atol=..., rtol=...)`` (optional; default 1e-4 / 1e-4);
 - ``VARIANT_KEYS``: config keys whose value changes the data (optional; e.g. fused MoE's BLOCK_SIZE_M).
@@ -40,7 +41,13 @@ class BlockConfig(dict):
     """One block config: the dict of its constexprs, in the order the module wrote them.
 
     ``.kwargs`` gives the same dict, so code written against ``triton.Config`` works unchanged.
+    ``.num_threads`` is triton-cpu's thread count when the config gave one (None otherwise): an attribute,
+    not a key, because it is no constexpr of the kernel.
     """
+
+    def __init__(self, values: Mapping[str, ConfigValue] | None = None, num_threads: int | None = None) -> None:
+        super().__init__(values or {})
+        self.num_threads = num_threads
 
     @property
     def kwargs(self) -> dict[str, ConfigValue]:
@@ -115,8 +122,14 @@ class Launch:
 
 
 def config_id(config: Mapping[str, ConfigValue]) -> str:
-    """``BLOCK_SIZE_M=16-BLOCK_SIZE_N=64-...`` in the config's own key order (stable across runs)."""
-    return "-".join(f"{k}={v}" for k, v in as_config(config).items())
+    """``BLOCK_SIZE_M=16-BLOCK_SIZE_N=64-...`` in the config's own key order (stable across runs).
+
+    A config that gives triton-cpu's ``num_threads`` ends with ``-num_threads=<n>``; one that does not keeps
+    the id it always had (pytest-benchmark matches history by name).
+    """
+    cid = "-".join(f"{k}={v}" for k, v in as_config(config).items())
+    num_threads = getattr(config, "num_threads", None)
+    return cid if num_threads is None else f"{cid}-num_threads={num_threads}"
 
 
 def variant_id(variant: Mapping[str, ConfigValue]) -> str:
@@ -252,7 +265,9 @@ class KernelSpec:
 
     @property
     def kernel_name(self) -> str:
-        return f"{self.name}_kernel"
+        """The JIT function's own name: the compiler names the C symbols (launcher, constants) after it,
+        so ``rvv_matmul_kernel = triton.jit(matmul_kernel)`` builds ``matmul_kernel``."""
+        return self.fn.__name__
 
     # ---- cases and variants -------------------------------------------------------------------
     def config_id(self, config: Mapping[str, ConfigValue]) -> str:
@@ -358,6 +373,10 @@ class KernelSpec:
         for name, value in bound.arguments.items():
             if name in constexpr_names:
                 constexprs[name] = value
+            elif value is None:
+                # As Triton does: None (e.g. vLLM's unused bias pointer) specialises the parameter to a
+                # constexpr None, compiled away; it is no run-time argument.
+                constexprs[name] = None
             elif hasattr(value, "data_ptr"):
                 tensor_name = by_id.get(id(value))
                 if tensor_name is None:
@@ -382,7 +401,7 @@ class KernelSpec:
             raise LaunchError(f"{where}: evaluating the grid failed: {type(e).__name__}: {e}") from e
         if not 1 <= len(g) <= 3 or any(x < 0 for x in g):
             raise LaunchError(f"{where}: grid must be 1 to 3 non-negative ints, got {g}")
-        signature = {n: ("constexpr" if n in constexpr_names else "") for n in self.param_names}
+        signature = {n: ("constexpr" if n in constexprs else "") for n in self.param_names}
         for a in kernel_args:
             signature[a.name] = a.type
         return Launch(
@@ -471,35 +490,57 @@ def _arange_constexprs(fn: Callable[..., Any]) -> set[str]:
     return set(re.findall(r"arange\(\s*0\s*,\s*([A-Za-z_]\w*)\s*\)", src))
 
 
-def _validate_configs(path: Path, name: str, raw: Any, constexprs: list[str], fn: Callable) -> list[Config]:
-    getter = f"get_{name}_kernel_autotune_config"
+def block_config(cfg: Any, where: str) -> BlockConfig:
+    """One ``triton.Config`` (anything with ``.kwargs``) checked and copied: int / bool values, and triton-cpu's
+    ``num_threads`` an int >= 0 when given. ``where`` names the config in errors (module and index)."""
+    kw = getattr(cfg, "kwargs", None)
+    if not isinstance(kw, dict) or not kw:
+        raise KernelModuleError(f"{where} is not a triton.Config with kwargs")
+    where = f"{where} ({config_id(kw)})"
+    for k, v in kw.items():
+        if not isinstance(v, int):  # bool is an int
+            raise KernelModuleError(f"{where}: {k}={v!r} must be an int or a bool")
+    num_threads = getattr(cfg, "num_threads", None)
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                    or num_threads < 0):
+        raise KernelModuleError(
+            f"{where}: num_threads={num_threads!r} must be an int >= 0 (0 = all harts, 1 = serial, N = N threads)"
+        )
+    return BlockConfig(kw, num_threads=num_threads)
+
+
+def unique_configs(configs: Iterable[BlockConfig], where: str) -> list[BlockConfig]:
+    """The configs, refusing one listed twice (same id: same values and num_threads)."""
+    configs = list(configs)
+    seen: set[str] = set()
+    for config in configs:
+        cid = config_id(config)
+        if cid in seen:
+            raise KernelModuleError(f"{where}: config {cid} is listed twice")
+        seen.add(cid)
+    return configs
+
+
+def _validate_configs(path: Path, raw: Any, getter: str, kernel: str, constexprs: list[str],
+                      fn: Callable) -> list[BlockConfig]:
     if not isinstance(raw, list | tuple) or not raw:
         raise KernelModuleError(
             f"kernel module {path}: {getter}() returned no configs (a non-empty list of triton.Config)"
         )
     pow2_keys = _arange_constexprs(fn)
-    configs: list[Config] = []
-    seen: set[str] = set()
+    configs: list[BlockConfig] = []
     for i, cfg in enumerate(raw):
-        kw = getattr(cfg, "kwargs", None)
-        if not isinstance(kw, dict) or not kw:
-            raise KernelModuleError(f"kernel module {path}: {getter}()[{i}] is not a triton.Config with kwargs")
-        for k, v in kw.items():
-            where = f"kernel module {path}: config {i} ({config_id(kw)})"
+        config = block_config(cfg, f"kernel module {path}: config {i}")
+        where = f"kernel module {path}: config {i} ({config_id(config)})"
+        for k, v in config.items():
             if k not in constexprs:
                 raise KernelModuleError(
-                    f"{where}: {k} is not a tl.constexpr parameter of {name}_kernel (constexprs: {constexprs})"
+                    f"{where}: {k} is not a tl.constexpr parameter of {kernel} (constexprs: {constexprs})"
                 )
-            if not isinstance(v, int):  # bool is an int
-                raise KernelModuleError(f"{where}: {k}={v!r} must be an int or a bool")
             if k in pow2_keys and not isinstance(v, bool) and not _is_pow2(v):
                 raise KernelModuleError(f"{where}: {k}={v} is used as a tl.arange length: it must be a power of two")
-        cid = config_id(kw)
-        if cid in seen:
-            raise KernelModuleError(f"kernel module {path}: config {cid} is listed twice")
-        seen.add(cid)
-        configs.append(BlockConfig(kw))
-    return configs
+        configs.append(config)
+    return unique_configs(configs, f"kernel module {path}")
 
 
 def load_kernel_module(path: str | Path) -> KernelSpec:
@@ -515,14 +556,22 @@ def load_kernel_module(path: str | Path) -> KernelSpec:
         module = importlib.util.module_from_spec(import_spec)
         sys.modules[mod_name] = module  # triton and inspect look functions' modules up by name
         import_spec.loader.exec_module(module)
-    except Exception as e:
+    except KeyboardInterrupt:
         sys.modules.pop(mod_name, None)
-        raise KernelModuleError(f"kernel module {path}: import failed: {type(e).__name__}: {e}") from e
+        raise
+    except BaseException as e:  # sys.exit() in one module is that module's error, not the session's end
+        sys.modules.pop(mod_name, None)
+        raise KernelModuleError(f"kernel module {path}: import failed: {_describe(e)}") from e
 
     kernel = getattr(module, f"{name}_kernel", None)
+    if inspect.isfunction(kernel):  # undecorated, as triton-cpu scripts write it: jit it as they do
+        import triton
+
+        kernel = triton.jit(kernel)
     if kernel is None or not callable(getattr(kernel, "fn", None)):
         raise KernelModuleError(
-            f"kernel module {path}: no @triton.jit function {name}_kernel (the kernel is named after its file)"
+            f"kernel module {path}: no kernel function {name}_kernel (@triton.jit or plain; the kernel is "
+            "named after its file)"
         )
     getter = getattr(module, f"get_{name}_kernel_autotune_config", None)
     if not callable(getter):
@@ -565,11 +614,18 @@ def load_kernel_module(path: str | Path) -> KernelSpec:
         problem_keys=_key_names(path, module, "PROBLEM_KEYS"),
         seed=int(getattr(module, "SEED", DEFAULT_SEED)),
     )
+    from pytest_rvtune.compat.triton_config import accepting_num_threads
+
     try:
-        raw = getter()
-    except Exception as e:
-        raise KernelModuleError(f"kernel module {path}: get_{name}_kernel_autotune_config() failed: {e}") from e
-    spec.configs = _validate_configs(path, name, raw, spec.constexpr_names, spec.fn)
+        with accepting_num_threads(module.__dict__):
+            raw = getter()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:
+        raise KernelModuleError(
+            f"kernel module {path}: get_{name}_kernel_autotune_config() failed: {_describe(e)}"
+        ) from e
+    spec.configs = _validate_configs(path, raw, getter.__name__, spec.kernel_name, spec.constexpr_names, spec.fn)
     for attr, keys in (("VARIANT_KEYS", spec.variant_keys), ("PROBLEM_KEYS", spec.problem_keys)):
         for key in keys:
             unset = next((c for c in spec.configs if key not in c), None)
@@ -579,6 +635,13 @@ def load_kernel_module(path: str | Path) -> KernelSpec:
                     f"{config_id(unset)} does not); set it in every config or drop it from {attr}"
                 )
     return spec
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message``; for sys.exit() ``SystemExit: 3 (sys.exit() while importing)``, which is clearer."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: {exc.code} (the module called sys.exit(); a kernel module must not exit)"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _key_names(path: Path, module: Any, attr: str) -> tuple[str, ...]:

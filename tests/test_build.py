@@ -193,3 +193,57 @@ def test_roles_from_golden_files_and_aliasing_is_refused():
                               {"a": files["a"]}, {"a": files["a"]})
     with pytest.raises(build.generic.HarnessError, match=r"'b' .* has no golden file"):
         build.harness_args_of(launch(KernelArg("b_ptr", "*fp32", tensor="b")), {}, {})
+
+
+# A kernel module in the triton-cpu habit: an undecorated function, jitted under another name, and a pointer
+# argument launch() passes as None (vLLM's unused bias): Triton makes it a constexpr None.
+ALIASED_MODULE = '''
+import torch
+import triton
+import triton.language as tl
+
+
+def scale_kernel(x_ptr, y_ptr, bias_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    if bias_ptr is not None:
+        x += tl.load(bias_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, x * 2.0, mask=offs < n)
+
+
+rvv_scale_kernel = triton.jit(scale_kernel)
+
+
+def get_rvv_scale_kernel_autotune_config():
+    return [triton.Config({"BLOCK": 16}, num_threads=1)]
+
+
+CASES = {"small": dict(n=37)}
+
+
+def make_inputs(case, seed):
+    g = torch.Generator().manual_seed(seed)
+    return {"x": torch.rand(case["n"], generator=g), "y": torch.empty(case["n"])}
+
+
+def reference(inputs, case):
+    return {"y": inputs["x"] * 2.0}
+
+
+def launch(kernel, inputs, case):
+    kernel[lambda META: (triton.cdiv(case["n"], META["BLOCK"]),)](inputs["x"], inputs["y"], None, case["n"])
+'''
+
+
+def test_jitted_alias_with_a_none_argument_builds_and_runs(tmp_path: Path):
+    """rvv_scale.py holds `rvv_scale_kernel = triton.jit(scale_kernel)`: the launcher is named after
+    scale_kernel, and the harness must include that one (it once looked for rvv_scale_kernel_launcher.h)."""
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "rvv_scale.py").write_text(ALIASED_MODULE)
+    spec = load_kernel_module(tmp_path / "kernels" / "rvv_scale.py")
+    art = build.build_item(spec, "small", spec.configs[0], RISCV_ISA)
+    assert art.kernel_symbol == "scale_kernel"
+    proc = run_elf(art, RISCV_ISA)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (check,) = checks(proc.stdout)
+    assert check.startswith("RVTUNE check y ok ")

@@ -115,7 +115,7 @@ def test_missing_kernel_function(tmp_path):
     path = write_module(tmp_path, name="other")
     renamed = tmp_path / "scale.py"
     path.rename(renamed)  # the functions say other_kernel, the file says scale
-    assert "no @triton.jit function scale_kernel" in load_error(renamed)
+    assert "no kernel function scale_kernel" in load_error(renamed)
 
 
 @pytest.mark.parametrize(
@@ -260,3 +260,79 @@ def test_configs_work_as_dicts_and_as_triton_configs():
     assert spec.config_id(upstream) == spec.config_id(config)
     assert spec.capture_launch("small", upstream) == spec.capture_launch("small", config)
     assert filter_configs([upstream], f"BLOCK_SIZE_M={config['BLOCK_SIZE_M']}") == [upstream]
+
+
+# ---- the triton-cpu habits our format accepts --------------------------------------------------
+def test_undecorated_kernel_is_jitted(tmp_path):
+    body = GOOD.format(name="scale", configs=GOOD_CONFIGS, launch=GOOD_LAUNCH).replace("@triton.jit\n", "")
+    spec = load_kernel_module(write_module(tmp_path, body=body))
+    assert isinstance(spec.kernel, triton.runtime.JITFunction) and spec.kernel.__name__ == "scale_kernel"
+    assert spec.constexpr_names == ["BLOCK", "FLAG"]
+    assert spec.capture_launch("small", {"BLOCK": 4}).kernel == "scale_kernel"
+
+
+def test_jitted_alias_builds_under_the_function_name(tmp_path):
+    # `rvv_scale_kernel = triton.jit(scale_kernel)` in rvv_scale.py: the compiler names the launcher and the
+    # constants after the function, so the launch (and with it the harness) must say scale_kernel too
+    body = (GOOD.format(name="scale", configs=GOOD_CONFIGS, launch=GOOD_LAUNCH).replace("@triton.jit\n", "")
+            .replace("def get_scale_kernel",
+                     "rvv_scale_kernel = triton.jit(scale_kernel)\n\n\ndef get_rvv_scale_kernel"))
+    spec = load_kernel_module(write_module(tmp_path, name="rvv_scale", body=body))
+    assert spec.name == "rvv_scale" and spec.kernel_name == "scale_kernel"
+    assert spec.capture_launch("small", {"BLOCK": 4}).kernel == "scale_kernel"
+
+
+def test_num_threads_is_kept_out_of_the_values_and_named_in_the_id(tmp_path):
+    configs = ('[triton.Config({"BLOCK": 4}, num_threads=1), triton.Config({"BLOCK": 4}, num_threads=0), '
+               'triton.Config({"BLOCK": 8})]')
+    spec = load_kernel_module(write_module(tmp_path, configs=configs))
+    assert spec.configs == [{"BLOCK": 4}, {"BLOCK": 4}, {"BLOCK": 8}]  # the constexprs only
+    assert [c.num_threads for c in spec.configs] == [1, 0, None]
+    assert [spec.config_id(c) for c in spec.configs] == ["BLOCK=4-num_threads=1", "BLOCK=4-num_threads=0", "BLOCK=8"]
+    assert spec.capture_launch("small", spec.configs[0]).constexprs == {"BLOCK": 4, "FLAG": False}
+    with pytest.raises(TypeError, match="num_threads"):  # only while the getter ran: triton is left as it was
+        triton.Config({"BLOCK": 4}, num_threads=1)
+    bad = '[triton.Config({"BLOCK": 4}, num_threads=-1)]'
+    assert "config 0 (BLOCK=4): num_threads=-1 must be an int >= 0" in load_error(write_module(tmp_path, configs=bad))
+    twice = '[triton.Config({"BLOCK": 4}, num_threads=2), triton.Config({"BLOCK": 4}, num_threads=2)]'
+    assert "config BLOCK=4-num_threads=2 is listed twice" in load_error(write_module(tmp_path, configs=twice))
+
+
+def test_from_triton_import_config_accepts_num_threads_too(tmp_path):
+    body = GOOD.format(name="scale", configs='[Config({"BLOCK": 4}, num_threads=2)]', launch=GOOD_LAUNCH)
+    spec = load_kernel_module(write_module(tmp_path, body="from triton import Config\n" + body))
+    assert spec.config_id(spec.configs[0]) == "BLOCK=4-num_threads=2"
+    assert spec.module.Config is triton.Config  # the module's own name is given back
+
+
+@pytest.mark.parametrize("exit_call", ["sys.exit(3)", "raise SystemExit('bye')"])
+def test_sys_exit_at_import_is_the_modules_error(tmp_path, exit_call):
+    message = load_error(write_module(tmp_path, body=f"import sys\n{exit_call}\n"))
+    assert "import failed: SystemExit:" in message and "called sys.exit()" in message
+
+
+def test_keyboard_interrupt_at_import_is_not_swallowed(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        load_kernel_module(write_module(tmp_path, body="raise KeyboardInterrupt\n"))
+
+
+NONE_ARG = GOOD.replace(
+    "def {name}_kernel(x_ptr, y_ptr, n, scale,", "def {name}_kernel(x_ptr, y_ptr, bias_ptr, n, scale,"
+).replace(
+    "    tl.store(y_ptr + offs, x * scale, mask=offs < n)",
+    "    if bias_ptr is not None:\n"
+    "        x += tl.load(bias_ptr + offs, mask=offs < n, other=0.0)\n"
+    "    tl.store(y_ptr + offs, x * scale, mask=offs < n)",
+).replace('{{"y": inputs["x"] * 2}}', '{{"y": inputs["x"] * 2.0}}')
+NONE_LAUNCH = ('kernel[lambda META: (triton.cdiv(case["n"], META["BLOCK"]),)]'
+               '(inputs["x"], inputs["y"], None, case["n"], 2.0)')
+
+
+def test_none_argument_is_a_constexpr_none(tmp_path):
+    """vLLM passes None for an unused pointer; Triton makes it a constexpr None, so do we."""
+    path = write_module(tmp_path, body=NONE_ARG.format(name="scale", configs=GOOD_CONFIGS, launch=NONE_LAUNCH))
+    launch = load_kernel_module(path).capture_launch("small", {"BLOCK": 4})
+    assert [a.name for a in launch.args] == ["x_ptr", "y_ptr", "n", "scale"]  # no run-time bias_ptr
+    assert launch.constexprs == {"bias_ptr": None, "BLOCK": 4, "FLAG": False}
+    assert launch.kwargs_constexprs == {"bias_ptr": None, "FLAG": False}
+    assert launch.signature["bias_ptr"] == "constexpr" and launch.signature["x_ptr"] == "*fp32"

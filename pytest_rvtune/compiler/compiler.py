@@ -115,7 +115,10 @@ class RVTuneBackend(BaseBackend):
         return {"min_dot_size": _min_dot_size}
 
     def get_module_map(self) -> dict[str, ModuleType]:
-        return {}
+        # Block pointers (removed from Triton 3.9's frontend) through our triton.language (block_ptr.py).
+        from pytest_rvtune.compiler.block_ptr import module_map
+
+        return module_map()
 
     def load_dialects(self, context: Any) -> None:
         # TTIR needs only the core dialects, which triton.compile loads itself.

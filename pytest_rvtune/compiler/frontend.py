@@ -105,10 +105,33 @@ def full_signature(fn: Any, signature: dict[str, str], constexprs: dict[str, obj
     return full
 
 
-def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, object]) -> str:
-    """Generic-form TTIR text of ``fn`` specialised on ``constexprs``, with loc info (kernel lines)."""
+def module_map(block_pointers: bool = True) -> dict[str, Any]:
+    """The frontend's module substitutions: the backend's, plus block-pointer support (block_ptr.py)."""
+    from pytest_rvtune.compiler import block_ptr
+
+    return {**_backend().get_module_map(), **(block_ptr.module_map() if block_pointers else {})}
+
+
+def _where(fn: Any, err: Any) -> str:
+    """``file:line`` of a frontend error in the user's kernel (Triton's own message counts lines from the
+    ``def``); empty when the error carries no line."""
+    lineno = getattr(getattr(err, "node", None), "lineno", None)
+    first = getattr(fn, "def_file_line_number", None)
+    if lineno is None or first is None:
+        return ""
+    return f"{getattr(fn, 'file_name', '?')}:{first + lineno - 1}: "
+
+
+def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, object], *,
+                   block_pointers: bool = True) -> str:
+    """Generic-form TTIR text of ``fn`` specialised on ``constexprs``, with loc info (kernel lines).
+
+    ``block_pointers=False`` traces with Triton's own ``tl.make_block_ptr``/``load``/``store`` (which refuse
+    block pointers): kernels without block pointers give the same TTIR either way.
+    """
     from triton._C.libtriton import ir
     from triton.compiler import ASTSource
+    from triton.compiler.errors import CompilationError
 
     sig = full_signature(fn, signature, constexprs)
     with _lock:  # the MLIR context and knobs are process-global state
@@ -118,6 +141,9 @@ def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, obj
         ir.load_dialects(ctx)
         _backend().load_dialects(ctx)
         src = ASTSource(fn=fn, signature=sig, constexprs=dict(constexprs))
-        mod = src.make_ir(_target(), options, codegen_functions(options), _backend().get_module_map(), ctx)
+        try:
+            mod = src.make_ir(_target(), options, codegen_functions(options), module_map(block_pointers), ctx)
+        except CompilationError as e:
+            raise FrontendError(f"{_where(fn, e)}in {getattr(fn, '__name__', 'kernel')}: {e}") from e
         run_ttir_passes(mod)
         return mod.str()

@@ -231,6 +231,12 @@ def op_assume(f: _Func, op: Op) -> None:
     """tl.assume: a hint only; nothing to compute."""
 
 
+@handles("ttg.barrier")
+def op_barrier(f: _Func, op: Op) -> None:
+    """tl.debug_barrier: syncs the threads of one program on a GPU; here a program is one thread with no
+    shared memory, so program order already is the barrier."""
+
+
 # ---- memory -------------------------------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from plugin_helpers import REPO
+from plugin_helpers import REPO, kernel_source
 
 
 def collected(result: pytest.RunResult) -> list[str]:
@@ -63,10 +63,26 @@ def test_usage_errors(project: pytest.Pytester, add_kernel: Callable[..., Path])
     result.stderr.fnmatch_lines(["*--rvtune-config: config filter 'BLOCK': clause 'BLOCK' is not KEY=V1,V2*"])
 
 
+def test_num_threads_of_a_config_is_in_its_id(project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
+    """triton-cpu's Config(..., num_threads=n): the id says it (results record the id); configs without it keep
+    the ids they always had."""
+    source = kernel_source("pc_threads", configs=(16, 32)).replace(
+        'return [triton.Config({"BLOCK": b}) for b in [16, 32]]',
+        'return [triton.Config({"BLOCK": 16}, num_threads=2), triton.Config({"BLOCK": 16}), '
+        'triton.Config({"BLOCK": 32}, num_threads=0)]')
+    add_kernel("pc_threads", source=source)
+    ids = collected(project.runpytest("--co", "-q"))
+    assert ids == ["kernels/pc_threads.py::pc_threads[emu-BLOCK=16-num_threads=2]",
+                   "kernels/pc_threads.py::pc_threads[emu-BLOCK=16]",
+                   "kernels/pc_threads.py::pc_threads[emu-BLOCK=32-num_threads=0]"]
+    assert collected(project.runpytest("--co", "-q", "--rvtune-config", "BLOCK=16")) == ids[:2]
+
+
 def test_broken_modules_are_one_collection_error_each(project: pytest.Pytester,
                                                       add_kernel: Callable[..., Path]) -> None:
     add_kernel("pc_fine", configs=(16,))
     add_kernel("pc_import", source="import triton\nraise RuntimeError('no GPU here, on purpose')\n")
+    add_kernel("pc_exit", source="import sys\nsys.exit(3)\n")  # once an INTERNALERROR that ended the session
     add_kernel("pc_noconfigs", source=(project.path / "kernels" / "pc_fine.py").read_text()
                .replace("pc_fine", "pc_noconfigs").replace("for b in [16]", "for b in []"))
     add_kernel("pc_badconfig", source=(project.path / "kernels" / "pc_fine.py").read_text()
@@ -76,10 +92,16 @@ def test_broken_modules_are_one_collection_error_each(project: pytest.Pytester,
         "*pc_import.py: import failed: RuntimeError: no GPU here, on purpose*",
         "*pc_noconfigs.py: get_pc_noconfigs_kernel_autotune_config() returned no configs*",
         "*pc_badconfig.py: config 0 (BLOCK=24): BLOCK=24 is used as a tl.arange length: it must be a power of two*",
-        "*3 errors*",
+        "*pc_exit.py: import failed: SystemExit: 3 (the module called sys.exit(); a kernel module must not exit)*",
+        "*4 errors*",
     ])
+    assert "INTERNALERROR" not in result.stdout.str()
     assert collected(result) == ["kernels/pc_fine.py::pc_fine[emu-BLOCK=16]"]
-    assert sum("ERROR kernels/" in line for line in result.outlines) == 3
+    assert sum("ERROR kernels/" in line for line in result.outlines) == 4
+    # and the session goes on: the good kernel runs beside the one that exits
+    ran = project.runpytest("-q")
+    ran.assert_outcomes(passed=1, errors=4)
+    assert "INTERNALERROR" not in ran.stdout.str()
 
 
 def test_repo_kernels_select_by_name_and_config_value(pytester: pytest.Pytester) -> None:

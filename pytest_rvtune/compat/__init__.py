@@ -1,0 +1,1 @@
+"""Compatibility with triton-cpu / Triton_RVV projects."""
