@@ -39,7 +39,7 @@ class ProjectFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         from pytest_rvtune.compat.project import read_project
-        from pytest_rvtune.compat.project_items import config_id, entry_configs
+        from pytest_rvtune.compat.project_items import entry_configs
         from pytest_rvtune.plugin import ITEM_KEY, KernelItem, _config_keywords, _session
 
         session = _session(self.config)
@@ -61,7 +61,7 @@ class ProjectFile(pytest.File):
                     continue
                 for target in session.target_names:
                     for config in configs:
-                        cid = config_id(config)
+                        cid = config.id
                         suffix = f"-{target}" if len(session.target_names) > 1 else ""
                         item = KernelItem.from_parent(self, name=f"{entry.name}[{case.name}-{cid}{suffix}]",
                                                       callobj=_project_item_test)

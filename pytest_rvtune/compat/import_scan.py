@@ -308,7 +308,8 @@ def _scan_module(result: Scan, root: Path, module: Path, cases: dict[str, dict[s
     if unknown_wraps:
         result.problem(stem, f"{harness.relative_to(root)} calls {', '.join(w + '_wrap' for w in unknown_wraps)}, "
                              f"but {rel} defines no such kernel ({', '.join(info.kernels)}): rename the kernels or "
-                             "the calls so they match")
+                             "the calls so they match (it cannot link as it is: not imported)")
+        return None
     signatures = {}
     for fn in functions:
         sig, problems = derive_signature(fn, info.kernels[fn], info.launches.get(fn), hinfo.wrap_calls.get(fn),

@@ -45,13 +45,6 @@ def entry_configs(entry: RvvEntry, case: RvvCase) -> list[RvvConfig]:
     return load_configs(module, entry.config_getter, case.params, entry.num_threads)
 
 
-def config_id(config: RvvConfig) -> str:
-    parts = [f"{k}={v}" for k, v in config.values.items()]
-    if config.num_threads is not None:
-        parts.append(f"num_threads={config.num_threads}")
-    return "-".join(parts)
-
-
 def project_data(project: RvvProject, entry: RvvEntry, case: RvvCase) -> ProjectData:
     """The case's data files, checked against the hashes pinned at import (drift is an error, not a pass)."""
     files: dict[str, Path] = {}
@@ -103,6 +96,6 @@ def _own_constexprs(fn: Any, config: RvvConfig) -> dict[str, Any]:
     names = {p.name for p in fn.params if p.is_constexpr}
     missing = names - set(config.values)
     if missing:
-        raise ValueError(f"kernel {fn.__name__}: config {config_id(config)} gives no {', '.join(sorted(missing))} "
+        raise ValueError(f"kernel {fn.__name__}: config {config.id} gives no {', '.join(sorted(missing))} "
                          "(its tl.constexpr parameters must all come from the config getter)")
     return {k: v for k, v in config.values.items() if k in names}

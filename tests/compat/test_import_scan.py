@@ -105,6 +105,7 @@ def test_a_harness_calling_kernels_the_module_lacks_is_reported(tmp_path):
     cpp.write_text(cpp.read_text() + "\nvoid f() { other_kernel_wrap(1, 1, 1, 1, other_kernel, 0); }\n")
     problems = [f.message for f in scan(root).findings if not f.ok]
     assert any("calls other_kernel_wrap" in p and "defines no such kernel (scale_kernel)" in p for p in problems)
+    assert "scale" not in scan(root).table["kernels"]  # it could not link: no entry that fails every item
 
 
 def test_not_a_checkout(tmp_path):
