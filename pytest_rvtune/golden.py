@@ -35,10 +35,15 @@ FORMAT_VERSION = 1
 #: Cases whose data is committed under golden/; every other case lives in the cache.
 COMMITTED_CASES = ("small",)
 
-# TXT element types: Triton spelling -> (numpy dtype, printf format). %.9g round-trips every fp32.
+# TXT element types: Triton spelling -> (numpy dtype values are held in, printf format of a value).
+# Every float format round-trips: %.9g every fp32, %.17g every fp64, %.5g every fp16 (11-bit significand) and
+# %.4g every bf16 (8-bit significand): p significant digits suffice for a b-bit significand when
+# 10**(p-1) > 2**b. numpy has no bfloat16, so bf16 values are held as the float32 of the same value (exact).
 _DTYPES: dict[str, tuple[Any, str]] = {
     "fp32": (np.float32, "%.9g"),
     "fp64": (np.float64, "%.17g"),
+    "fp16": (np.float16, "%.5g"),
+    "bf16": (np.float32, "%.4g"),
     "i32": (np.int32, "%d"),
     "i64": (np.int64, "%d"),
     "i8": (np.int8, "%d"),
@@ -49,12 +54,22 @@ _DTYPES: dict[str, tuple[Any, str]] = {
 _TORCH_NAMES = {
     "float32": "fp32",
     "float64": "fp64",
+    "float16": "fp16",
+    "bfloat16": "bf16",
     "int32": "i32",
     "int64": "i64",
     "int8": "i8",
     "int16": "i16",
     "uint8": "u8",
     "bool": "i1",
+}
+#: The checks' default tolerance per output dtype, torch.testing.assert_close's for the 16-bit types: one
+#: rounding step of the output (2**-11 relative for fp16, 2**-8 for bf16) lies within them, so a kernel that
+#: accumulates in fp32 in another order than the float64 reference passes. The generic harness checks a 16-bit
+#: output with at least these (rvtune_harness.h, rvtune_tolerance_for), whatever the module's TOLERANCE says.
+DTYPE_TOLERANCE: dict[str, dict[str, float]] = {
+    "fp16": {"atol": 1e-5, "rtol": 1e-3},
+    "bf16": {"atol": 1e-5, "rtol": 1.6e-2},
 }
 
 
@@ -89,20 +104,52 @@ def dtype_name(tensor: Any) -> str:
     return _TORCH_NAMES[name]
 
 
+def round_bf16(values: Any) -> np.ndarray:
+    """float64 values -> the nearest bfloat16 (ties to even), held as float32.
+
+    Rounds once, from the float64 value: torch's float64 -> bfloat16 goes through float32 and so rounds twice,
+    which for a value just above a half-way point (1 + 2**-8 + 2**-30) gives the lower neighbour.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _, exp = np.frexp(x)  # |x| = m * 2**exp with 0.5 <= m < 1: its leading bit is 2**(exp - 1)
+        step = np.ldexp(1.0, np.maximum(exp - 1, -126) - 7)  # bf16's spacing at x (subnormals: 2**-133)
+        rounded = np.where(np.isfinite(x), np.round(x / step) * step, x)  # np.round: half to even
+        return rounded.astype(np.float32)  # exact; 2**128 and beyond become inf
+
+
+def _to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 values rounded to a float dtype's nearest (ties to even), held in _DTYPES' numpy type."""
+    if dtype == "bf16":
+        return round_bf16(values)
+    with np.errstate(over="ignore"):
+        return values.astype(_DTYPES[dtype][0])  # numpy rounds float64 -> fp16 / fp32 once, to nearest even
+
+
 def format_txt(array: Any, dtype: str | None = None) -> bytes:
-    """A tensor / array as golden TXT bytes (deterministic: same values, same bytes)."""
+    """A tensor / array as golden TXT bytes (deterministic: same values, same bytes).
+
+    Float values are first rounded to ``dtype`` (a no-op for a tensor of that dtype), then written with the
+    digits that read back to exactly that value (see _DTYPES).
+    """
     if hasattr(array, "detach"):
         dtype = dtype or dtype_name(array)
-        array = array.detach().cpu().numpy()
+        array = array.detach().cpu()
+        if dtype_name(array) == "bf16":
+            array = array.float()  # numpy has no bfloat16; float32 holds every bf16 value exactly
+        array = array.numpy()
     arr = np.asarray(array)
     dtype = dtype or _TORCH_NAMES.get(str(arr.dtype), "")
     if dtype not in _DTYPES:
         raise GoldenError(f"array dtype {arr.dtype} has no golden TXT format")
     np_dtype, fmt = _DTYPES[dtype]
     rows, cols = txt_shape(arr.shape)
-    arr = arr.astype(np_dtype).reshape(rows, cols)
+    arr = arr.reshape(rows, cols)
     if np.issubdtype(np_dtype, np.floating):
-        arr = arr.astype(np.float64)  # %.9g of the exact fp32 value, via a lossless widening
+        # via a lossless widening: the format prints the exact value of the rounded element
+        arr = _to_dtype(arr.astype(np.float64), dtype).astype(np.float64)
+    else:
+        arr = arr.astype(np_dtype)
     lines = [f"{rows} {cols}"]
     lines += [" ".join([fmt % v for v in row.tolist()]) for row in arr]
     return ("\n".join(lines) + "\n").encode()
@@ -116,7 +163,12 @@ def write_txt(path: Path | str, array: Any, dtype: str | None = None) -> str:
 
 
 def read_txt(path: Path | str, dtype: str = "fp32") -> np.ndarray:
-    """Read a golden TXT file as a 2-D array; GoldenFormatError names the file and line of any defect."""
+    """Read a golden TXT file as a 2-D array; GoldenFormatError names the file and line of any defect.
+
+    Float text is rounded to ``dtype`` to nearest, ties to even (decimal -> float64 -> dtype, as the C harness
+    reads it); a finite value beyond the dtype's range is an error, not an infinity. bf16 comes back as
+    float32 (numpy has no bfloat16), each element exactly a bf16 value.
+    """
     path = Path(path)
     if dtype not in _DTYPES:
         raise GoldenError(f"golden file {path}: unknown dtype {dtype!r} (known: {sorted(_DTYPES)})")
@@ -133,7 +185,8 @@ def read_txt(path: Path | str, dtype: str = "fp32") -> np.ndarray:
         raise GoldenFormatError(path, 1, f"the first line must be `rows cols`, got {lines[0][:60]!r}")
     rows, cols = int(header[0]), int(header[1])
     out = np.empty((rows, cols), dtype=np_dtype)
-    parse = float if np.issubdtype(np_dtype, np.floating) else int
+    is_float = np.issubdtype(np_dtype, np.floating)
+    parse = float if is_float else int
     for r in range(rows):
         lineno = r + 2
         if r + 1 >= len(lines) or not any(line.strip() for line in lines[r + 1 :]):
@@ -142,18 +195,37 @@ def read_txt(path: Path | str, dtype: str = "fp32") -> np.ndarray:
         if len(words) != cols:
             raise GoldenFormatError(path, lineno, f"row {r} has {len(words)} values, {cols} declared")
         try:
-            out[r] = [parse(w) for w in words]
+            values = [parse(w) for w in words]
+            if is_float:
+                wide = np.array(values, dtype=np.float64)
+                out[r] = _to_dtype(wide, dtype)
+                overflow = np.flatnonzero(np.isfinite(wide) & ~np.isfinite(out[r]))
+                if overflow.size:
+                    raise GoldenFormatError(
+                        path, lineno, f"{words[overflow[0]]!r} (column {overflow[0] + 1}) is beyond the range "
+                        f"of {dtype} (largest {float(_largest(dtype)):.9g}): the file does not hold {dtype} data"
+                    )
+            else:
+                out[r] = values
         except (ValueError, OverflowError):
-            bad = next(w for w in words if not _parses(parse, w))
-            raise GoldenFormatError(path, lineno, f"{bad!r} is not a valid {dtype} value") from None
+            col, bad = next((i, w) for i, w in enumerate(words) if not _parses(parse, w, np_dtype))
+            raise GoldenFormatError(
+                path, lineno, f"{bad!r} (column {col + 1}) is not a valid {dtype} value: fix that value, or "
+                f"write the file again"
+            ) from None
     if any(line.strip() for line in lines[rows + 1 :]):
         raise GoldenFormatError(path, rows + 2, f"extra data after the {rows} declared rows")
     return out
 
 
-def _parses(parse: Any, word: str) -> bool:
+def _largest(dtype: str) -> float:
+    """The dtype's largest finite value (bf16: 0x7f7f)."""
+    return (2 - 2**-7) * 2.0**127 if dtype == "bf16" else float(np.finfo(_DTYPES[dtype][0]).max)
+
+
+def _parses(parse: Any, word: str, np_dtype: Any) -> bool:
     try:
-        parse(word)
+        np.array([parse(word)], dtype=np_dtype)  # an int too large for the dtype does not parse either
         return True
     except (ValueError, OverflowError):
         return False
