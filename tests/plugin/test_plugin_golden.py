@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from half_matmul import source
-from plugin_helpers import by_kernel, read_results, results_file
+from plugin_helpers import read_results, results_file
 
 
 def rvtune(project: pytest.Pytester, *args: str) -> subprocess.CompletedProcess:
