@@ -67,15 +67,6 @@ _TORCH_NAMES = {
     "uint8": "u8",
     "bool": "i1",
 }
-#: The checks' default tolerance per output dtype, torch.testing.assert_close's for the 16-bit types: one
-#: rounding step of the output (2**-11 relative for fp16, 2**-8 for bf16) lies within them, so a kernel that
-#: accumulates in fp32 in another order than the float64 reference passes. The generic harness checks a 16-bit
-#: output with at least these (rvtune_harness.h, rvtune_tolerance_for), whatever the module's TOLERANCE says.
-DTYPE_TOLERANCE: dict[str, dict[str, float]] = {
-    "fp16": {"atol": 1e-5, "rtol": 1e-3},
-    "bf16": {"atol": 1e-5, "rtol": 1.6e-2},
-}
-
 
 class GoldenError(Exception):
     """Missing, corrupt or drifted golden data; the message names the file (and line) and what to do."""

@@ -563,21 +563,6 @@ static inline int rvtune_check(const char *name, const rvtune_tensor *got, const
     return bad == 0;
 }
 
-/*
- * The tolerance an output of dtype dt is checked with: the given one, but for the 16-bit floats never tighter
- * than torch.testing.assert_close's default for that dtype (fp16 atol 1e-5 rtol 1e-3, bf16 atol 1e-5 rtol
- * 1.6e-2; golden.DTYPE_TOLERANCE). The expected values are a float64 reference rounded to the output dtype, and
- * a correct kernel accumulating in another order can land one rounding step away (2^-11 relative for fp16,
- * 2^-8 for bf16): a tighter tolerance would fail correct kernels. Other dtypes keep the given tolerance.
- */
-static inline void rvtune_tolerance_for(rvtune_dtype dt, double *atol, double *rtol) {
-    double min_atol = 0.0, min_rtol = 0.0;
-    if (dt == RVTUNE_F16) { min_atol = 1e-5; min_rtol = 1e-3; }
-    if (dt == RVTUNE_BF16) { min_atol = 1e-5; min_rtol = 1.6e-2; }
-    if (*atol < min_atol) *atol = min_atol;
-    if (*rtol < min_rtol) *rtol = min_rtol;
-}
-
 /* The exit status: 0 when every check passed or checks were skipped, else 1. */
 static inline int rvtune_exit_code(const rvtune_opts *o, int all_ok) {
     fflush(stdout);

@@ -40,10 +40,9 @@ def test_fp16_and_bf16_matmul_pass_on_qemu_and_host(project: pytest.Pytester, ad
     for r in records:
         (check,) = r["checks"]
         assert check["name"] == "c" and check["ok"] and check["count"] == 0
-        if r["kernel"] == "pg_h16":
-            # fp32 accumulation in another order than the float64 reference: one fp16 rounding step off
-            # somewhere, beyond the default TOLERANCE (rtol 1e-4), within fp16's rtol 1e-3
-            assert 1e-4 < check["max_rel"] <= 1e-3
+        # fp32 accumulation in another order than the float64 reference may land one rounding step off (today
+        # one fp16 element does, by 6.6e-4 relative: beyond the default TOLERANCE, within fp16's rtol 1e-3)
+        assert check["max_rel"] <= (1e-3 if r["kernel"] == "pg_h16" else 1.6e-2)
 
 
 def test_imported_golden_files_are_what_the_items_run_against(project: pytest.Pytester,
