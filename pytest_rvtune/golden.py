@@ -11,6 +11,10 @@ arguments), and ``matrix_BLOCK_SIZE_M_{BM}_{shape}_{idx}.txt`` for a tensor that
 (config keys listed in the kernel's VARIANT_KEYS). Files of output tensors hold the expected values.
 Generation is deterministic (seeded inputs, float64 references rounded to fp32), so the manifest's hashes
 also catch drift: a kernel module whose inputs or reference changed.
+
+Imported cases (``rvtune golden import``, ``import_files``) hold files someone else wrote (e.g. Triton_RVV's
+test_data); their manifest entry says ``"source": "imported"``. They live in golden/<kernel>/<case>/ whatever
+the case's name, since nothing could regenerate them, and are never regenerated: a changed file is drift.
 """
 
 from __future__ import annotations
@@ -35,10 +39,15 @@ FORMAT_VERSION = 1
 #: Cases whose data is committed under golden/; every other case lives in the cache.
 COMMITTED_CASES = ("small",)
 
-# TXT element types: Triton spelling -> (numpy dtype, printf format). %.9g round-trips every fp32.
+# TXT element types: Triton spelling -> (numpy dtype values are held in, printf format of a value).
+# Every float format round-trips: %.9g every fp32, %.17g every fp64, %.5g every fp16 (11-bit significand) and
+# %.4g every bf16 (8-bit significand): p significant digits suffice for a b-bit significand when
+# 10**(p-1) > 2**b. numpy has no bfloat16, so bf16 values are held as the float32 of the same value (exact).
 _DTYPES: dict[str, tuple[Any, str]] = {
     "fp32": (np.float32, "%.9g"),
     "fp64": (np.float64, "%.17g"),
+    "fp16": (np.float16, "%.5g"),
+    "bf16": (np.float32, "%.4g"),
     "i32": (np.int32, "%d"),
     "i64": (np.int64, "%d"),
     "i8": (np.int8, "%d"),
@@ -49,6 +58,8 @@ _DTYPES: dict[str, tuple[Any, str]] = {
 _TORCH_NAMES = {
     "float32": "fp32",
     "float64": "fp64",
+    "float16": "fp16",
+    "bfloat16": "bf16",
     "int32": "i32",
     "int64": "i64",
     "int8": "i8",
@@ -56,7 +67,6 @@ _TORCH_NAMES = {
     "uint8": "u8",
     "bool": "i1",
 }
-
 
 class GoldenError(Exception):
     """Missing, corrupt or drifted golden data; the message names the file (and line) and what to do."""
@@ -89,20 +99,52 @@ def dtype_name(tensor: Any) -> str:
     return _TORCH_NAMES[name]
 
 
+def round_bf16(values: Any) -> np.ndarray:
+    """float64 values -> the nearest bfloat16 (ties to even), held as float32.
+
+    Rounds once, from the float64 value: torch's float64 -> bfloat16 goes through float32 and so rounds twice,
+    which for a value just above a half-way point (1 + 2**-8 + 2**-30) gives the lower neighbour.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _, exp = np.frexp(x)  # |x| = m * 2**exp with 0.5 <= m < 1: its leading bit is 2**(exp - 1)
+        step = np.ldexp(1.0, np.maximum(exp - 1, -126) - 7)  # bf16's spacing at x (subnormals: 2**-133)
+        rounded = np.where(np.isfinite(x), np.round(x / step) * step, x)  # np.round: half to even
+        return rounded.astype(np.float32)  # exact; 2**128 and beyond become inf
+
+
+def _to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 values rounded to a float dtype's nearest (ties to even), held in _DTYPES' numpy type."""
+    if dtype == "bf16":
+        return round_bf16(values)
+    with np.errstate(over="ignore"):
+        return values.astype(_DTYPES[dtype][0])  # numpy rounds float64 -> fp16 / fp32 once, to nearest even
+
+
 def format_txt(array: Any, dtype: str | None = None) -> bytes:
-    """A tensor / array as golden TXT bytes (deterministic: same values, same bytes)."""
+    """A tensor / array as golden TXT bytes (deterministic: same values, same bytes).
+
+    Float values are first rounded to ``dtype`` (a no-op for a tensor of that dtype), then written with the
+    digits that read back to exactly that value (see _DTYPES).
+    """
     if hasattr(array, "detach"):
         dtype = dtype or dtype_name(array)
-        array = array.detach().cpu().numpy()
+        array = array.detach().cpu()
+        if dtype_name(array) == "bf16":
+            array = array.float()  # numpy has no bfloat16; float32 holds every bf16 value exactly
+        array = array.numpy()
     arr = np.asarray(array)
     dtype = dtype or _TORCH_NAMES.get(str(arr.dtype), "")
     if dtype not in _DTYPES:
         raise GoldenError(f"array dtype {arr.dtype} has no golden TXT format")
     np_dtype, fmt = _DTYPES[dtype]
     rows, cols = txt_shape(arr.shape)
-    arr = arr.astype(np_dtype).reshape(rows, cols)
+    arr = arr.reshape(rows, cols)
     if np.issubdtype(np_dtype, np.floating):
-        arr = arr.astype(np.float64)  # %.9g of the exact fp32 value, via a lossless widening
+        # via a lossless widening: the format prints the exact value of the rounded element
+        arr = _to_dtype(arr.astype(np.float64), dtype).astype(np.float64)
+    else:
+        arr = arr.astype(np_dtype)
     lines = [f"{rows} {cols}"]
     lines += [" ".join([fmt % v for v in row.tolist()]) for row in arr]
     return ("\n".join(lines) + "\n").encode()
@@ -116,7 +158,12 @@ def write_txt(path: Path | str, array: Any, dtype: str | None = None) -> str:
 
 
 def read_txt(path: Path | str, dtype: str = "fp32") -> np.ndarray:
-    """Read a golden TXT file as a 2-D array; GoldenFormatError names the file and line of any defect."""
+    """Read a golden TXT file as a 2-D array; GoldenFormatError names the file and line of any defect.
+
+    Float text is rounded to ``dtype`` to nearest, ties to even (decimal -> float64 -> dtype, as the C harness
+    reads it); a finite value beyond the dtype's range is an error, not an infinity. bf16 comes back as
+    float32 (numpy has no bfloat16), each element exactly a bf16 value.
+    """
     path = Path(path)
     if dtype not in _DTYPES:
         raise GoldenError(f"golden file {path}: unknown dtype {dtype!r} (known: {sorted(_DTYPES)})")
@@ -133,7 +180,8 @@ def read_txt(path: Path | str, dtype: str = "fp32") -> np.ndarray:
         raise GoldenFormatError(path, 1, f"the first line must be `rows cols`, got {lines[0][:60]!r}")
     rows, cols = int(header[0]), int(header[1])
     out = np.empty((rows, cols), dtype=np_dtype)
-    parse = float if np.issubdtype(np_dtype, np.floating) else int
+    is_float = np.issubdtype(np_dtype, np.floating)
+    parse = float if is_float else int
     for r in range(rows):
         lineno = r + 2
         if r + 1 >= len(lines) or not any(line.strip() for line in lines[r + 1 :]):
@@ -142,18 +190,37 @@ def read_txt(path: Path | str, dtype: str = "fp32") -> np.ndarray:
         if len(words) != cols:
             raise GoldenFormatError(path, lineno, f"row {r} has {len(words)} values, {cols} declared")
         try:
-            out[r] = [parse(w) for w in words]
+            values = [parse(w) for w in words]
+            if is_float:
+                wide = np.array(values, dtype=np.float64)
+                out[r] = _to_dtype(wide, dtype)
+                overflow = np.flatnonzero(np.isfinite(wide) & ~np.isfinite(out[r]))
+                if overflow.size:
+                    raise GoldenFormatError(
+                        path, lineno, f"{words[overflow[0]]!r} (column {overflow[0] + 1}) is beyond the range "
+                        f"of {dtype} (largest {float(_largest(dtype)):.9g}): the file does not hold {dtype} data"
+                    )
+            else:
+                out[r] = values
         except (ValueError, OverflowError):
-            bad = next(w for w in words if not _parses(parse, w))
-            raise GoldenFormatError(path, lineno, f"{bad!r} is not a valid {dtype} value") from None
+            col, bad = next((i, w) for i, w in enumerate(words) if not _parses(parse, w, np_dtype))
+            raise GoldenFormatError(
+                path, lineno, f"{bad!r} (column {col + 1}) is not a valid {dtype} value: fix that value, or "
+                f"write the file again"
+            ) from None
     if any(line.strip() for line in lines[rows + 1 :]):
         raise GoldenFormatError(path, rows + 2, f"extra data after the {rows} declared rows")
     return out
 
 
-def _parses(parse: Any, word: str) -> bool:
+def _largest(dtype: str) -> float:
+    """The dtype's largest finite value (bf16: 0x7f7f)."""
+    return (2 - 2**-7) * 2.0**127 if dtype == "bf16" else float(np.finfo(_DTYPES[dtype][0]).max)
+
+
+def _parses(parse: Any, word: str, np_dtype: Any) -> bool:
     try:
-        parse(word)
+        np.array([parse(word)], dtype=np_dtype)  # an int too large for the dtype does not parse either
         return True
     except (ValueError, OverflowError):
         return False
@@ -226,8 +293,9 @@ class Store:
     def manifest_path(self, kernel: str) -> Path:
         return self.root / kernel / MANIFEST
 
-    def case_dir(self, kernel: str, case: str) -> Path:
-        return (self.root if case in COMMITTED_CASES else self.cache) / kernel / case
+    def case_dir(self, kernel: str, case: str, imported: bool = False) -> Path:
+        """Committed cases and imported ones (which nothing could regenerate) in the tree, others in the cache."""
+        return (self.root if case in COMMITTED_CASES or imported else self.cache) / kernel / case
 
     def load_manifest(self, kernel: str) -> dict[str, Any]:
         p = self.manifest_path(kernel)
@@ -293,12 +361,16 @@ def golden_set(spec: KernelSpec, case_name: str, config: Mapping[str, Any], stor
     if entry is None:
         entry, base = _unrecorded_case(spec, case_name, store)
     else:
-        base = store.case_dir(spec.name, case_name)
+        base = store.case_dir(spec.name, case_name, is_imported(entry))
         _ensure_case_files(spec, case_name, entry, base, store)
     if vid not in entry["variants"]:
+        fix = (
+            f"import its files with `rvtune golden import --kernel {spec.name} --case {case_name} --variant {vid}`"
+            if is_imported(entry)
+            else f"run `rvtune golden generate --kernel {spec.name} --case {case_name}`"
+        )
         raise GoldenError(
-            f"golden manifest {store.manifest_path(spec.name)}: case {case_name} has no variant {vid!r}; "
-            f"run `rvtune golden generate --kernel {spec.name} --case {case_name}`"
+            f"golden manifest {store.manifest_path(spec.name)}: case {case_name} has no variant {vid!r}; {fix}"
         )
     files = tuple(
         GoldenFile(
@@ -361,6 +433,12 @@ def _ensure_case_files(spec: KernelSpec, case_name: str, entry: dict, base: Path
     """Every file of the case present with its recorded hash; cache files are (re)generated when absent."""
     expected = {f["file"]: f["sha256"] for v in entry["variants"].values() for f in v["files"]}
     missing = [name for name in expected if _file_sha(base / name) is None]
+    imported = is_imported(entry)
+    again = f"`rvtune golden import --kernel {spec.name} --case {case_name} ...`"
+    if missing and imported:
+        raise GoldenError(
+            f"imported golden file {base / missing[0]} is missing: restore it with git, or import it again with {again}"
+        )
     if missing:
         if case_name in COMMITTED_CASES:
             raise GoldenError(
@@ -373,6 +451,11 @@ def _ensure_case_files(spec: KernelSpec, case_name: str, entry: dict, base: Path
                 generate_case(spec, case_name, store, location=base, record=False)
     for name, sha in expected.items():
         got = _file_sha(base / name)
+        if got != sha and imported:
+            raise GoldenError(
+                f"imported golden file {base / name} changed since it was imported (sha256 {got}, manifest {sha}): "
+                f"restore it with git, or, if the new contents are right, import it again with {again}"
+            )
         if got != sha:
             what = "was corrupted" if case_name in COMMITTED_CASES else "differs from the manifest"
             raise GoldenError(
@@ -476,6 +559,11 @@ def generate_case(
     spec: KernelSpec, case_name: str, store: Store, location: Path | None = None, record: bool = True
 ) -> dict[str, Any]:
     """Write one case's files (unchanged files are not rewritten) and, with ``record``, its manifest entry."""
+    if record and is_imported(store.load_manifest(spec.name)["cases"].get(case_name)):
+        raise GoldenError(
+            f"kernel {spec.name} case {case_name} holds imported golden data, which is never regenerated; to "
+            f"generate it instead, delete the case's entry from {store.manifest_path(spec.name)}"
+        )
     entry, contents = build_case(spec, case_name)
     base = location or store.case_dir(spec.name, case_name)
     for name, data in contents.items():
@@ -522,6 +610,9 @@ def verify_kernel(
         if entry is None:
             problems.append(f"{spec.name} case {case_name}: no golden data recorded; run {fix} --case {case_name}")
             continue
+        if is_imported(entry):
+            problems += _verify_imported(spec, store, case_name, entry)
+            continue
         if entry.get("params") != _jsonable(spec.cases[case_name]) or entry.get("seed") != spec.seed:
             problems.append(
                 f"{spec.name} case {case_name}: drift: the manifest records params {entry.get('params')} seed "
@@ -558,3 +649,182 @@ def verify_kernel(
                 f"{spec.name}: the manifest records case {case_name!r}, which {spec.path.name} no longer has"
             )
     return problems
+
+
+def _verify_imported(spec: KernelSpec, store: Store, case_name: str, entry: dict[str, Any]) -> list[str]:
+    """Problems with an imported case: its files must be present with their recorded hashes, and the module's
+    case must still have the parameters the files were imported for (they give the scalars and grid)."""
+    problems = []
+    again = f"`rvtune golden import --kernel {spec.name} --case {case_name} ...`"
+    params = entry.get("params")
+    if params is not None and params != _jsonable(spec.cases[case_name]):
+        problems.append(
+            f"{spec.name} case {case_name}: the imported files were for params {params}, the module now has "
+            f"{spec.cases[case_name]}; restore the case's parameters in {spec.path.name} or import files for them "
+            f"with {again}"
+        )
+    base = store.case_dir(spec.name, case_name, imported=True)
+    for v in entry["variants"].values():
+        for f in v["files"]:
+            got = _file_sha(base / f["file"])
+            if got is None:
+                problems.append(f"imported golden file {base / f['file']}: missing; restore it from git or {again}")
+            elif got != f["sha256"]:
+                problems.append(
+                    f"imported golden file {base / f['file']}: changed since it was imported (sha256 {got}, "
+                    f"manifest {f['sha256']}); restore it from git, or import it again with {again}"
+                )
+    return problems
+
+
+# ---- import -------------------------------------------------------------------------------------
+IMPORTED = "imported"
+ROLES = ("input", "expected")
+
+
+def is_imported(entry: Mapping[str, Any] | None) -> bool:
+    """Whether a manifest case entry holds imported files (never regenerated)."""
+    return entry is not None and entry.get("source") == IMPORTED
+
+
+def import_files(
+    store: Store,
+    kernel: str,
+    case: str,
+    variant: Mapping[str, Any],
+    files: Mapping[str, Path | str],
+    roles: Mapping[str, str],
+    *,
+    dtypes: Mapping[str, str] | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    args: Mapping[str, str] | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Adopt existing golden TXT files as one variant of a case, without computing anything; the case's entry.
+
+    ``files``: tensor name -> TXT file, in kernel-argument order; ``roles``: tensor name -> "input" or
+    "expected" (what the kernel must write there). Optional per tensor: ``dtypes`` (default fp32), ``shapes``
+    (the tensor's shape; checked against the file's `rows cols`, default that TXT shape) and ``args`` (the
+    kernel parameter, default the tensor name); ``params``: the case's parameters the files are for (recorded,
+    so `rvtune golden verify` notices when the module's case changes).
+
+    Every file is read (GoldenFormatError names the file and line of a bad value), then copied byte for byte
+    into golden/<kernel>/<case>/ and recorded with its sha256 under ``"source": "imported"``; other variants
+    imported before are kept. A case generated before is replaced.
+    """
+    dtypes, shapes, args = dict(dtypes or {}), dict(shapes or {}), dict(args or {})
+    what = f"import into kernel {kernel} case {case}"
+    if not files:
+        raise GoldenError(f"{what}: no files given")
+    for extra, known in ((roles, "roles"), (dtypes, "dtypes"), (shapes, "shapes"), (args, "args")):
+        stray = sorted(set(extra) - set(files))
+        if stray:
+            raise GoldenError(f"{what}: {known} names tensor {stray[0]!r}, which has no file (files: {list(files)})")
+    for tensor in files:
+        if roles.get(tensor) not in ROLES:
+            role = roles.get(tensor)
+            raise GoldenError(f"{what}: tensor {tensor!r} needs the role 'input' or 'expected', not {role!r}")
+        if dtypes.get(tensor, "fp32") not in _DTYPES:
+            raise GoldenError(f"{what}: tensor {tensor!r}: unknown dtype {dtypes[tensor]!r} (known: {sorted(_DTYPES)})")
+    if "expected" not in roles.values():
+        raise GoldenError(f"{what}: no file has role 'expected': nothing would check the kernel's output")
+
+    base = store.case_dir(kernel, case, imported=True)
+    vid = variant_id(dict(variant))
+    records, contents = [], {}
+    for i, (tensor, path) in enumerate(files.items()):
+        path, dtype = Path(path), dtypes.get(tensor, "fp32")
+        rows, cols = read_txt(path, dtype).shape  # every value parses into the dtype, else file:line
+        shape = tuple(int(n) for n in shapes.get(tensor, (rows, cols)))
+        if txt_shape(shape) != (rows, cols):
+            raise GoldenError(
+                f"golden file {path}: holds {rows} x {cols} values, but tensor {tensor!r} of kernel {kernel} case "
+                f"{case} has shape {shape} ({' x '.join(map(str, txt_shape(shape)))} in TXT): import the file "
+                f"written for this case, or give the case the parameters the file was written for"
+            )
+        name = "x".join(str(n) for n in (shape if len(shape) >= 2 else txt_shape(shape)))
+        name = f"matrix_{_prefix(variant)}{name}_{i + 1}.txt"
+        contents[name] = path.read_bytes()
+        records.append({
+            "file": name,
+            "arg": args.get(tensor, tensor),
+            "tensor": tensor,
+            "role": roles[tensor],
+            "shape": list(shape),
+            "dtype": dtype,
+            "sha256": hashlib.sha256(contents[name]).hexdigest(),
+            "imported_from": path.name,
+        })
+
+    manifest = store.load_manifest(kernel)
+    entry = manifest["cases"].get(case)
+    if not is_imported(entry):
+        entry = {"source": IMPORTED, "params": None, "committed": True, "variants": {}}
+    if params is not None:
+        entry["params"] = _jsonable(dict(params))
+    entry["variants"][vid] = {"variant": _jsonable(dict(variant)), "files": records}
+    for name, data in contents.items():
+        _atomic_write(base / name, data)
+    manifest["cases"][case] = entry
+    store.save_manifest(kernel, manifest)
+    listed = {f["file"] for v in entry["variants"].values() for f in v["files"]}
+    for stale in base.glob("matrix_*.txt"):  # e.g. a generated case's files, or a shape imported before
+        if stale.name not in listed:
+            stale.unlink()
+    return entry
+
+
+def import_for_kernel(
+    spec: KernelSpec,
+    store: Store,
+    case_name: str,
+    variant: Mapping[str, Any],
+    files: Mapping[str, Path | str],
+    roles: Mapping[str, str],
+) -> dict[str, Any]:
+    """``import_files`` for a kernel module's case: the tensors must be exactly the ones launch() passes, each
+    file must have the shape the case gives its tensor, and dtypes come from the module's tensors.
+
+    ``variant`` may spell values as text (``{"BLOCK_SIZE_M": "16"}``): it is matched against the module's.
+    """
+    what = f"kernel {spec.name}"
+    if case_name not in spec.cases:
+        raise GoldenError(
+            f"{what} has no case {case_name!r} (cases: {', '.join(spec.cases)}): add it to CASES in "
+            f"{spec.path.name} first; its parameters give the kernel's scalar arguments and grid"
+        )
+    wanted = {k: str(v) for k, v in variant.items()}
+    match = [v for v in spec.variants() if {k: str(x) for k, x in v.items()} == wanted]
+    if not match:
+        known = ", ".join(variant_id(v) for v in spec.variants())
+        keys = ",".join(f"{k}=V" for k in spec.variant_keys)
+        raise GoldenError(
+            f"{what}: no data variant {variant_id(wanted) or '(none)'!r}; "
+            + (f"give --variant {keys}, one of: {known}" if spec.variant_keys else "it has no VARIANT_KEYS")
+        )
+    variant = match[0]
+    config = next(c for c in spec.configs if spec.variant_of(c) == variant)
+    inputs = spec.make_inputs(case_name, variant)
+    tensors = {a.tensor: a for a in spec.capture_launch(case_name, config, inputs).tensor_args}
+    unknown = [t for t in files if t not in tensors]
+    if unknown:
+        raise GoldenError(
+            f"{what}: no tensor {unknown[0]!r} is passed to the kernel (its tensors, by their names in "
+            f"make_inputs: {', '.join(tensors)})"
+        )
+    missing = [t for t in tensors if t not in files]
+    if missing:
+        t = missing[0]
+        raise GoldenError(
+            f"{what}: tensor {t!r} (argument {tensors[t].name}) has no file: give --input {t}=PATH, or "
+            f"--expected {t}=PATH if it holds what the kernel writes"
+        )
+    return import_files(
+        store, spec.name, case_name, variant,
+        {t: files[t] for t in tensors},  # kernel-argument order
+        roles,
+        dtypes={t: dtype_name(inputs[t]) for t in tensors},
+        shapes={t: tuple(inputs[t].shape) for t in tensors},
+        args={t: a.name for t, a in tensors.items()},
+        params=spec.cases[case_name],
+    )  # fmt: skip

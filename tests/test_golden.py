@@ -68,7 +68,7 @@ def test_txt_shapes_follow_the_seeds():
         ("2 x\n1 2\n", 1, "first line must be `rows cols`"),
         ("3 2\n1 2\n3 4\n", 4, "short file: 3 rows declared, only 2 present"),
         ("2 2\n1 2\n3\n", 3, "row 1 has 1 values, 2 declared"),
-        ("2 2\n1 2\n3 abc\n", 3, "'abc' is not a valid fp32 value"),
+        ("2 2\n1 2\n3 abc\n", 3, "'abc' (column 2) is not a valid fp32 value: fix that value"),
         ("1 2\n1 2\n5 6\n", 3, "extra data after the 1 declared rows"),
     ],
 )
@@ -85,8 +85,55 @@ def test_txt_reader_missing_file_and_bad_ints(tmp_path):
     with pytest.raises(GoldenFormatError, match=r"nope\.txt: missing"):
         read_txt(tmp_path / "nope.txt")
     (tmp_path / "i.txt").write_text("1 2\n1 2.5\n")
-    with pytest.raises(GoldenFormatError, match=r"i\.txt:2: '2\.5' is not a valid i32 value"):
+    with pytest.raises(GoldenFormatError, match=r"i\.txt:2: '2\.5' \(column 2\) is not a valid i32 value"):
         read_txt(tmp_path / "i.txt", "i32")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_every_16_bit_value_round_trips_through_txt(tmp_path, dtype):
+    bits = np.arange(65536, dtype=np.uint32)
+    if dtype == torch.float16:
+        x = torch.from_numpy(bits.astype(np.uint16).view(np.float16).copy())
+    else:
+        x = torch.from_numpy((bits << 16).view(np.float32).copy()).to(torch.bfloat16)
+    write_txt(tmp_path / "x.txt", x.reshape(256, 256))
+    name = "fp16" if dtype == torch.float16 else "bf16"
+    back = torch.from_numpy(read_txt(tmp_path / "x.txt", name)).to(dtype).reshape(-1)
+    same = (back.view(torch.int16) == x.view(torch.int16)) | (back.isnan() & x.isnan())
+    assert same.all(), torch.nonzero(~same)[:5]
+
+
+def test_16_bit_txt_uses_the_digits_that_round_trip():
+    assert format_txt(torch.tensor([0.1, -2.5, 65504.0], dtype=torch.float16)) == b"1 3\n0.099976 -2.5 65504\n"
+    assert format_txt(torch.tensor([0.1, 3.0e38], dtype=torch.bfloat16)) == b"1 2\n0.1001 3.004e+38\n"
+    # a float32 array written as bf16 is rounded first, once, to nearest even
+    assert format_txt(np.array([1 + 2**-8 + 2**-20], dtype=np.float32), "bf16") == b"1 1\n1.008\n"
+
+
+def test_16_bit_reader_rounds_once_to_nearest_even(tmp_path):
+    # just above a half-way point: torch's float64 -> bf16 rounds through float32, twice, down to 1.0
+    value = 1 + 2**-8 + 2**-30
+    (tmp_path / "v.txt").write_text(f"1 2\n{value!r} {-value!r}\n")
+    assert read_txt(tmp_path / "v.txt", "bf16").tolist() == [[1 + 2**-7, -(1 + 2**-7)]]
+    assert torch.tensor(value, dtype=torch.float64).to(torch.bfloat16).item() == 1.0
+    value = 1 + 2**-11 + 2**-40  # the same for fp16 (numpy rounds float64 -> fp16 once)
+    (tmp_path / "h.txt").write_text(f"1 1\n{value!r}\n")
+    assert read_txt(tmp_path / "h.txt", "fp16").tolist() == [[1 + 2**-10]]
+
+
+@pytest.mark.parametrize(("dtype", "value", "largest"), [
+    ("fp16", "65520", "65504"),  # the half-way point to 2**16 rounds to even: infinity
+    ("bf16", "3.4e38", "3.38953139e+38"),
+    ("fp32", "1e39", "3.40282347e+38"),
+])
+def test_a_value_beyond_the_dtype_range_is_an_error_naming_line_and_column(tmp_path, dtype, value, largest):
+    (tmp_path / "v.txt").write_text(f"2 2\n1 2\n3 {value}\n")
+    with pytest.raises(GoldenFormatError) as info:
+        read_txt(tmp_path / "v.txt", dtype)
+    assert str(info.value) == (f"golden file {tmp_path / 'v.txt'}:3: '{value}' (column 2) is beyond the range of "
+                               f"{dtype} (largest {largest}): the file does not hold {dtype} data")
+    (tmp_path / "inf.txt").write_text("1 2\ninf -inf\n")  # infinities written as such are values
+    assert np.isinf(read_txt(tmp_path / "inf.txt", dtype)).all()
 
 
 # ---- moe_align_block_size ------------------------------------------------------------------------

@@ -447,3 +447,106 @@ def test_fp16_and_bf16_files_round_to_nearest_even_like_torch(tmp_path):
     want_b = torch.tensor(values, dtype=torch.float32).to(torch.bfloat16).float().tolist()
     assert [g[0] for g in got] == want_h
     assert [g[1] for g in got] == want_b
+
+
+def _dump_exe(tmp_path: Path, isa: str) -> list[str]:
+    """DUMP_C built for ``isa``: the command that runs it (under QEMU for rv64)."""
+    tc = Toolchain.for_isa(isa)
+    (tmp_path / "dump.c").write_text(DUMP_C)
+    tc.compile(tmp_path / "dump.c", tmp_path / "dump.o", ("-Wall", "-Wextra", "-Werror", f"-I{HEADER_DIR}"))
+    tc.link([tmp_path / "dump.o"], tmp_path / "dump")
+    return [*(qemu_command() if isa == RISCV_ISA else []), str(tmp_path / "dump")]
+
+
+@pytest.mark.parametrize("isa", [RISCV_ISA, "host"])
+def test_every_fp16_and_bf16_value_written_by_golden_reads_back_bit_for_bit(tmp_path, isa):
+    # all 65536 bit patterns of each type, written by golden.format_txt (the digits of its _DTYPES formats)
+    import numpy as np
+    import torch
+
+    from pytest_rvtune.golden import format_txt
+
+    bits = np.arange(65536, dtype=np.uint32)
+    half = bits.astype(np.uint16).view(np.float16)
+    bf16 = torch.from_numpy((bits << 16).view(np.float32).copy()).to(torch.bfloat16)
+    (tmp_path / "h.txt").write_bytes(format_txt(half.reshape(256, 256), "fp16"))
+    (tmp_path / "b.txt").write_bytes(format_txt(bf16.reshape(256, 256)))
+    out = subprocess.run([*_dump_exe(tmp_path, isa), str(tmp_path / "h.txt"), str(tmp_path / "b.txt")],
+                         capture_output=True, text=True, check=True, timeout=120)
+    got = np.array([[float(w) for w in ln.split()] for ln in out.stdout.splitlines()])
+    for column, want in ((got[:, 0], half.astype(np.float64)), (got[:, 1], bf16.double().numpy())):
+        same = (column == want) & (np.signbit(column) == np.signbit(want))
+        assert (same | (np.isnan(column) & np.isnan(want))).all(), np.flatnonzero(~same)[:5]
+
+
+@pytest.mark.parametrize("isa", [RISCV_ISA, "host"])
+def test_16_bit_values_are_rounded_once_from_the_decimal(tmp_path, isa):
+    # just above a half-way point of both types: through float they would round twice, down to 1.0
+    values = [1 + 2**-11 + 2**-40, 1 + 2**-8 + 2**-30, -(1 + 2**-11 + 2**-40)]
+    f = write_txt(tmp_path / "v.txt", 1, len(values), values, "{!r}")
+    out = subprocess.run([*_dump_exe(tmp_path, isa), str(f), str(f)], capture_output=True, text=True,
+                         check=True, timeout=60)
+    got = [tuple(float(w) for w in ln.split()) for ln in out.stdout.splitlines()]
+    assert got[0] == (1 + 2**-10, 1.0)  # fp16: up to the next value; bf16: below its half-way point
+    assert got[1] == (1 + 2**-8, 1 + 2**-7)  # 1 + 2**-8 is an fp16 value (nearest to the decimal)
+    assert got[2] == (-(1 + 2**-10), -1.0)
+
+
+# A copy kernel for each 16-bit type: y = x (fp16), yb = xb (bf16), as uint16_t patterns (the kernel ABI).
+HALF_KERNEL_C = r"""
+#include <stdint.h>
+void hk_kernel(uint16_t *x, uint16_t *y, uint16_t *xb, uint16_t *yb, int32_t n,
+               int32_t pid_x, int32_t pid_y, int32_t pid_z, uint32_t gx, uint32_t gy, uint32_t gz) {
+  (void)pid_x; (void)pid_y; (void)pid_z; (void)gx; (void)gy; (void)gz;
+  for (int32_t i = 0; i < n; i++) { y[i] = x[i]; yb[i] = xb[i]; }
+}
+"""
+HALF_ARGS = [HarnessArg("x", "*fp16", "in"), HarnessArg("y", "*fp16", "out"), HarnessArg("xb", "*bf16", "in"),
+             HarnessArg("yb", "*bf16", "out"), HarnessArg("n", "i32", "scalar")]
+
+
+@pytest.fixture(scope="module")
+def half_elf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("half_elf")
+    tc = Toolchain.for_isa(RISCV_ISA)
+    params = [_Param(a.name, "uint16_t *" if a.is_tensor else "int32_t") for a in HALF_ARGS]
+    src = launcher_sources("hk_kernel", params, ["BLOCK"])
+    (d / src.header_name).write_text(src.header)
+    files = {"kernel.c": HALF_KERNEL_C, src.launcher_name: src.launcher_c,
+             "consts.c": consts_source("hk_kernel", {"BLOCK": 1}), "harness.c": generate("hk_kernel", HALF_ARGS)}
+    objects = []
+    for name, text in files.items():
+        (d / name).write_text(text)
+        tc.compile(d / name, d / f"{name}.o", ("-Wall", "-Wextra", "-Werror", f"-I{HEADER_DIR}", f"-I{d}"))
+        objects.append(d / f"{name}.o")
+    tc.link(objects, d / "hk.elf")
+    return d / "hk.elf"
+
+
+@pytest.mark.parametrize(
+    ("expected_y", "expected_yb", "y_ok", "yb_ok"),
+    [
+        (1.0, 1.0, "ok", "ok"),
+        (1 + 2**-10, 1 + 2**-7, "ok", "ok"),  # one rounding step off: within fp16 rtol 1e-3 / bf16 rtol 1.6e-2
+        (1 + 2**-9, 1 + 2**-5, "bad", "bad"),  # two fp16 steps (2e-3), four bf16 steps (3.1e-2): beyond them
+    ],
+)
+def test_16_bit_outputs_are_checked_with_at_least_their_dtype_tolerance(half_elf, tmp_path, expected_y,
+                                                                        expected_yb, y_ok, yb_ok):
+    files = {name: write_txt(tmp_path / f"{name}.txt", 1, 2, [v, -v], "{!r}")
+             for name, v in (("x", 1.0), ("xb", 1.0), ("y", expected_y), ("yb", expected_yb))}
+    args = argv(HALF_ARGS, (1,), {"n": 2}, {"x": files["x"], "xb": files["xb"]},
+                {"y": files["y"], "yb": files["yb"]}, atol=0.0, rtol=0.0)  # the module asks for exactness
+    r = run(half_elf, "--runs", "1", *args)
+    assert (r.checks["y"]["status"], r.checks["yb"]["status"]) == (y_ok, yb_ok), r.stdout
+    assert float(r.checks["y"]["max_abs"]) == pytest.approx(expected_y - 1.0)  # compared in double, widened
+    assert r.returncode == (0 if y_ok == yb_ok == "ok" else 1)
+
+
+def test_a_looser_module_tolerance_still_applies_to_16_bit_outputs(half_elf, tmp_path):
+    files = {name: write_txt(tmp_path / f"{name}.txt", 1, 2, [v, -v], "{!r}")
+             for name, v in (("x", 1.0), ("xb", 1.0), ("y", 1.25), ("yb", 1.25))}
+    args = argv(HALF_ARGS, (1,), {"n": 2}, {"x": files["x"], "xb": files["xb"]},
+                {"y": files["y"], "yb": files["yb"]}, atol=0.3, rtol=0.0)
+    r = run(half_elf, "--runs", "1", *args)
+    assert r.returncode == 0 and r.checks["y"]["status"] == r.checks["yb"]["status"] == "ok", r.stdout

@@ -14,7 +14,8 @@
  *     --max-samples of them, each then the mean of several runs), so a machine's slow and fast spells
  *     both show in them;
  *   - `RVTUNE launches <n>` once the timing is done: how many times the kernel ran in all;
- *   - output checks |got - exp| <= atol + rtol * |exp| (NaN equal only to NaN), one
+ *   - output checks |got - exp| <= atol + rtol * |exp| (NaN equal only to NaN; fp16/bf16 compared in double
+ *     after widening, which is exact), one
  *     `RVTUNE check <name> ok|bad max_abs=<g> max_rel=<g> first_bad=<i> count=<n>` line each, where
  *     count is the number of mismatching elements and first_bad is -1 when there is none;
  *   - exit status: 0 every check ok (or --no-check), 1 wrong answer, 2 bad input.
@@ -169,12 +170,26 @@ static inline double rvtune_get(const rvtune_tensor *t, int64_t i) {
     }
 }
 
+/* v rounded to a binary float with `mant_bits` fraction bits and smallest normal exponent `min_exp`, to
+ * nearest, ties to even, in one step. fp16 is (10, -14), bf16 (7, -126). Going through float instead would
+ * round twice: 1 + 2^-11 + 2^-40 is first rounded to 1 + 2^-11 (a half-way point), then to 1.0 for fp16. */
+static inline double rvtune_round_binary(double v, int mant_bits, int min_exp) {
+    if (v == 0.0 || !isfinite(v)) return v;
+    int e;
+    frexp(v, &e);  /* |v| = m * 2^e, 0.5 <= m < 1: the leading bit is 2^(e-1) */
+    int lead = e - 1 < min_exp ? min_exp : e - 1;  /* subnormals keep the smallest normal's spacing */
+    return ldexp(nearbyint(ldexp(v, mant_bits - lead)), lead - mant_bits);  /* exact scalings around one rint */
+}
+
+/* A parsed value into element i: a 16-bit float is rounded once from the double (strtod's correctly rounded
+ * value), so every value a golden writer printed with enough digits reads back bit for bit. */
 static inline void rvtune_store_float(rvtune_tensor *t, int64_t i, double v) {
     switch (t->dtype) {
     case RVTUNE_F32: ((float *)t->data)[i] = (float)v; break;
     case RVTUNE_F64: ((double *)t->data)[i] = v; break;
-    case RVTUNE_F16: ((uint16_t *)t->data)[i] = rvtune_f32_to_f16((float)v); break;
-    default: ((uint16_t *)t->data)[i] = rvtune_f32_to_bf16((float)v); break;
+    /* the rounded value is exact in float (or beyond its range: inf), so the conversions below do not round */
+    case RVTUNE_F16: ((uint16_t *)t->data)[i] = rvtune_f32_to_f16((float)rvtune_round_binary(v, 10, -14)); break;
+    default: ((uint16_t *)t->data)[i] = rvtune_f32_to_bf16((float)rvtune_round_binary(v, 7, -126)); break;
     }
 }
 
