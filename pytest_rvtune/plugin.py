@@ -174,8 +174,8 @@ class RvtuneSession:
             return
         self.results_error_shown = True
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-        text = (f"rvtune: ERROR: {error}; items still run and report their verdicts, but their records are "
-                "lost: give a writable --rvtune-results PATH")
+        text = (f"rvtune: ERROR: {error}; items still run and report their verdicts, but records not written "
+                "are lost (the summary line counts them): make room or give another --rvtune-results PATH")
         if terminal is not None:
             terminal.ensure_newline()
             terminal.write_line(text, red=True, bold=True)
@@ -736,7 +736,8 @@ def _compare_with_base(session: RvtuneSession, record: dict[str, Any], target: A
 def _lost_records(session: RvtuneSession) -> str:
     if not session.results_errors:
         return ""
-    return f" ({len(session.results_errors)} records NOT written: {session.results_errors[0]})"
+    cause = session.results_errors[0].removeprefix(f"cannot write results to {session.results_path}: ")
+    return f"; {len(session.results_errors)} records NOT written: {cause}"
 
 
 def _is_controller(config: pytest.Config) -> bool:

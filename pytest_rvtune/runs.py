@@ -287,7 +287,8 @@ def _load_jsonl(path: Path, data: bytes) -> Run:
         by_key[record.key] = record
     if skipped and not by_key:
         number, why = skipped[0]
-        kind = "binary data, not a results file" if "UTF-8" in why else "not a results file"
+        binary = any(why.startswith(_BINARY) for _, why in skipped)
+        kind = "binary data, not a results file" if binary else "not a results file"
         raise RunFileError(f"{path}: {kind}: no line of it is an item record ({len(skipped)} unreadable line(s), "
                            f"the first {path}:{number}: {why}); give a .jsonl results file or a pytest-benchmark "
                            "--benchmark-json file")
@@ -298,6 +299,9 @@ def _load_jsonl(path: Path, data: bytes) -> Run:
                       f"{', '.join(str(n) for n, _ in skipped[WARNED_LINES:WARNED_LINES + 10])}"
                       f"{', ...' if len(skipped) > WARNED_LINES + 10 else ''})", RunFileWarning, stacklevel=3)
     return Run(path=path, records=list(by_key.values()), format="jsonl")
+
+
+_BINARY = ("not UTF-8 text", "NUL bytes")
 
 
 def _parse_line(raw: bytes) -> tuple[Any, str]:
