@@ -35,7 +35,7 @@ from pytest_rvtune.target_lock import exclusive
 from pytest_rvtune.verdict import OUTCOMES, Verdict
 
 RECORD_KEY = "rvtune_record"
-#: user_properties key of an item whose record could not be written: the why, for the controller to show.
+#: user_properties key of an item whose record could not be written: the cause, for the controller to show.
 RESULTS_ERROR_KEY = "rvtune_results_error"
 ITEM_KEY = pytest.StashKey["KernelItemInfo"]()
 DEFAULT_TARGET = "qemu"
@@ -125,7 +125,7 @@ class RvtuneSession:
         self.results_path = (Path(results).resolve() if results
                              else self.rootdir / ".rvtune" / "results" / f"{self.run_id}.jsonl")
         self._writer: ResultsWriter | None = None
-        self.results_errors: list[str] = []  # one per record not written (the controller's count, all workers)
+        self.results_errors: list[str] = []  # the cause, per record not written (controller: of all workers)
         self.results_error_shown = False
         self._earlier_rounds: dict[Any, Any] | None = None
         self.worker_id: str = workerinput["workerid"] if workerinput else "main"
@@ -167,15 +167,16 @@ class RvtuneSession:
             return  # workers: the controller says it; no kernels: nothing would be recorded anyway
         reason = unwritable_reason(self.results_path)
         if reason is not None:
-            self._show_results_error(f"cannot write results to {self.results_path}: {reason}")
+            self._show_results_error(reason)
 
-    def _show_results_error(self, error: str) -> None:
+    def _show_results_error(self, cause: str) -> None:
         if self.results_error_shown:
             return
         self.results_error_shown = True
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-        text = (f"rvtune: ERROR: {error}; items still run and report their verdicts, but records not written "
-                "are lost (the summary line counts them): make room or give another --rvtune-results PATH")
+        text = (f"rvtune: ERROR: cannot write results to {self.results_path}: {cause}; items still run and report "
+                "their verdicts, but records not written are lost (the summary line counts them): make room or give "
+                "another --rvtune-results PATH")
         if terminal is not None:
             terminal.ensure_newline()
             terminal.write_line(text, red=True, bold=True)
@@ -699,7 +700,7 @@ def _finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: Ite
     try:
         session.writer.append(record)  # at once: a killed run loses nothing that finished
     except ResultsWriteError as exc:  # a full disk or read-only location: the verdict still counts
-        request.node.user_properties.append((RESULTS_ERROR_KEY, str(exc)))
+        request.node.user_properties.append((RESULTS_ERROR_KEY, exc.cause))
     request.node.user_properties.append((RECORD_KEY, record))
     if not verdict.passed:
         pytest.fail(verdict.message, pytrace=False)
@@ -736,8 +737,7 @@ def _compare_with_base(session: RvtuneSession, record: dict[str, Any], target: A
 def _lost_records(session: RvtuneSession) -> str:
     if not session.results_errors:
         return ""
-    cause = session.results_errors[0].removeprefix(f"cannot write results to {session.results_path}: ")
-    return f"; {len(session.results_errors)} records NOT written: {cause}"
+    return f"; {len(session.results_errors)} records NOT written: {session.results_errors[0]}"
 
 
 def _is_controller(config: pytest.Config) -> bool:

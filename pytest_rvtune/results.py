@@ -28,6 +28,10 @@ LOCK_TIMEOUT_S = 300.0
 class ResultsWriteError(OSError):
     """A record could not be appended; the message names the results file and the cause."""
 
+    def __init__(self, code: int, path: Path, cause: str) -> None:
+        super().__init__(code, f"cannot write results to {path}: {cause}")
+        self.cause = cause  # e.g. "No space left on device"
+
     def __str__(self) -> str:
         return str(self.strerror)  # the message alone, without OSError's "[Errno 28]" in front
 
@@ -78,13 +82,12 @@ class ResultsWriter:
             with self._lock:
                 self._append_locked(line)
         except Timeout:
-            raise ResultsWriteError(errno.ETIMEDOUT, f"cannot write results to {self.path}: its lock "
-                                    f"{self._lock.lock_file} stayed taken for {LOCK_TIMEOUT_S:g} s") from None
+            raise ResultsWriteError(errno.ETIMEDOUT, self.path, f"its lock {self._lock.lock_file} stayed taken "
+                                    f"for {LOCK_TIMEOUT_S:g} s") from None
         except OSError as exc:
             cause = exc.strerror or str(exc)
             where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(self.path) else ""
-            raise ResultsWriteError(exc.errno or errno.EIO,
-                                    f"cannot write results to {self.path}: {cause}{where}") from None
+            raise ResultsWriteError(exc.errno or errno.EIO, self.path, f"{cause}{where}") from None
 
     def _append_locked(self, line: bytes) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
