@@ -273,27 +273,28 @@ def _whole_json(data: bytes) -> Any:
 
 def _load_jsonl(path: Path, data: bytes) -> Run:
     by_key: dict[tuple[str, str, str, str], Record] = {}
-    skipped: list[tuple[int, str]] = []  # (line number, why)
+    skipped: list[tuple[int, _BadLine]] = []
     for number, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
-        obj, why = _parse_line(raw)
-        if why:
-            skipped.append((number, why))
-            if obj is None:
-                continue
+        obj, bad = _parse_line(raw)
+        if bad is not None:
+            skipped.append((number, bad))
+        if obj is None:
+            continue
         record = record_from_dict(obj, f"{path}:{number}")
         by_key.pop(record.key, None)  # a re-recorded item (rerun) replaces the earlier line, keeping order
         by_key[record.key] = record
     if skipped and not by_key:
-        number, why = skipped[0]
-        binary = any(why.startswith(_BINARY) for _, why in skipped)
-        kind = "binary data, not a results file" if binary else "not a results file"
+        number, first = skipped[0]
+        kind = "binary data, not a results file" if any(b.binary for _, b in skipped) else "not a results file"
         raise RunFileError(f"{path}: {kind}: no line of it is an item record ({len(skipped)} unreadable line(s), "
-                           f"the first {path}:{number}: {why}); give a .jsonl results file or a pytest-benchmark "
-                           "--benchmark-json file")
-    for number, why in skipped[:WARNED_LINES]:
-        warnings.warn(f"{path}:{number}: {why}", RunFileWarning, stacklevel=3)
+                           f"the first, line {number}: {first.why}); give a .jsonl results file or a "
+                           "pytest-benchmark --benchmark-json file")
+    for number, bad in skipped[:WARNED_LINES]:
+        kept = (f"its first {bad.kept_from} characters skipped, the record after them kept" if bad.kept_from
+                else "skipped")
+        warnings.warn(f"{path}:{number}: {bad.why}: {kept}", RunFileWarning, stacklevel=3)
     if len(skipped) > WARNED_LINES:
         warnings.warn(f"{path}: {len(skipped) - WARNED_LINES} more unreadable line(s) skipped (lines "
                       f"{', '.join(str(n) for n, _ in skipped[WARNED_LINES:WARNED_LINES + 10])}"
@@ -301,20 +302,25 @@ def _load_jsonl(path: Path, data: bytes) -> Run:
     return Run(path=path, records=list(by_key.values()), format="jsonl")
 
 
-_BINARY = ("not UTF-8 text", "NUL bytes")
+@dataclass(frozen=True)
+class _BadLine:
+    """A line that is not one whole JSON value: why, whether it is binary, where a glued-on record starts."""
+
+    why: str
+    binary: bool = False
+    kept_from: int = 0  # > 0: a whole record starts at this character and was kept
 
 
-def _parse_line(raw: bytes) -> tuple[Any, str]:
-    """(the line's object, "") for a whole line; (None, why) for a torn or unreadable one; (object, why) for a
-    fragment an older writer glued a whole record to: the record after the fragment is kept."""
+def _parse_line(raw: bytes) -> tuple[Any, _BadLine | None]:
+    """The line's object (None if there is none) and what is wrong with the line (None if nothing)."""
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, f"not UTF-8 text (byte {exc.start}): skipped"
+        return None, _BadLine(f"not UTF-8 text (byte {exc.start})", binary=True)
     if "\0" in line:
-        return None, "NUL bytes (binary data or a crash's zero-filled block): skipped"
+        return None, _BadLine("NUL bytes (binary data or a crash's zero-filled block)", binary=True)
     try:
-        return json.loads(line), ""
+        return json.loads(line), None
     except json.JSONDecodeError as exc:
         why = f"not a JSON object ({exc.msg}), a torn line (a run killed mid-write or a full disk?)"
     # A fragment with a whole record glued on (written before the writer ended fragments): keep the record.
@@ -326,9 +332,9 @@ def _parse_line(raw: bytes) -> tuple[Any, str]:
             start = line.find('{"', start + 1)
             continue
         if isinstance(obj, dict) and all(name in obj for name in _REQUIRED):
-            return obj, f"{why}: its first {start} characters skipped, the record after them kept"
+            return obj, _BadLine(why, kept_from=start)
         break
-    return None, f"{why}: skipped"
+    return None, _BadLine(why)
 
 
 def _load_benchmark_json(path: Path, doc: dict[str, Any]) -> Run:
