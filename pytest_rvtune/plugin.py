@@ -140,18 +140,25 @@ class RvtuneSession:
         self.compare_thresholds = _compare_thresholds(config, self.compare_base)
         self.confirm_trials = _confirm_trials(config, self.compare_base, self.compare_thresholds)
         self.resume_index = _load_resume_index(config)
+        if self.results_path.is_file():  # read now: a file that is not a run (binary...) is refused before
+            self._earlier_rounds = self._load_earlier_rounds()  # anything runs or is appended to it
 
     def earlier_round(self, key: tuple[str, str, str, str]) -> Any:
         """The item's record from an earlier session in the same results file (a round to pool with)."""
         if self._earlier_rounds is None:
-            from pytest_rvtune.rounds import earlier_rounds
-            from pytest_rvtune.runs import RunFileError, load_run
-            try:  # allow_empty: a file a full disk or a kill left without a whole line is still ours to append to
-                run = load_run(self.results_path, allow_empty=True) if self.results_path.is_file() else None
-            except RunFileError as exc:
-                raise pytest.UsageError(f"--rvtune-results: {exc}; choose another file or fix this one") from None
-            self._earlier_rounds = earlier_rounds(run, self.run_id)
+            self._earlier_rounds = self._load_earlier_rounds()
         return self._earlier_rounds.get(key)
+
+    def _load_earlier_rounds(self) -> dict[Any, Any]:
+        from pytest_rvtune.rounds import earlier_rounds
+        # allow_empty: a file a full disk or a kill left without one whole line is still ours to append to
+        run = _read_run(self.config, self.results_path, "--rvtune-results", allow_empty=True,
+                        advice="; give another --rvtune-results file (this one is appended to)") \
+            if self.results_path.is_file() else None
+        if run is not None and run.format != "jsonl":
+            raise pytest.UsageError(f"--rvtune-results {self.results_path}: a {run.format} file; results are "
+                                    "appended as JSON lines, which would break it: give a .jsonl file")
+        return earlier_rounds(run, self.run_id)
 
     @property
     def writer(self) -> ResultsWriter:
@@ -290,16 +297,20 @@ def _load_run_option(config: pytest.Config, option: str) -> Any:
     path = config.getoption(option)
     if not path:
         return None
+    return _read_run(config, Path(path), f"--{option.replace('_', '-')}")
+
+
+def _read_run(config: pytest.Config, path: Path, option: str, allow_empty: bool = False, advice: str = "") -> Any:
+    """runs.load_run for an option: an unreadable file is a UsageError, a skipped torn line a pytest warning."""
     from pytest_rvtune.runs import RunFileError, RunFileWarning, load_run
-    name = f"--{option.replace('_', '-')}"
     try:
         with warnings.catch_warnings(record=True) as skipped:
             warnings.simplefilter("always", RunFileWarning)
-            run = load_run(Path(path))
+            run = load_run(path, allow_empty=allow_empty)
     except RunFileError as exc:
-        raise pytest.UsageError(f"{name}: {exc}") from None
+        raise pytest.UsageError(f"{option}: {exc}{advice}") from None
     for warning in skipped:  # torn lines: shown in the warnings summary, the rest of the file is used
-        config.issue_config_time_warning(pytest.PytestWarning(f"{name}: {warning.message}"), stacklevel=2)
+        config.issue_config_time_warning(pytest.PytestWarning(f"{option}: {warning.message}"), stacklevel=2)
     return run
 
 

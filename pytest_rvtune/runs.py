@@ -257,7 +257,7 @@ def load_run(path: str | Path, *, allow_empty: bool = False) -> Run:
     if isinstance(whole, dict) and "benchmarks" in whole:
         run = _load_benchmark_json(path, whole)
     else:
-        run = _load_jsonl(path, data)
+        run = _load_jsonl(path, data, allow_empty)
     if not run.records and not allow_empty:
         raise RunFileError(f"{path}: no item records in it (a pytest-benchmark JSON without benchmarks); give "
                            "a run that recorded items")
@@ -271,7 +271,7 @@ def _whole_json(data: bytes) -> Any:
         return None  # JSON lines (several objects) or broken: the line reader names the bad line
 
 
-def _load_jsonl(path: Path, data: bytes) -> Run:
+def _load_jsonl(path: Path, data: bytes, allow_empty: bool) -> Run:
     by_key: dict[tuple[str, str, str, str], Record] = {}
     skipped: list[tuple[int, _BadLine]] = []
     for number, raw in enumerate(data.split(b"\n"), 1):
@@ -285,7 +285,8 @@ def _load_jsonl(path: Path, data: bytes) -> Run:
         record = record_from_dict(obj, f"{path}:{number}")
         by_key.pop(record.key, None)  # a re-recorded item (rerun) replaces the earlier line, keeping order
         by_key[record.key] = record
-    if skipped and not by_key:
+    # Only torn records and nothing else: a results file killed during its first write, still ours to append to.
+    if skipped and not by_key and not (allow_empty and all(b.torn_record for _, b in skipped)):
         number, first = skipped[0]
         kind = "binary data, not a results file" if any(b.binary for _, b in skipped) else "not a results file"
         raise RunFileError(f"{path}: {kind}: no line of it is an item record ({len(skipped)} unreadable line(s), "
@@ -309,6 +310,7 @@ class _BadLine:
     why: str
     binary: bool = False
     kept_from: int = 0  # > 0: a whole record starts at this character and was kept
+    torn_record: bool = False  # starts as every record does: a record cut short, not some other file's text
 
 
 def _parse_line(raw: bytes) -> tuple[Any, _BadLine | None]:
@@ -322,7 +324,9 @@ def _parse_line(raw: bytes) -> tuple[Any, _BadLine | None]:
     try:
         return json.loads(line), None
     except json.JSONDecodeError as exc:
-        why = f"not a JSON object ({exc.msg}), a torn line (a run killed mid-write or a full disk?)"
+        torn = line.startswith('{"')  # starts as every record does: a record cut short, not some other text
+        why = f"not a JSON object ({exc.msg})" + (", a torn line (a run killed mid-write or a full disk?)" if torn
+                                                  else "")
     # A fragment with a whole record glued on (written before the writer ended fragments): keep the record.
     start = line.find('{"', 1)
     while start != -1:
@@ -332,9 +336,9 @@ def _parse_line(raw: bytes) -> tuple[Any, _BadLine | None]:
             start = line.find('{"', start + 1)
             continue
         if isinstance(obj, dict) and all(name in obj for name in _REQUIRED):
-            return obj, _BadLine(why, kept_from=start)
+            return obj, _BadLine(why, kept_from=start, torn_record=True)
         break
-    return None, _BadLine(why)
+    return None, _BadLine(why, torn_record=torn)
 
 
 def _load_benchmark_json(path: Path, doc: dict[str, Any]) -> Run:

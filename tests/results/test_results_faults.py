@@ -285,6 +285,31 @@ def test_pytest_names_a_file_that_is_not_a_run_as_a_usage_error(kind: str, optio
     assert not (tmp_path / "run.jsonl").exists()  # nothing ran
 
 
+@pytest.mark.parametrize("kind", ["binary", "garbage", "benchmark"])
+def test_a_results_file_that_is_not_ours_is_refused_before_anything_is_appended(kind: str, tmp_path: Path) -> None:
+    content = json.dumps({"benchmarks": [{"name": "x", "extra_info": make_record("softmax", "small", {}, [1.0])}]})
+    bad = tmp_path / f"{kind}.out"
+    bad.write_bytes(NOT_RUNS[kind][0] if kind in NOT_RUNS else content.encode())
+    before = bad.read_bytes()
+    done = _suite(bad)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout[-2000:] + done.stderr[-2000:]
+    message = NOT_RUNS[kind][1] if kind in NOT_RUNS else "a pytest-benchmark file; results are appended as JSON lines"
+    assert done.stderr.startswith(f"ERROR: --rvtune-results{':' if kind in NOT_RUNS else ''} {bad}: {message}")
+    assert bad.read_bytes() == before
+
+
+@pytest.mark.parametrize("content", ["", FRAGMENT], ids=["empty", "torn-first-line"])
+def test_a_results_file_without_a_whole_line_is_appended_to(content: str, tmp_path: Path) -> None:
+    """A session killed in its first write (or by a full disk) leaves such a file: the next round appends."""
+    path = tmp_path / "run.jsonl"
+    path.write_text(content)
+    done = _suite(path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = path.read_text().splitlines()
+    assert lines[:-2] == ([FRAGMENT] if content else [])
+    assert [json.loads(line)["outcome"] for line in lines[-2:]] == ["passed", "passed"]
+
+
 def test_resume_says_when_nothing_can_be_resumed(good_run: Path, tmp_path: Path) -> None:
     crashed = write_jsonl(tmp_path / "crashed.jsonl",
                           [make_record("softmax", "small", {"BLOCK_SIZE_M": 1}, [], outcome="crashed")])
