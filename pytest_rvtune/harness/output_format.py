@@ -79,14 +79,14 @@ def _rule(source: str, section: str, table: Any) -> Rule:
     try:
         regex = re.compile(text)
     except re.error as exc:
-        raise OutputFormatError(f"{where}.regex {text!r} is not a valid regex: {exc}") from None
+        raise OutputFormatError(f"{where}.regex '{text}' is not a valid regex: {exc}") from None
     missing = [g for g in required if g not in regex.groupindex]
     if missing:
-        raise OutputFormatError(f"{where}.regex {text!r} lacks the named group(s) "
+        raise OutputFormatError(f"{where}.regex '{text}' lacks the named group(s) "
                                 f"{', '.join(f'(?P<{g}>...)' for g in missing)}")
     stray = set(regex.groupindex) - {*required, *optional}
     if stray:
-        raise OutputFormatError(f"{where}.regex {text!r}: unknown named group(s) {', '.join(sorted(stray))} "
+        raise OutputFormatError(f"{where}.regex '{text}': unknown named group(s) {', '.join(sorted(stray))} "
                                 f"(known: {', '.join((*required, *optional))})")
     options = {k: table[k] for k in extra if k in table}
     if section == "sample" and options.get("unit") not in UNITS_NS:
