@@ -36,7 +36,7 @@ def test_paths_that_could_escape_or_mislead_are_refused(data: Path, key: str, me
 def test_a_missing_source_and_a_file_used_as_a_directory_are_refused(data: Path, tmp_path: Path):
     with pytest.raises(RunFilesError, match=r"run file 'x.txt': its source .*nope.txt is not a file"):
         run_dir_files({"x.txt": tmp_path / "nope.txt"})
-    with pytest.raises(RunFilesError, match="run files 'a' and 'a/b.txt': the first is a file"):
+    with pytest.raises(RunFilesError, match=r"run files 'a' and 'a/b\.txt': the first is a file"):
         run_dir_files({"a/b.txt": data, "a": data})
 
 
