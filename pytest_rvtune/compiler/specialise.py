@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 
-def specialise_ones(values: Mapping[str, int | float | bool], constexpr_names: Collection[str] = ()) -> dict[str, int]:
-    """The arguments of ``values`` (name -> launch value) that Triton specialises: ints (not bools) equal to 1
-    and not already constexprs. Pass the result as extra constexprs to ``compile_kernel``."""
+def specialise_ones(values: Mapping[str, int | float | bool], constexpr_names: Collection[str] = (),
+                    do_not_specialise: Collection[str] = ()) -> dict[str, int]:
+    """The arguments of ``values`` (name -> launch value) that Triton specialises: ints (not bools) equal to 1,
+    not already constexprs and not in the kernel's ``do_not_specialize`` list. Pass the result as extra
+    constexprs to ``compile_kernel``."""
+    skip = {*constexpr_names, *do_not_specialise}
     return {name: 1 for name, value in values.items()
-            if name not in constexpr_names and isinstance(value, int) and not isinstance(value, bool)
-            and value == 1}
+            if name not in skip and isinstance(value, int) and not isinstance(value, bool) and value == 1}

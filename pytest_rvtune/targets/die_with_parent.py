@@ -21,9 +21,17 @@ from pytest_rvtune.toolchain import HOST_ISA, Toolchain
 SOURCE = Path(__file__).resolve().parent / "die_with_parent.c"
 
 
-@functools.cache
 def wrapper_path() -> Path:
-    """The built wrapper (compiled on first use, then taken from the cache)."""
+    """The built wrapper in the current build cache (compiled on first use there)."""
+    path = _built_in(cache_dir())
+    if not path.is_file():  # the cache was cleaned under us: build it again
+        _built_in.cache_clear()
+        path = _built_in(cache_dir())
+    return path
+
+
+@functools.cache
+def _built_in(root: Path) -> Path:
     tc = Toolchain.for_isa(HOST_ISA)
     text = SOURCE.read_text()
     key = cache_key(kind="die_with_parent", source=text, toolchain=tc.fingerprint())
@@ -32,7 +40,7 @@ def wrapper_path() -> Path:
         tc.compile(SOURCE, tmp / "die_with_parent.o")
         tc.link([tmp / "die_with_parent.o"], tmp / "die_with_parent", libs=())
 
-    entry, _ = BuildCache(cache_dir()).get_or_build("tools", key, build)
+    entry, _ = BuildCache(root).get_or_build("tools", key, build)
     return entry / "die_with_parent"
 
 

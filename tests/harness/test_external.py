@@ -93,6 +93,7 @@ def average_time_ns(stderr: str) -> int:
 def test_specialise_ones_picks_the_ints_equal_to_one_as_triton_does():
     values = {"M": 1, "stride": 1, "flag": True, "scale": 1.0, "n": 16, "BLOCK": 1}
     assert specialise_ones(values, constexpr_names={"BLOCK"}) == {"M": 1, "stride": 1}
+    assert specialise_ones(values, {"BLOCK"}, do_not_specialise={"M"}) == {"stride": 1}
     assert specialise_ones(mm_launch_values()) == {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1}
 
 
