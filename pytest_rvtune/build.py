@@ -105,9 +105,10 @@ def generic_argv(launch: Any, harness_args: Sequence[generic.HarnessArg], inputs
 
 
 # ------------------------------------------------------------------------------------------ objects
-def _compile_object(tc: Toolchain, kind: str, key: str, source_name: str, source_text: str,
-                    include_dirs: Sequence[Path], extra: tuple[str, ...] = ()) -> tuple[Path, bool]:
-    """Compile one source text to ``<entry>/obj.o`` in the cache (entry keyed by ``key``)."""
+def compile_object(tc: Toolchain, kind: str, key: str, source_name: str, source_text: str,
+                   include_dirs: Sequence[Path], extra: tuple[str, ...] = ()) -> tuple[Path, bool]:
+    """Compile one source text to ``<entry>/obj.o`` in the cache (entry keyed by ``key``, which must cover
+    everything the object depends on: the text, the headers it includes, the toolchain, the flags)."""
 
     def build(tmp: Path) -> None:
         src = tmp / source_name
@@ -135,7 +136,7 @@ def harness_object(tc: Toolchain, symbol: str, launcher_header: Path, main_cpp: 
     key = cache_key(kind="harness", version=BUILD_VERSION, source=source, name=name,
                     support=HEADER.read_text(), launcher_header=header_text, toolchain=tc.fingerprint(),
                     driver=driver.cc, extra=extra)
-    return _compile_object(driver, "harness", key, name, source, [HEADER_DIR, launcher_header.parent], extra)
+    return compile_object(driver, "harness", key, name, source, [HEADER_DIR, launcher_header.parent], extra)
 
 
 def disassemble(tc: Toolchain, elf: Path, symbols: Sequence[str], out: Path) -> None:
@@ -156,18 +157,24 @@ def code_symbols(obj: Path) -> list[str]:
     return [f[2] for f in (line.split() for line in proc.stdout.splitlines()) if len(f) == 3 and f[1] in "Tt"]
 
 
-def link_elf(tc: Toolchain, objects: Sequence[Path], symbol: str, cxx: bool) -> tuple[Path, Path, bool]:
-    """Link objects into the content-addressed ELF cache: (elf, asm, cache_hit). objects[0] is the kernel's:
-    its functions are what the .s shows."""
+def link_elf(tc: Toolchain, objects: Sequence[Path], symbol: str, cxx: bool,
+             kernels: Sequence[tuple[str, Path]] | None = None) -> tuple[Path, Path, bool]:
+    """Link objects into the content-addressed ELF cache as ``<symbol>.<rv64|host>.elf``: (elf, asm,
+    cache_hit). ``kernels`` (kernel name, kernel object) are what the .s shows: each kernel's functions and
+    its wrapper; by default the one kernel ``symbol`` whose object is objects[0]."""
     linker = cxx_toolchain(tc) if cxx else tc
+    shown = [(symbol, objects[0])] if kernels is None else list(kernels)
     key = cache_key(kind="elf", version=BUILD_VERSION, objects=[sha256_file(o) for o in objects],
-                    toolchain=tc.fingerprint(), linker=linker.cc)
+                    toolchain=tc.fingerprint(), linker=linker.cc, name=symbol,
+                    shown=[[name, sha256_file(obj)] for name, obj in shown])
     elf_name = f"{symbol}.{'rv64' if tc.isa == RISCV_ISA else 'host'}.elf"
 
     def build(tmp: Path) -> None:
         # objects are read from their own cache entries, which are immutable once published
         linker.link(list(objects), tmp / elf_name)
-        symbols = dict.fromkeys([symbol, *code_symbols(objects[0]), f"{symbol}_wrap"])
+        symbols: dict[str, None] = {}
+        for name, obj in shown:
+            symbols.update(dict.fromkeys([name, *code_symbols(obj), f"{name}_wrap"]))
         disassemble(tc, tmp / elf_name, list(symbols), tmp / f"{elf_name}.s")
 
     entry, hit = _cache().get_or_build("elf", key, build)

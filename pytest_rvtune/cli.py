@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 #: Modules of pytest_rvtune that each contribute one or more subcommands.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
@@ -26,14 +27,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pytest_rvtune.runs import RunFileError
+    from pytest_rvtune.runs import RunFileError, RunFileWarning
 
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except RunFileError as exc:  # a results file that cannot be read: its message names file, line, what to do
-        print(f"rvtune {args.command}: {exc}", file=sys.stderr)
-        return 2
+
+    def show(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+        if issubclass(category, RunFileWarning):  # a skipped torn line: file:line and why, no source location
+            print(f"rvtune {args.command}: warning: {message}", file=sys.stderr)
+        else:
+            default_show(message, category, *_, **__)  # type: ignore[arg-type]
+
+    default_show = warnings.showwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", RunFileWarning)
+        warnings.showwarning = show
+        try:
+            return int(args.func(args) or 0)
+        except RunFileError as exc:  # a results file that cannot be read: its message names file, line, what to do
+            print(f"rvtune {args.command}: {exc}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

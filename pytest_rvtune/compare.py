@@ -380,6 +380,18 @@ def _drift_warning(base: Run, new: Run, noise: NoiseFloors | None) -> str | None
     return None
 
 
+def nothing_compared_reason(base: Run, new: Run) -> str:
+    """Why no item of ``new`` is in ``base``: items match by target, kernel, case and config id."""
+    for what, index in (("target", 0), ("kernel", 1), ("case", 2)):
+        ours, theirs = {r.key[index] for r in base.records}, {r.key[index] for r in new.records}
+        if not ours & theirs:
+            return (f"the base run has {what}(s) {', '.join(sorted(ours))} and the new run "
+                    f"{', '.join(sorted(theirs))}; items match by target, kernel, case and config: compare two "
+                    f"runs of the same {what}")
+    return ("no item (target, kernel, case, config) of the new run is in the base run: were they run with "
+            "different --rvtune-config or -k selections?")
+
+
 def run_compare(args: argparse.Namespace) -> int:
     try:
         thresholds = Thresholds.parse(args.threshold, alpha=args.alpha, min_samples=args.min_samples,
@@ -411,6 +423,11 @@ def run_compare(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     print(f"\n{len(verdicts)} items: {summary}; {len(warnings)} warnings", file=sys.stderr)
+    compared = len(verdicts) - counts.get("new", 0) - counts.get("missing", 0)
+    print(f"compared {compared} of the base run's {len(base.records)} items", file=sys.stderr)
+    if not compared:
+        print(f"rvtune compare: nothing compared: {nothing_compared_reason(base, new)}", file=sys.stderr)
+        return 2
     regressions = [v for v in verdicts if v.regressed]
     for v in regressions:
         print(f"REGRESSION {v.message}", file=sys.stderr)

@@ -249,4 +249,8 @@ def run_export(args: argparse.Namespace) -> int:
             parts += [f"ties in {', '.join(ties)}"] if ties else []
         print(f"{path}: " + "; ".join(parts))
         written += 1
-    return 0 if written else 1
+    if not written:
+        print(f"rvtune export-best: nothing exported: no kernel of {args.run} has a passed item ({len(run.records)} "
+              "items, none valid)", file=sys.stderr)
+        return 1
+    return 0

@@ -9,6 +9,8 @@ The harness prints one machine-readable line per fact (docs/contracts.md):
 
 Every other line is free text and ignored. A line that starts with ``RVTUNE`` but does not parse is a harness
 bug: it is reported as an error (naming the line) instead of being dropped, so it cannot pass as "no check".
+
+This is the default output format; a user's own harness is read through harness/output_format.py instead.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import os
 import platform
 import re
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,11 +30,13 @@ from pytest_rvtune.item_runner import (
     item_error,
     run_item,
 )
-from pytest_rvtune.results import ResultsWriter, new_run_id
+from pytest_rvtune.results import ResultsWriteError, ResultsWriter, new_run_id, unwritable_reason
 from pytest_rvtune.target_lock import exclusive
 from pytest_rvtune.verdict import OUTCOMES, Verdict
 
 RECORD_KEY = "rvtune_record"
+#: user_properties key of an item whose record could not be written: the cause, for the controller to show.
+RESULTS_ERROR_KEY = "rvtune_results_error"
 ITEM_KEY = pytest.StashKey["KernelItemInfo"]()
 DEFAULT_TARGET = "qemu"
 DEFAULT_TIMEOUT = 300.0
@@ -122,6 +125,8 @@ class RvtuneSession:
         self.results_path = (Path(results).resolve() if results
                              else self.rootdir / ".rvtune" / "results" / f"{self.run_id}.jsonl")
         self._writer: ResultsWriter | None = None
+        self.results_errors: list[str] = []  # the cause, per record not written (controller: of all workers)
+        self.results_error_shown = False
         self._earlier_rounds: dict[Any, Any] | None = None
         self.worker_id: str = workerinput["workerid"] if workerinput else "main"
         self._configs: dict[str, Any] | None = None
@@ -135,24 +140,53 @@ class RvtuneSession:
         self.compare_thresholds = _compare_thresholds(config, self.compare_base)
         self.confirm_trials = _confirm_trials(config, self.compare_base, self.compare_thresholds)
         self.resume_index = _load_resume_index(config)
+        if self.results_path.is_file():  # read now: a file that is not a run (binary...) is refused before
+            self._earlier_rounds = self._load_earlier_rounds()  # anything runs or is appended to it
 
     def earlier_round(self, key: tuple[str, str, str, str]) -> Any:
         """The item's record from an earlier session in the same results file (a round to pool with)."""
         if self._earlier_rounds is None:
-            from pytest_rvtune.rounds import earlier_rounds
-            from pytest_rvtune.runs import RunFileError, load_run
-            try:
-                run = load_run(self.results_path) if self.results_path.is_file() else None
-            except RunFileError as exc:
-                raise pytest.UsageError(f"--rvtune-results: {exc}; choose another file or fix this one") from None
-            self._earlier_rounds = earlier_rounds(run, self.run_id)
+            self._earlier_rounds = self._load_earlier_rounds()
         return self._earlier_rounds.get(key)
+
+    def _load_earlier_rounds(self) -> dict[Any, Any]:
+        from pytest_rvtune.rounds import earlier_rounds
+        # allow_empty: a file a full disk or a kill left without one whole line is still ours to append to
+        run = _read_run(self.config, self.results_path, "--rvtune-results", allow_empty=True,
+                        advice="; give another --rvtune-results file (this one is appended to)") \
+            if self.results_path.is_file() else None
+        if run is not None and run.format != "jsonl":
+            raise pytest.UsageError(f"--rvtune-results {self.results_path}: a {run.format} file; results are "
+                                    "appended as JSON lines, which would break it: give a .jsonl file")
+        return earlier_rounds(run, self.run_id)
 
     @property
     def writer(self) -> ResultsWriter:
         if self._writer is None:  # created on first use, so plain test runs leave no results directory
             self._writer = ResultsWriter(self.results_path)
         return self._writer
+
+    @pytest.hookimpl(trylast=True)  # after the terminal's header: the first thing under it
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Say at once when the results file cannot be written (a read-only location): the items still run."""
+        explicit = self.config.getoption("rvtune_results") is not None
+        if not _is_controller(self.config) or not (explicit or any(d.is_dir() for d in self.kernel_dirs)):
+            return  # workers: the controller says it; no kernels: nothing would be recorded anyway
+        reason = unwritable_reason(self.results_path)
+        if reason is not None:
+            self._show_results_error(reason)
+
+    def _show_results_error(self, cause: str) -> None:
+        if self.results_error_shown:
+            return
+        self.results_error_shown = True
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        text = (f"rvtune: ERROR: cannot write results to {self.results_path}: {cause}; items still run and report "
+                "their verdicts, but records not written are lost (the summary line counts them): make room or give "
+                "another --rvtune-results PATH")
+        if terminal is not None:
+            terminal.ensure_newline()
+            terminal.write_line(text, red=True, bold=True)
 
     def target_configs(self) -> dict[str, Any]:
         """Built-in and configured targets, read on first use: a broken rvtune.toml does not stop a plain
@@ -217,6 +251,10 @@ class RvtuneSession:
         """In the process that owns pytest-benchmark (xdist controller or the only process): tally, merge."""
         if not _is_controller(self.config) or report.when != "call":
             return
+        error = next((value for key, value in report.user_properties if key == RESULTS_ERROR_KEY), None)
+        if error is not None:
+            self.results_errors.append(error)
+            self._show_results_error(error)  # once, when it first happens (unless said at the start)
         record = next((value for key, value in report.user_properties if key == RECORD_KEY), None)
         if record is None:
             return
@@ -259,11 +297,21 @@ def _load_run_option(config: pytest.Config, option: str) -> Any:
     path = config.getoption(option)
     if not path:
         return None
-    from pytest_rvtune.runs import RunFileError, load_run
+    return _read_run(config, Path(path), f"--{option.replace('_', '-')}")
+
+
+def _read_run(config: pytest.Config, path: Path, option: str, allow_empty: bool = False, advice: str = "") -> Any:
+    """runs.load_run for an option: an unreadable file is a UsageError, a skipped torn line a pytest warning."""
+    from pytest_rvtune.runs import RunFileError, RunFileWarning, load_run
     try:
-        return load_run(Path(path))
+        with warnings.catch_warnings(record=True) as skipped:
+            warnings.simplefilter("always", RunFileWarning)
+            run = load_run(path, allow_empty=allow_empty)
     except RunFileError as exc:
-        raise pytest.UsageError(f"--{option.replace('_', '-')}: {exc}") from None
+        raise pytest.UsageError(f"{option}: {exc}{advice}") from None
+    for warning in skipped:  # torn lines: shown in the warnings summary, the rest of the file is used
+        config.issue_config_time_warning(pytest.PytestWarning(f"{option}: {warning.message}"), stacklevel=2)
+    return run
 
 
 def _compare_thresholds(config: pytest.Config, base: Any) -> Any:
@@ -318,8 +366,14 @@ def _load_resume_index(config: pytest.Config) -> dict[Any, Any]:
     run = _load_run_option(config, "rvtune_resume")
     if run is None:
         return {}
-    from pytest_rvtune.runs import completed_items
-    return completed_items(run)
+    from pytest_rvtune.runs import RESUMABLE_OUTCOMES, completed_items
+    done = completed_items(run)
+    if not done:
+        config.issue_config_time_warning(pytest.PytestWarning(
+            f"--rvtune-resume {run.path}: none of its {len(run.records)} items can be resumed (only "
+            f"{' or '.join(sorted(RESUMABLE_OUTCOMES))} items with their ELF and golden hashes): every item runs"),
+            stacklevel=2)
+    return done
 
 
 def _session(config: pytest.Config) -> RvtuneSession:
@@ -657,7 +711,10 @@ def _finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: Ite
     if verdict.passed and session.compare_base is not None:
         verdict = _compare_with_base(session, record, target) or verdict
         record["outcome"], record["message"] = verdict.outcome, ("" if verdict.passed else verdict.message)
-    session.writer.append(record)  # at once: a killed run loses nothing that finished
+    try:
+        session.writer.append(record)  # at once: a killed run loses nothing that finished
+    except ResultsWriteError as exc:  # a full disk or read-only location: the verdict still counts
+        request.node.user_properties.append((RESULTS_ERROR_KEY, exc.cause))
     request.node.user_properties.append((RECORD_KEY, record))
     if not verdict.passed:
         pytest.fail(verdict.message, pytrace=False)
@@ -691,6 +748,12 @@ def _compare_with_base(session: RvtuneSession, record: dict[str, Any], target: A
 
 
 # --------------------------------------------------------------------------------------------- reporting
+def _lost_records(session: RvtuneSession) -> str:
+    if not session.results_errors:
+        return ""
+    return f"; {len(session.results_errors)} records NOT written: {session.results_errors[0]}"
+
+
 def _is_controller(config: pytest.Config) -> bool:
     return not hasattr(config, "workerinput")
 
@@ -794,7 +857,7 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     terminalreporter.write_line(
         f"rvtune: {counts}{resumed}; build cache {tally['cache_hit']} hits / {tally['cache_miss']} misses; "
         f"building {session.seconds['build']:.1f} s, running {session.seconds['run']:.1f} s; "
-        f"results: {session.results_path}")
+        f"results: {session.results_path}{_lost_records(session)}")
     if session.unconfirmed:
         from pytest_rvtune.confirm import describe_unconfirmed
         terminalreporter.write_line(describe_unconfirmed(session.unconfirmed))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,49 +227,118 @@ def metric_samples(record: Record, metric: str) -> list[float]:
 # --- loading ---------------------------------------------------------------------------------------------
 
 
-def load_run(path: str | Path) -> Run:
-    """Read our results JSONL or a pytest-benchmark JSON file. Raises RunFileError naming the problem."""
+class RunFileWarning(UserWarning):
+    """Part of a results file was skipped (a torn line); the message names the file and line."""
+
+
+#: Skipped lines warned about one by one; beyond this, one warning counts the rest.
+WARNED_LINES = 5
+
+
+def load_run(path: str | Path, *, allow_empty: bool = False) -> Run:
+    """Read our results JSONL or a pytest-benchmark JSON file. Raises RunFileError naming the problem.
+
+    Torn lines (a write cut short by a kill or a full disk, anywhere in the file) are skipped with a
+    RunFileWarning naming file:line; the rest of the file still counts. A file without a single record is an
+    error (it is not a run, or it was garbled) unless ``allow_empty`` (a results file about to be appended to)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such results file (give a .jsonl results file or a "
                            "pytest-benchmark --benchmark-json file)") from None
     except OSError as exc:
-        raise RunFileError(f"{path}: cannot read: {exc}") from None
-    if not text.strip():
+        raise RunFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not data.strip():
+        if allow_empty:
+            return Run(path=path, records=[], format="jsonl")
         raise RunFileError(f"{path}: empty results file (did the run record any item?)")
-    whole = _whole_json(text)
+    whole = _whole_json(data)
     if isinstance(whole, dict) and "benchmarks" in whole:
-        return _load_benchmark_json(path, whole)
-    return _load_jsonl(path, text)
+        run = _load_benchmark_json(path, whole)
+    else:
+        run = _load_jsonl(path, data, allow_empty)
+    if not run.records and not allow_empty:
+        raise RunFileError(f"{path}: no item records in it (a pytest-benchmark JSON without benchmarks); give "
+                           "a run that recorded items")
+    return run
 
 
-def _whole_json(text: str) -> Any:
+def _whole_json(data: bytes) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return None  # JSON lines (several objects) or broken: the line reader names the bad line
 
 
-def _load_jsonl(path: Path, text: str) -> Run:
+def _load_jsonl(path: Path, data: bytes, allow_empty: bool) -> Run:
     by_key: dict[tuple[str, str, str, str], Record] = {}
-    lines = text.splitlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+    skipped: list[tuple[int, _BadLine]] = []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(lines):
-                # A run killed mid-write leaves a torn last line: everything before it is still good.
-                continue
-            raise RunFileError(f"{path}:{number}: not a JSON object ({exc.msg}); each line of a results "
-                               "file is one item") from None
+        obj, bad = _parse_line(raw)
+        if bad is not None:
+            skipped.append((number, bad))
+        if obj is None:
+            continue
         record = record_from_dict(obj, f"{path}:{number}")
         by_key.pop(record.key, None)  # a re-recorded item (rerun) replaces the earlier line, keeping order
         by_key[record.key] = record
+    # Only torn records and nothing else: a results file killed during its first write, still ours to append to.
+    if skipped and not by_key and not (allow_empty and all(b.torn_record for _, b in skipped)):
+        number, first = skipped[0]
+        kind = "binary data, not a results file" if any(b.binary for _, b in skipped) else "not a results file"
+        raise RunFileError(f"{path}: {kind}: no line of it is an item record ({len(skipped)} unreadable line(s), "
+                           f"the first, line {number}: {first.why}); give a .jsonl results file or a "
+                           "pytest-benchmark --benchmark-json file")
+    for number, bad in skipped[:WARNED_LINES]:
+        kept = (f"its first {bad.kept_from} characters skipped, the record after them kept" if bad.kept_from
+                else "skipped")
+        warnings.warn(f"{path}:{number}: {bad.why}: {kept}", RunFileWarning, stacklevel=3)
+    if len(skipped) > WARNED_LINES:
+        warnings.warn(f"{path}: {len(skipped) - WARNED_LINES} more unreadable line(s) skipped (lines "
+                      f"{', '.join(str(n) for n, _ in skipped[WARNED_LINES:WARNED_LINES + 10])}"
+                      f"{', ...' if len(skipped) > WARNED_LINES + 10 else ''})", RunFileWarning, stacklevel=3)
     return Run(path=path, records=list(by_key.values()), format="jsonl")
+
+
+@dataclass(frozen=True)
+class _BadLine:
+    """A line that is not one whole JSON value: why, whether it is binary, where a glued-on record starts."""
+
+    why: str
+    binary: bool = False
+    kept_from: int = 0  # > 0: a whole record starts at this character and was kept
+    torn_record: bool = False  # starts as every record does: a record cut short, not some other file's text
+
+
+def _parse_line(raw: bytes) -> tuple[Any, _BadLine | None]:
+    """The line's object (None if there is none) and what is wrong with the line (None if nothing)."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, _BadLine(f"not UTF-8 text (byte {exc.start})", binary=True)
+    if "\0" in line:
+        return None, _BadLine("NUL bytes (binary data or a crash's zero-filled block)", binary=True)
+    try:
+        return json.loads(line), None
+    except json.JSONDecodeError as exc:
+        torn = line.startswith('{"')  # starts as every record does: a record cut short, not some other text
+        why = f"not a JSON object ({exc.msg})" + (", a torn line (a run killed mid-write or a full disk?)" if torn
+                                                  else "")
+    # A fragment with a whole record glued on (written before the writer ended fragments): keep the record.
+    start = line.find('{"', 1)
+    while start != -1:
+        try:
+            obj = json.loads(line[start:])
+        except json.JSONDecodeError:
+            start = line.find('{"', start + 1)
+            continue
+        if isinstance(obj, dict) and all(name in obj for name in _REQUIRED):
+            return obj, _BadLine(why, kept_from=start, torn_record=True)
+        break
+    return None, _BadLine(why, torn_record=torn)
 
 
 def _load_benchmark_json(path: Path, doc: dict[str, Any]) -> Run:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal as signal_module
 from dataclasses import dataclass
 
-from pytest_rvtune.targets.base import RunResult
+from pytest_rvtune.targets.base import Check, RunResult
 
 OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout", "error")
 
@@ -39,6 +39,16 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def describe_bad_check(check: Check) -> str:
+    """What a failed check says; a harness in another output format may not print every figure."""
+    parts = [f"max abs error {check.max_abs:.3g}" if check.sizes_given else "",
+             f"max rel error {check.max_rel:.3g}" if check.sizes_given else "",
+             f"first bad index {check.first_bad}" if check.first_bad >= 0 else "",
+             f"{check.count} elements wrong" if check.count >= 0 else ""]
+    known = [p for p in parts if p]
+    return f"{check.name}: " + (", ".join(known) if known else "not OK (the harness gives no details)")
+
+
 def judge(result: RunResult, *, what: str, timeout: float, check: bool = True) -> Verdict:
     """Classify a run. ``what`` names the item (kernel, case, config, target) in every message."""
     output = f"{result.stdout}\n{result.stderr}"
@@ -53,9 +63,7 @@ def judge(result: RunResult, *, what: str, timeout: float, check: bool = True) -
                                 + "\n".join(f"    {e}" for e in result.errors))
     bad = [c for c in result.checks if not c.ok]
     if bad:
-        lines = [f"    {c.name}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g}, "
-                 f"first bad index {c.first_bad}, {c.count} elements wrong" for c in bad]
-        return Verdict("wrong", f"{what}: wrong answer\n" + "\n".join(lines))
+        return Verdict("wrong", f"{what}: wrong answer\n" + "\n".join(f"    {describe_bad_check(c)}" for c in bad))
     if result.returncode != 0:
         return Verdict("crashed", f"{what}: exited with status {result.returncode}; output tail:\n"
                                   f"{_tail(output)}")

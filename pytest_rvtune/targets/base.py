@@ -2,29 +2,36 @@
 
 A target knows how to put files where an ELF can read them and how to run that ELF once; it knows
 nothing of pytest, kernels or golden data. Arguments that are files are given as ``Path`` objects and the
-target substitutes the path the ELF sees (a local path, or a content-addressed file on a board).
+target substitutes the path the ELF sees (a local path, or a content-addressed file on a board). A harness
+that opens files by relative path (a Triton_RVV one reads ``matmul/run/test_data/...``) gets ``files``: the
+ELF then runs in a fresh directory where each relative path resolves to its file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # the format module imports Check from here
+    from pytest_rvtune.harness.output_format import OutputFormat
 
 TimingSource = Literal["emulated", "real"]
 
 
 @dataclass(frozen=True)
 class Check:
-    """One output comparison reported by the harness (`RVTUNE check ...` line)."""
+    """One output comparison reported by the harness (an `RVTUNE check ...` line, or another output format's
+    check line, which may give no error sizes: nan, and -1 for an unknown first_bad or count)."""
 
     name: str
     ok: bool
     max_abs: float
     max_rel: float
-    first_bad: int  # -1 when every element matched
-    count: int
+    first_bad: int  # -1 when every element matched (or, in a format that does not say, unknown)
+    count: int  # elements wrong; -1 when the harness does not say
+    sizes_given: bool = True  # max_abs/max_rel came from the harness (a nan then means NaN in the output)
 
 
 @dataclass
@@ -69,8 +76,43 @@ class Target(Protocol):
         timeout: float,
         *,
         kernel_symbol: str | None = None,
+        files: Mapping[str, Path] | None = None,
+        output_format: OutputFormat | None = None,
     ) -> RunResult:
-        """Run ``elf args...`` once; Path arguments are files the ELF reads. Kill it at ``timeout``."""
+        """Run ``elf args...`` once; Path arguments are files the ELF reads. Kill it at ``timeout``.
+
+        ``files``: relative POSIX path -> local file, placed so that the ELF, run in a fresh directory, opens
+        them by those paths (checked by ``run_dir_files``). ``output_format``: how to read the ELF's output
+        (default: our RVTUNE protocol).
+        """
         ...
 
     def close(self) -> None: ...
+
+
+class RunFilesError(ValueError):
+    """A ``files`` mapping a target cannot lay out: names the path and what is wrong with it."""
+
+
+def run_dir_files(files: Mapping[str, Path] | None) -> dict[PurePosixPath, Path]:
+    """Check ``files`` (relative POSIX path -> existing local file) for a run directory.
+
+    Rejected: absolute paths, ``..`` or ``.`` parts, empty paths, backslashes (a Windows-style path would be
+    one odd file name on the board), and a path that is also the directory of another.
+    """
+    out: dict[PurePosixPath, Path] = {}
+    for key, local in (files or {}).items():
+        rel = PurePosixPath(key)
+        if not key or key.startswith("/") or rel.is_absolute():
+            raise RunFilesError(f"run file {key!r}: must be a relative path (it is placed in the run directory)")
+        if "\\" in key or any(part in ("..", ".") for part in key.split("/")) or "" in key.split("/"):
+            raise RunFilesError(f"run file {key!r}: use plain relative POSIX parts (no '..', '.', '//' or '\\')")
+        if not Path(local).is_file():
+            raise RunFilesError(f"run file {key!r}: its source {local} is not a file")
+        out[rel] = Path(local).resolve()
+    for rel in out:
+        for parent in rel.parents:
+            if parent in out:
+                raise RunFilesError(f"run files {str(parent)!r} and {str(rel)!r}: the first is a file, so it "
+                                    "cannot also be a directory of the second")
+    return out

@@ -1,7 +1,9 @@
 """The local targets: ``qemu`` (qemu-riscv64, rv64gcv VLEN 256, exact instruction counts) and ``host``.
 
 Both run the ELF as a child in its own session, so a timeout kills the whole process group (QEMU and
-anything the ELF started), and never raise for a failing ELF: the verdict is the caller's.
+anything the ELF started), under the die_with_parent wrapper, so that group also dies when this process does
+(even by SIGKILL), and never raise for a failing ELF: the verdict is the caller's. The ELF runs in a fresh
+directory, where ``files`` are symlinked at their relative paths.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_rvtune import paths
 from pytest_rvtune.counters import parse_perf_stat_csv, read_icount_file
-from pytest_rvtune.harness_output import parse_harness_output
-from pytest_rvtune.targets.base import RunResult, Target, TimingSource
+from pytest_rvtune.harness.output_format import OutputFormat
+from pytest_rvtune.targets.base import RunResult, Target, TimingSource, run_dir_files
+from pytest_rvtune.targets.die_with_parent import with_parent_death
 from pytest_rvtune.toolchain import HOST_ISA, QEMU_CPU, RISCV_ISA, RISCV_VLEN, find_tool, tool_version
 
 #: Host events tried by default; used only if this machine's PMU really counts them (see perf_events_that_count).
@@ -46,12 +49,13 @@ class _Completed:
 
 
 def run_process(cmd: Sequence[str], timeout: float, cwd: Path) -> _Completed:
-    """Run ``cmd`` in a new session; at ``timeout`` kill its whole process group and keep what it printed."""
+    """Run ``cmd`` in a new session; at ``timeout`` kill its whole process group and keep what it printed.
+    The group also dies with this process (die_with_parent)."""
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
-            list(cmd), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, errors="replace", start_new_session=True,
+            with_parent_death(list(cmd)), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True,
         )
     except OSError as exc:  # not executable, wrong architecture, gone: a failed run, as a shell reports it
         code = 127 if isinstance(exc, FileNotFoundError) else 126
@@ -79,8 +83,21 @@ def _local_args(args: Sequence[str | Path]) -> list[str]:
     return [str(a.resolve()) if isinstance(a, Path) else a for a in args]
 
 
-def _result(done: _Completed, counters: dict[str, float], signum: int | None = None) -> RunResult:
-    parsed = parse_harness_output(done.stdout)
+def make_run_dir(scratch: Path, files: Mapping[str, Path] | None) -> Path:
+    """A fresh directory under ``scratch`` where each relative path of ``files`` is a symlink to its file
+    (raises base.RunFilesError for a path that could escape it)."""
+    run_dir = scratch / "run"
+    run_dir.mkdir()
+    for rel, local in run_dir_files(files).items():
+        link = run_dir.joinpath(*rel.parts)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(local)
+    return run_dir
+
+
+def _result(done: _Completed, counters: dict[str, float], signum: int | None = None,
+            output_format: OutputFormat | None = None) -> RunResult:
+    parsed = (output_format or OutputFormat.load("rvtune")).parse(done.stdout, done.stderr)
     rc = done.returncode
     if signum is None and rc is not None and rc < 0:
         signum = -rc
@@ -126,11 +143,13 @@ class QemuTarget:
     def prepare(self, files: Sequence[Path]) -> None:
         pass  # the ELF reads local files in place
 
-    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
-            kernel_symbol: str | None = None) -> RunResult:
+    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *, kernel_symbol: str | None = None,
+            files: Mapping[str, Path] | None = None, output_format: OutputFormat | None = None) -> RunResult:
         if not elf.is_file():  # qemu-user exits 1 without a word for a missing file: say what happened
-            return _result(_Completed(127, "", f"cannot run {elf}: no such file", False, 0.0), {})
+            return _result(_Completed(127, "", f"cannot run {elf}: no such file", False, 0.0), {},
+                           output_format=output_format)
         with tempfile.TemporaryDirectory(prefix="rvtune-qemu-") as tmp:
+            run_dir = make_run_dir(Path(tmp), files)
             icount = Path(tmp) / "icount.txt"
             cmd = [self.qemu, "-cpu", QEMU_CPU]
             if self.counters:
@@ -138,9 +157,9 @@ class QemuTarget:
                 if kernel_symbol:
                     plugin_args += f",symbol={kernel_symbol}"
                 cmd += ["-plugin", plugin_args]
-            done = run_process([*cmd, str(elf.resolve()), *_local_args(args)], timeout, Path(tmp))
+            done = run_process([*cmd, str(elf.resolve()), *_local_args(args)], timeout, run_dir)
             counters = read_icount_file(icount) if self.counters else {}
-        return _result(done, counters)
+        return _result(done, counters, output_format=output_format)
 
     def close(self) -> None:
         pass
@@ -218,26 +237,27 @@ class HostTarget:
     def prepare(self, files: Sequence[Path]) -> None:
         pass
 
-    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
-            kernel_symbol: str | None = None) -> RunResult:
+    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *, kernel_symbol: str | None = None,
+            files: Mapping[str, Path] | None = None, output_format: OutputFormat | None = None) -> RunResult:
         argv = [str(elf.resolve()), *_local_args(args)]
         with tempfile.TemporaryDirectory(prefix="rvtune-host-") as tmp:
+            run_dir = make_run_dir(Path(tmp), files)
             if self.perf is None:
-                return _result(run_process(argv, timeout, Path(tmp)), {})
+                return _result(run_process(argv, timeout, run_dir), {}, output_format=output_format)
             # -o keeps perf's CSV apart from the ELF's own stderr. perf stat exits 0 when its child dies of a
             # signal and only sometimes says so (its SIGCHLD handler can reap the child first): an sh between
             # them turns the signal into status 128+N, which perf passes on (as the board runner does).
             csv = Path(tmp) / "perf.csv"
             cmd = [self.perf, "stat", "-x,", "-o", str(csv), "-e", ",".join(self.perf_events), "--",
                    "/bin/sh", "-c", '"$0" "$@"', *argv]
-            done = run_process(cmd, timeout, Path(tmp))
+            done = run_process(cmd, timeout, run_dir)
             counters = parse_perf_stat_csv(csv.read_text()) if csv.exists() and not done.timed_out else {}
         signum = _perf_child_signal(done.stderr, argv[0])
         if signum is None and done.returncode is not None and done.returncode > 128 and not done.timed_out:
             signum = done.returncode - 128
         if signum is not None:
             done.returncode = -signum  # what a plain run would have reported
-        return _result(done, counters, signum)
+        return _result(done, counters, signum, output_format)
 
     def close(self) -> None:
         pass

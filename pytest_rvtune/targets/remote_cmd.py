@@ -9,11 +9,16 @@ Three promises live in this wrapper, because sshd keeps none of them by itself:
   channel's stdin, which the client never closes during a run; EOF there means the client went away
   (cancelled job, dropped connection), so it kills the whole session, lock wait included.
 
+A run with ``links`` (a harness that opens its data by relative path) runs in a directory of its own under the
+work dir, holding a symlink per relative path to the file's content-addressed upload; the directory is
+removed when the run ends (also after a timeout or the watchdog's kill, since the outer script carries on).
+
 Every word that comes from a user, a file name or a kernel name goes through ``shlex.quote``.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 import signal
@@ -24,6 +29,8 @@ from dataclasses import dataclass, field
 LOCK_BUSY_STATUS = 75  # EX_TEMPFAIL
 #: Exit status of the wrapper when the work directory is missing (the board was wiped under us).
 NO_WORKDIR_STATUS = 97
+#: Exit status of the wrapper when the run directory for ``links`` could not be made.
+NO_RUN_DIR_STATUS = 98
 #: GNU timeout's status when it killed the command with the first signal (TERM).
 TIMEOUT_STATUS = 124
 #: Seconds between timeout's TERM and its KILL (and the watchdog's).
@@ -59,6 +66,8 @@ class RemoteRun:
     perf_out: str | None = None  # file perf stat writes its CSV to (inside work_dir)
     record_events: Sequence[str] = ()  # `perf record` events: a second run of the ELF, under the same lock
     record_out: str | None = None  # perf.data of that run (inside work_dir)
+    links: Mapping[str, str] = field(default_factory=dict)  # relative path in run_dir -> remote file
+    run_dir: str | None = None  # absolute, inside work_dir; made for `links` and removed after the run
 
     def command(self) -> str:
         """The command line for the remote login shell (which hands it to /bin/sh)."""
@@ -98,8 +107,10 @@ class RemoteRun:
         # timeout makes its own process group inside it, so the watchdog kills by session, not by group.
         # lock_timeout 0 is a try (flock -n): a pool asks each board once and runs on the first free one.
         wait = ["-w", f"{self.lock_timeout:g}"] if self.lock_timeout > 0 else ["-n"]
+        # A relative lock file is relative to the work dir, and the run may cd into its own run dir.
+        lock_file = posixpath.join(self.work_dir, self.lock_file)
         lock = " ".join(q(w) for w in [
-            "setsid", "flock", *wait, "-E", str(LOCK_BUSY_STATUS), self.lock_file,
+            "setsid", "flock", *wait, "-E", str(LOCK_BUSY_STATUS), lock_file,
         ])
         run = " ".join([*envs, lock, locked])
         # fd 3 is the SSH channel's stdin: a background list's stdin would otherwise be /dev/null (POSIX),
@@ -107,6 +118,7 @@ class RemoteRun:
         lines = [
             f"cd {q(self.work_dir)} || exit {NO_WORKDIR_STATUS}",
             "ulimit -c 0 2>/dev/null",  # a crashing config must not fill the board's disk with cores
+            *self._run_dir_lines(),
             "exec 3<&0",
             f"{run} </dev/null &",
             "pid=$!",
@@ -124,8 +136,22 @@ class RemoteRun:
             out = q(self.record_out or "perf.data")
             lines.append(f"printf '\\n%s\\n' {q(RECORD_MARKER)} >&2; "
                          f"perf script -i {out} -F event,period,ip,sym >&2 2>/dev/null; rm -f {out}")
+        if self.run_dir is not None:
+            lines.append(f"cd {q(self.work_dir)} && rm -rf -- {q(self.run_dir)}")
         lines.append("exit $rc")
         return "\n".join(lines)
+
+    def _run_dir_lines(self) -> list[str]:
+        """Make the run dir with its symlinks and cd into it (nothing without a run dir)."""
+        if self.run_dir is None:
+            return []
+        q = shlex.quote
+        dirs = sorted({posixpath.dirname(posixpath.join(self.run_dir, rel)) for rel in self.links} | {self.run_dir})
+        steps = [f"mkdir -p -- {' '.join(q(d) for d in dirs)}",
+                 *(f"ln -s -- {q(remote)} {q(posixpath.join(self.run_dir, rel))}"
+                   for rel, remote in sorted(self.links.items())),
+                 f"cd {q(self.run_dir)}"]
+        return [f"{{ {' && '.join(steps)}; }} || {{ rm -rf -- {q(self.run_dir)}; exit {NO_RUN_DIR_STATUS}; }}"]
 
 
 def split_perf(stderr: str) -> tuple[str, str, str]:

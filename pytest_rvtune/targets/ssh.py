@@ -23,22 +23,24 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Coroutine, Sequence
-from pathlib import Path
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 import asyncssh
 
 from pytest_rvtune import paths
 from pytest_rvtune.counters import parse_perf_stat_csv
-from pytest_rvtune.harness_output import parse_harness_output
+from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
-from pytest_rvtune.targets.base import RunResult, TimingSource
+from pytest_rvtune.targets.base import RunResult, TimingSource, run_dir_files
 from pytest_rvtune.targets.config import TargetConfig
 from pytest_rvtune.targets.remote_cache import RemoteCache, UploadError
 from pytest_rvtune.targets.remote_cmd import (
     KILL_AFTER_S,
     LOCK_BUSY_STATUS,
+    NO_RUN_DIR_STATUS,
     NO_WORKDIR_STATUS,
     RemoteRun,
     parse_perf_script,
@@ -150,6 +152,14 @@ def vlen_probe_elf() -> Path:
             tc.link([obj], elf, libs=())
             os.replace(elf, out)
     return out
+
+
+@dataclass(frozen=True)
+class _RunExtras:
+    """A run's checked ``files`` (relative path -> local file) and its output format."""
+
+    files: dict[PurePosixPath, Path]
+    output_format: OutputFormat
 
 
 class SshTarget:
@@ -384,16 +394,19 @@ class SshTarget:
         except UploadError as exc:
             raise BoardError(f"target {self.name!r}: {exc}") from None
 
-    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
-            kernel_symbol: str | None = None) -> RunResult:
-        return self._with_retry(lambda: self._run(elf, args, timeout, kernel_symbol, wait=True),
+    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *, kernel_symbol: str | None = None,
+            files: Mapping[str, Path] | None = None, output_format: OutputFormat | None = None) -> RunResult:
+        extra = _RunExtras(run_dir_files(files), output_format or OutputFormat.load("rvtune"))
+        return self._with_retry(lambda: self._run(elf, args, timeout, kernel_symbol, extra, wait=True),
                                 f"running {elf.name}")
 
-    def try_run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
-                kernel_symbol: str | None = None) -> RunResult | None:
+    def try_run(self, elf: Path, args: Sequence[str | Path], timeout: float, *, kernel_symbol: str | None = None,
+                files: Mapping[str, Path] | None = None,
+                output_format: OutputFormat | None = None) -> RunResult | None:
         """As run, but None at once (nothing ran) when another run holds the board's lock."""
+        extra = _RunExtras(run_dir_files(files), output_format or OutputFormat.load("rvtune"))
         try:
-            return self._with_retry(lambda: self._run(elf, args, timeout, kernel_symbol, wait=False),
+            return self._with_retry(lambda: self._run(elf, args, timeout, kernel_symbol, extra, wait=False),
                                     f"running {elf.name}")
         except _BoardBusy:
             return None
@@ -417,10 +430,10 @@ class SshTarget:
                                  f"reconnecting failed: {exc}") from None
 
     async def _run(self, elf: Path, args: Sequence[str | Path], timeout: float,
-                   kernel_symbol: str | None, *, wait: bool) -> RunResult:
+                   kernel_symbol: str | None, extra: _RunExtras, *, wait: bool) -> RunResult:
         assert self._cache is not None and self._conn is not None
         cfg = self.cfg
-        files = [elf, *(a for a in args if isinstance(a, Path))]
+        files = [elf, *(a for a in args if isinstance(a, Path)), *extra.files.values()]
         if not wait and not self._has(files) and await self._lock_busy():
             raise _BoardBusy(self.label)  # do not upload to a board that will not run it
         try:
@@ -428,6 +441,7 @@ class SshTarget:
             argv = [remote_elf]
             for arg in args:
                 argv.append(await self._cache.ensure(arg) if isinstance(arg, Path) else arg)
+            links = {str(rel): await self._cache.ensure(local) for rel, local in extra.files.items()}
             self._on_board.update((sha256_file(f), f.name) for f in files)
         except UploadError as exc:
             raise BoardError(f"target {self.name!r}: {exc}") from None
@@ -439,6 +453,7 @@ class SshTarget:
             perf_events=cfg.perf_events if perf else (),
             perf_out=f"{self.work_dir}/.perf-{tag}.csv" if perf else None,
             record_events=cfg.record_events, record_out=f"{self.work_dir}/.perf-{tag}.data",
+            links=links, run_dir=f"{self.work_dir}/.run-{tag}" if links else None,
         )
         start = time.monotonic()
         # create_process, not run: run() would close our stdin at once, and the wrapper's watchdog reads
@@ -460,11 +475,14 @@ class SshTarget:
                              f"by another run for {cfg.lock_timeout:g}s); raise lock_timeout in {cfg.where()}")
         if done.exit_status == NO_WORKDIR_STATUS:
             raise BoardError(f"target {self.name!r}: work dir {self.work_dir} vanished on {self.label}")
+        if done.exit_status == NO_RUN_DIR_STATUS and links:
+            raise BoardError(f"target {self.name!r}: could not make the run directory for {len(links)} file(s) "
+                             f"under {self.work_dir} on {self.label}: {str(done.stderr or '').strip()}")
         stdout = str(done.stdout or "")
         stderr, perf_csv, samples = split_perf(str(done.stderr or ""))
         signame = done.exit_signal[0] if done.exit_signal else None
         outcome = read_status(done.exit_status, signame, timeout, elapsed)
-        parsed = parse_harness_output(stdout)
+        parsed = extra.output_format.parse(stdout, stderr)
         counters: dict[str, float] = {}
         if not outcome.timed_out:
             counters.update(parse_perf_stat_csv(perf_csv))
@@ -580,8 +598,9 @@ class SshPool:
         except BoardLostError as exc:
             self._lose(self.current.host, exc)  # run() picks another board or reports the pool lost
 
-    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *,
-            kernel_symbol: str | None = None) -> RunResult:
+    def run(self, elf: Path, args: Sequence[str | Path], timeout: float, *, kernel_symbol: str | None = None,
+            files: Mapping[str, Path] | None = None, output_format: OutputFormat | None = None) -> RunResult:
+        run_dir_files(files)  # a bad path is the caller's error, not a lost board
         while True:
             busy: SshTarget | None = None  # the first board found busy: where to queue if all are
             for host in self.order:
@@ -589,7 +608,8 @@ class SshPool:
                 if board is None:
                     continue
                 try:
-                    result = board.try_run(elf, args, timeout, kernel_symbol=kernel_symbol)
+                    result = board.try_run(elf, args, timeout, kernel_symbol=kernel_symbol, files=files,
+                                           output_format=output_format)
                 except BoardLostError as exc:
                     self._lose(host, exc)
                     continue
@@ -601,7 +621,8 @@ class SshPool:
                 raise self._all_lost()
             log.info("target %r: every board of the pool is busy: waiting for %s", self.name, busy.label)
             try:
-                result = busy.run(elf, args, timeout, kernel_symbol=kernel_symbol)
+                result = busy.run(elf, args, timeout, kernel_symbol=kernel_symbol, files=files,
+                                  output_format=output_format)
             except BoardLostError as exc:
                 self._lose(busy.host, exc)
                 continue  # the others may be free by now

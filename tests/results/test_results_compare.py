@@ -139,9 +139,10 @@ def test_wrong_answer_after_pass_is_a_regression(tmp_path: Path, interleaved) ->
 def test_missing_and_new_items_are_reported(tmp_path: Path, interleaved, capsys) -> None:
     a = _run(tmp_path / "a.jsonl", interleaved["a"])
     b = _run(tmp_path / "b.jsonl", interleaved["b"], kernel="softmax")
-    assert main(["compare", str(a), str(b)]) == 0
+    assert main(["compare", str(a), str(b)]) == 2  # no item in common: nothing was compared, nothing passed
     err = capsys.readouterr().err
     assert "missing from the new run" in err and "2 new" in err
+    assert "compared 0 of the base run's 2 items" in err and "nothing compared" in err
 
 
 @pytest.mark.parametrize(("args", "message"), [(["--alpha", "1.5"], "alpha 1.5"),

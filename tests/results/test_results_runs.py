@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from results_data import clean_env, make_record, measure, write_jsonl
 
-from pytest_rvtune.runs import RunFileError, completed_items, identity_key, load_run
+from pytest_rvtune.runs import RunFileError, RunFileWarning, completed_items, identity_key, load_run
 
 BENCH_TEST = '''
 import json
@@ -64,7 +64,8 @@ def test_jsonl_rerun_replaces_and_torn_last_line_is_skipped(tmp_path: Path) -> N
     path = write_jsonl(tmp_path / "r.jsonl", [first, other, rerun])
     with open(path, "a") as fh:
         fh.write('{"kernel": "matmul", "ca')  # killed mid-write
-    run = load_run(path)
+    with pytest.warns(RunFileWarning, match=str(path).replace(".", r"\.") + ":4: not a JSON object"):
+        run = load_run(path)
     assert [(r.config_id, r.outcome) for r in run.records] == [("BLOCK_SIZE_M=32", "passed"),
                                                                 ("BLOCK_SIZE_M=16", "passed")]
     assert run.find(rerun).samples_ns == [float(int(s)) for s in samples[3:]]
@@ -75,7 +76,7 @@ GOOD = '{"kernel": "k", "case": "c", "config_id": "x", "target": "t", "outcome":
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (f"{GOOD}\nnot json\n{GOOD}\n", ":2: not a JSON object"),
+    ("not json\nnot json either\n", ": not a results file: no line of it is an item record"),
     ("[1, 2]\n[3]\n", ":1: expected a JSON object"),
     (GOOD.replace("[1]", '["a"]') + "\n" + GOOD, ":1: samples_ns and counters must be numbers"),
     ("", ": empty results file"),
