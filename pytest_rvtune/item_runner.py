@@ -6,11 +6,13 @@ Knows nothing of pytest: the plugin calls it, and so can any script.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_rvtune.counters import ICOUNT_KEYS
+from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.results import Record, now_iso
 from pytest_rvtune.targets.base import RunResult, Target
 from pytest_rvtune.verdict import Verdict, judge
@@ -38,6 +40,16 @@ class ItemWork:
 #: second of samples nearly always holds some of the fast spell, whose minimum repeats within ~1% between
 #: sessions (docs/contracts.md, "Timing").
 DEFAULT_MAX_TIME = 0.5
+
+
+@dataclass(frozen=True)
+class ExternalRun:
+    """How to run a user's own harness: the files it opens by relative path, its output format, and how many
+    launches it makes when it does not say (their RUN_COUNT)."""
+
+    files: Mapping[str, Path]
+    output_format: OutputFormat
+    launches: int | None = None
 
 
 @dataclass(frozen=True)
@@ -128,13 +140,23 @@ def run_item(
     options: RunOptions,
     kernel_symbol: str,
     build_info: dict[str, Any],
+    external: ExternalRun | None = None,
 ) -> ItemOutcome:
-    """Run the built ELF once on ``target`` (the harness repeats the kernel itself) and judge it."""
+    """Run the built ELF once on ``target`` (the harness repeats the kernel itself) and judge it.
+
+    ``external``: the ELF is a user's own harness (a Triton_RVV one): it takes its own argv, none of our run
+    options, reads files at relative paths and prints in its own format."""
     started, started_epoch = time.perf_counter(), time.time()
-    result = target.run(elf, [*options.harness_args(), *argv], options.timeout, kernel_symbol=kernel_symbol)
+    if external is None:
+        result = target.run(elf, [*options.harness_args(), *argv], options.timeout, kernel_symbol=kernel_symbol)
+        expected_launches = options.warmup + options.runs
+    else:
+        result = target.run(elf, argv, options.timeout, kernel_symbol=kernel_symbol, files=external.files,
+                            output_format=external.output_format)
+        expected_launches = external.launches or 1
     run_seconds = time.perf_counter() - started
     verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check)
-    launches = result.launches if result.launches is not None else options.warmup + options.runs
+    launches = result.launches if result.launches is not None else expected_launches
     counters = dict(result.counters)
     if options.threads != 1 and target.timing_source == "emulated":
         # QEMU's plugin counts with non-atomic inline adds: with several guest threads the counts are not

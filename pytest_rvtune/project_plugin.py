@@ -116,7 +116,8 @@ def _project_item_test(request: pytest.FixtureRequest, rvtune_item: Any, rvtune_
 
 def _run(session: Any, work: Any, target: Any, artifact: Any, data: Any, output_format: str,
          build_seconds: float) -> Any:
-    from pytest_rvtune.item_runner import item_error, run_item
+    from pytest_rvtune.harness.output_format import OutputFormat
+    from pytest_rvtune.item_runner import ExternalRun, item_error, run_item
     from pytest_rvtune.target_lock import exclusive
 
     build_info = {"build_seconds": build_seconds, "build_cache_hit": bool(artifact.cache_hit)}
@@ -126,6 +127,6 @@ def _run(session: Any, work: Any, target: Any, artifact: Any, data: Any, output_
             return run_item(work, target, elf=artifact.elf, argv=list(artifact.argv), elf_sha256=artifact.elf_sha256,
                             golden_sha256=data.sha256, options=session.run_options(target),
                             kernel_symbol=artifact.kernel_symbol, build_info=build_info,
-                            files=data.files, output_format=output_format)
+                            external=ExternalRun(data.files, OutputFormat.load(output_format), artifact.launches))
     except Exception as exc:  # a board lost, a full disk: this item
         return item_error(work, target, f"{work.what}: {exc}")

@@ -36,6 +36,7 @@ class ProjectArtifact:
     argv: list[str]
     cache_hit: bool
     kernel_symbol: str  # the first kernel: what the QEMU counter plugin counts
+    launches: int | None  # RUN_COUNT when the case gives it: their harnesses launch that many times
     asm: Path | None = None
 
 
@@ -87,7 +88,7 @@ def build_project_item(project: RvvProject, entry: RvvEntry, case: RvvCase, conf
     elf = build_external_elf(isa, compiled, entry.harness, project.support_sources, project.include_dirs,
                              project.defines)
     return ProjectArtifact(elf=elf.elf, elf_sha256=elf.sha256, argv=entry.argv_for(case), cache_hit=elf.cache_hit,
-                           kernel_symbol=entry.functions[0], asm=elf.asm)
+                           kernel_symbol=entry.functions[0], asm=elf.asm, launches=_run_count(case))
 
 
 def _own_constexprs(fn: Any, config: RvvConfig) -> dict[str, Any]:
@@ -99,3 +100,8 @@ def _own_constexprs(fn: Any, config: RvvConfig) -> dict[str, Any]:
         raise ValueError(f"kernel {fn.__name__}: config {config.id} gives no {', '.join(sorted(missing))} "
                          "(its tl.constexpr parameters must all come from the config getter)")
     return {k: v for k, v in config.values.items() if k in names}
+
+
+def _run_count(case: RvvCase) -> int | None:
+    value = case.params.get("RUN_COUNT")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None

@@ -96,17 +96,20 @@ def write_matrix(path: Path, rows: list[list[float]], fmt: str = "%.9f") -> None
     path.write_text("\n".join(lines) + "\n")
 
 
-def make_tree(root: Path, *, support_header: str = "", support_source: str = "", m: int = 8, n: int = 12,
-              wrong: bool = False) -> Path:
-    """A checkout with one kernel `scale` (y = 2 x), its harness and data for M x N; support files as given."""
+#: Our own support library with their API shape (written for tests/harness): getDB, readMatrix, check_tensor...
+SUPPORT = Path(__file__).resolve().parent.parent / "harness" / "project" / "support"
+
+
+def make_tree(root: Path, *, m: int = 8, n: int = 12, wrong: bool = False) -> Path:
+    """A checkout with one kernel `scale` (y = 2 x), its harness, our support library and data for M x N."""
     (root / "benchmark/src/triton").mkdir(parents=True)
     (root / "benchmark/src/main").mkdir(parents=True)
     (root / "benchmark/src/support").mkdir(parents=True)
     (root / "env_build/include/support").mkdir(parents=True)
     (root / "benchmark/src/triton/scale.py").write_text(textwrap.dedent(SCALE_MODULE))
     (root / "benchmark/src/main/scale_kernel.cpp").write_text(SCALE_HARNESS)
-    (root / "env_build/include/support/support.h").write_text(support_header)
-    (root / "benchmark/src/support/support.cpp").write_text(support_source)
+    (root / "env_build/include/support/support.h").write_text((SUPPORT / "support.h").read_text())
+    (root / "benchmark/src/support/support.cpp").write_text((SUPPORT / "support.cpp").read_text())
     x = [[(i * n + j) * 0.25 - 3 for j in range(n)] for i in range(m)]
     y = [[2 * v + (1.0 if wrong and (i, j) == (1, 2) else 0.0) for j, v in enumerate(row)] for i, row in enumerate(x)]
     data = root / "benchmark/auto-tuner/scale/run/test_data"

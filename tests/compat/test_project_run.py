@@ -1,0 +1,87 @@
+"""A Triton_RVV-style checkout, imported, runs under pytest with its own harness, support library and data.
+
+Everything is real: `rvtune import`, the Triton frontend on their undecorated kernel with `num_threads` configs,
+our compiler, clang++ on their harness, QEMU (and the host), their output format parsed into a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rvv_tree import make_tree
+
+from pytest_rvtune.cli import main
+
+
+def _run_pytest(root: Path, cache: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
+    results = root / "results.jsonl"
+    env_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--benchmark-disable", "-q",
+               "--rvtune-results", str(results), *args]
+    import os
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")} | {"RVTUNE_CACHE_DIR": str(cache)}
+    proc = subprocess.run(env_cmd, cwd=root, env=env, capture_output=True, text=True, timeout=900)
+    records = [json.loads(line) for line in results.read_text().splitlines()] if results.is_file() else []
+    return proc, records
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.mark.parametrize("target", ["qemu", "host"])
+def test_every_config_passes_with_their_harness_unchanged(tmp_path, cache, target, capsys):
+    root = make_tree(tmp_path / "repo")
+    assert main(["import", str(root)]) == 0
+    capsys.readouterr()
+    proc, records = _run_pytest(root, cache, "--rvtune-target", target)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "4 passed" in proc.stdout
+    assert sorted(r["config_id"] for r in records) == sorted(
+        f"BLOCK_SIZE_M={m}-BLOCK_SIZE_N={n}-num_threads=1" for m in (4, 8) for n in (8, 16))
+    for r in records:
+        assert r["outcome"] == "passed" and r["kernel"] == "scale" and r["case"] == "default"
+        assert len(r["samples_ns"]) == 1 and r["samples_ns"][0] > 0  # their "Average Time" line
+        assert r["launches"] == 3  # RUN_COUNT
+        assert r["checks"][0]["name"] == "out" and r["checks"][0]["ok"]
+
+
+def test_a_wrong_expected_file_fails_every_config_and_k_selects(tmp_path, cache, capsys):
+    root = make_tree(tmp_path / "repo", wrong=True)
+    assert main(["import", str(root)]) == 0
+    capsys.readouterr()
+    proc, records = _run_pytest(root, cache, "--rvtune-target", "qemu", "-k", "scale and BLOCK_SIZE_M=4")
+    assert proc.returncode == 1
+    assert "2 failed" in proc.stdout and "2 deselected" in proc.stdout
+    assert {r["outcome"] for r in records} == {"wrong"}
+    assert "out" in records[0]["message"]
+
+
+def test_data_changed_after_import_is_an_error_naming_the_file(tmp_path, cache, capsys):
+    root = make_tree(tmp_path / "repo")
+    assert main(["import", str(root)]) == 0
+    capsys.readouterr()
+    data = root / "benchmark/auto-tuner/scale/run/test_data/matrix_8x12_2.txt"
+    data.write_text(data.read_text().replace("-6.000000", "-6.500000"))
+    proc, records = _run_pytest(root, cache, "--rvtune-target", "host", "-k", "BLOCK_SIZE_M=4 and BLOCK_SIZE_N=8")
+    assert proc.returncode == 1
+    assert "matrix_8x12_2.txt changed since it was pinned" in proc.stdout
+    assert [r["outcome"] for r in records] == ["error"]
+
+
+def test_a_broken_module_fails_its_entry_only_with_the_reason(tmp_path, cache, capsys):
+    root = make_tree(tmp_path / "repo")
+    assert main(["import", str(root)]) == 0
+    capsys.readouterr()
+    module = root / "benchmark/src/triton/scale.py"
+    module.write_text(module.read_text().replace("def get_scale_kernel_autotune_config(num_threads=1):",
+                                                 "def get_scale_kernel_autotune_config(num_threads=1):\n"
+                                                 "    raise RuntimeError('no configs today')"))
+    proc, _ = _run_pytest(root, cache, "--rvtune-target", "host")
+    assert proc.returncode == 1
+    assert "1 failed" in proc.stdout
+    assert "no configs today" in proc.stdout and "[triton_rvv.kernels.scale]" in proc.stdout
