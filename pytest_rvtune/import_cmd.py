@@ -17,25 +17,28 @@ from typing import Any
 
 import tomlkit
 
-from pytest_rvtune.compat.import_scan import Scan, scan
+from pytest_rvtune.compat.import_scan import CaseSpec, Scan, scan
 from pytest_rvtune.compat.project import PROJECT_FILE, TABLE, ProjectError, read_project
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("import", help="configure a Triton_RVV-style checkout as a pytest-rvtune project")
     p.add_argument("path", type=Path, help="the root of the checkout (it has benchmark/src/triton/)")
-    p.add_argument("--case", action="append", default=[], metavar="NAME:K=V,...",
-                   help="a problem case with the harness's argv fields, e.g. small:M=64,N=64,K=64,RUN_COUNT=3 "
-                        "(repeatable; default: one case 'default' with the harness's built-in sizes)")
+    p.add_argument("--case", action="append", default=[], metavar="[KERNEL/]NAME:K=V,...",
+                   help="a problem case with the harness's argv fields, e.g. small:M=128,N=128,K=128,RUN_COUNT=2 "
+                        "(repeatable; without KERNEL/ it applies to every kernel whose argv has all these fields; "
+                        "a kernel without one gets the case 'default' with its harness's built-in sizes)")
     p.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
     p.set_defaults(func=run)
 
 
-def parse_case(text: str) -> tuple[str, dict[str, int]]:
-    """``small:M=64,N=64`` -> ("small", {"M": 64, "N": 64}); ValueError naming the bad part."""
-    name, sep, rest = text.partition(":")
-    if not sep or not name.isidentifier():
-        raise ValueError(f"--case {text!r}: expected NAME:K=V,... (e.g. small:M=64,N=64,K=64,RUN_COUNT=3)")
+def parse_case(text: str) -> CaseSpec:
+    """``[matmul/]small:M=64,N=64`` -> CaseSpec("small", {"M": 64, "N": 64}, "matmul"); ValueError naming the
+    bad part."""
+    head, sep, rest = text.partition(":")
+    kernel, slash, name = head.rpartition("/")
+    if not sep or not name.isidentifier() or (slash and not kernel.isidentifier()):
+        raise ValueError(f"--case {text!r}: expected [KERNEL/]NAME:K=V,... (e.g. small:M=64,N=64,K=64,RUN_COUNT=3)")
     values: dict[str, int] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, value = part.partition("=")
@@ -45,7 +48,7 @@ def parse_case(text: str) -> tuple[str, dict[str, int]]:
             values[key.strip()] = int(value)
         except ValueError:
             raise ValueError(f"--case {text!r}: {key.strip()}={value!r} is not an integer") from None
-    return name, values
+    return CaseSpec(name, values, kernel or None)
 
 
 def config_counts(result: Scan) -> dict[str, str]:
@@ -81,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"rvtune import: {args.path}: no such directory", file=sys.stderr)
         return 2
     try:
-        cases = dict(parse_case(c) for c in args.case) or None
+        cases = [parse_case(c) for c in args.case]
     except ValueError as exc:
         print(f"rvtune import: {exc}", file=sys.stderr)
         return 2

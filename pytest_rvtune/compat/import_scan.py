@@ -252,8 +252,18 @@ def _harness_for(root: Path, stem: str) -> Path | None:
     return None
 
 
-def scan(root: Path, cases: dict[str, dict[str, int]] | None = None) -> Scan:
-    """Describe the checkout at ``root``; ``cases`` (name -> values) replace the harness defaults as cases."""
+@dataclass(frozen=True)
+class CaseSpec:
+    """A case asked for on the command line: for one kernel, or (kernel None) for every kernel whose harness
+    argv has all of its fields (matmul's M,N,K do not fit jacobi's MxNxRUN_COUNT)."""
+
+    name: str
+    values: dict[str, int]
+    kernel: str | None = None
+
+
+def scan(root: Path, cases: list[CaseSpec] | None = None) -> Scan:
+    """Describe the checkout at ``root``; ``cases`` replace the harness defaults as cases where they apply."""
     root = root.resolve()
     result = Scan(root)
     kernels_dir = root / KERNELS_DIR
@@ -282,8 +292,7 @@ def scan(root: Path, cases: dict[str, dict[str, int]] | None = None) -> Scan:
     return result
 
 
-def _scan_module(result: Scan, root: Path, module: Path, cases: dict[str, dict[str, int]] | None
-                 ) -> dict[str, Any] | None:
+def _scan_module(result: Scan, root: Path, module: Path, cases: list[CaseSpec] | None) -> dict[str, Any] | None:
     stem, rel = module.stem, module.relative_to(root).as_posix()
     try:
         info = read_module(module)
@@ -318,7 +327,7 @@ def _scan_module(result: Scan, root: Path, module: Path, cases: dict[str, dict[s
         for p in problems:
             result.problem(stem, f"{fn}: {p} ([triton_rvv.kernels.{stem}.signature.{fn}] in rvtune.toml)")
     argv = ["x".join("{" + n + "}" for n in hinfo.shape_names)] if hinfo.shape_names else []
-    chosen = cases or {"default": dict(hinfo.defaults)}
+    chosen = _cases_for(result, stem, hinfo, cases or [])
     entry_cases = {}
     for case_name, values in chosen.items():
         params = {**{n: hinfo.defaults.get(n, 0) for n in hinfo.shape_names}, **values}
@@ -336,6 +345,19 @@ def _scan_module(result: Scan, root: Path, module: Path, cases: dict[str, dict[s
         "signature": signatures,
         "cases": entry_cases,
     }
+
+
+def _cases_for(result: Scan, stem: str, hinfo: HarnessInfo, cases: list[CaseSpec]) -> dict[str, dict[str, int]]:
+    fields = set(hinfo.shape_names)
+    chosen: dict[str, dict[str, int]] = {}
+    for case in cases:
+        unknown = sorted(set(case.values) - fields)
+        if case.kernel == stem and unknown:
+            result.problem(stem, f"case {case.name}: {', '.join(unknown)} not among the harness's argv fields "
+                                 f"({'x'.join(hinfo.shape_names) or 'none'}): use those names")
+        elif case.kernel == stem or (case.kernel is None and not unknown):
+            chosen[case.name] = dict(case.values)
+    return chosen or {"default": dict(hinfo.defaults)}
 
 
 def _pin_data(result: Scan, root: Path, stem: str, case: str, hinfo: HarnessInfo,

@@ -41,6 +41,17 @@ def test_cases_replace_the_harness_defaults_and_missing_data_is_a_fix(tmp_path, 
     assert entry.cases["big"].sha256 == {}
 
 
+def test_a_case_applies_where_its_fields_fit_or_to_the_kernel_named(tmp_path, capsys):
+    root = make_tree(tmp_path / "repo")
+    assert main(["import", str(root), "--case", "mm:M=8,N=12,K=4", "--case", "scale/tiny:M=8,N=12"]) == 0
+    project = read_project(root / "rvtune.toml")
+    assert project is not None
+    assert list(project.entries["scale"].cases) == ["tiny"]  # no K in scale's argv: mm does not apply
+    capsys.readouterr()
+    assert main(["import", str(root), "--case", "scale/tiny:M=8,Q=3"]) == 1
+    assert "case tiny: Q not among the harness's argv fields (MxNxRUN_COUNT)" in capsys.readouterr().out
+
+
 def test_dry_run_writes_nothing(tmp_path, capsys):
     root = make_tree(tmp_path / "repo")
     assert main(["import", str(root), "--dry-run"]) == 0
@@ -49,7 +60,8 @@ def test_dry_run_writes_nothing(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--case", "small"], "expected NAME:K=V,..."),
+    (["--case", "small"], "expected [KERNEL/]NAME:K=V,..."),
+    (["--case", "a b/small:M=1"], "expected [KERNEL/]NAME:K=V,..."),
     (["--case", "small:M=x"], "M='x' is not an integer"),
 ])
 def test_bad_case_options_are_usage_errors(tmp_path, capsys, args, message):
