@@ -50,6 +50,7 @@ class ProjectFile(pytest.File):
             raise self.CollectError(str(exc)) from exc
         if project is None:
             return
+        self.config.addinivalue_line("markers", "triton_rvv: an item of a Triton_RVV project (rvtune import)")
         for entry in project.entries.values():
             cases = [c for c in entry.cases.values() if not session.cases or c.name in session.cases]
             for case in cases:
