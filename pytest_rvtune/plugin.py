@@ -222,7 +222,9 @@ class RvtuneSession:
             return default
         return "emu" if getattr(cfg, "timing_source", None) == "emulated" or target_name == "qemu" else "bench"
 
-    def run_options(self, target: Any) -> RunOptions:
+    def run_options(self, target: Any, num_threads: int | None = None) -> RunOptions:
+        """The item's run options; ``num_threads``, a config's own (triton-cpu's ``num_threads=n``), wins over
+        --rvtune-threads: the kernel's author tuned that config for that thread count."""
         defaults = default_run_options(emulated=target.timing_source == "emulated")
         runs = self.config.getoption("rvtune_runs")
         warmup = self.config.getoption("rvtune_warmup")
@@ -232,7 +234,7 @@ class RvtuneSession:
             warmup=warmup if warmup is not None else defaults.warmup,
             runs=runs if runs is not None else defaults.runs,
             max_time=max_time if max_time is not None else defaults.max_time,
-            threads=self.config.getoption("rvtune_threads"),
+            threads=self.config.getoption("rvtune_threads") if num_threads is None else num_threads,
             timeout=self.timeout_for(target.name),
         )
 
@@ -663,12 +665,13 @@ def _kernel_item_test(request: pytest.FixtureRequest, rvtune_item: KernelItemInf
         if build.error is not None:
             outcome = build_failed(work, rvtune_target, build.error, build.seconds)
         else:
-            outcome = _run_or_resume(session, work, rvtune_target, build, golden)
+            outcome = _run_or_resume(session, work, rvtune_target, build, golden,
+                                     getattr(info.config, "num_threads", None))
     _finish(request, session, outcome, rvtune_target)
 
 
 def _run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: BuildOutcome,
-                   golden: Any) -> ItemOutcome:
+                   golden: Any, num_threads: int | None = None) -> ItemOutcome:
     artifact = build.artifact
     build_info = {"build_seconds": build.seconds, "build_cache_hit": bool(artifact.cache_hit)}
     resumed = _resumed_record(session, artifact.elf_sha256, golden.sha256, target)
@@ -677,7 +680,7 @@ def _run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: B
             "rvtune_resume")), "run_seconds": 0.0} | build_info
         verdict = Verdict(record["outcome"], record.get("message") or f"{work.what}: resumed")
         return ItemOutcome(verdict, record, timings={"build": build.seconds})
-    options = session.run_options(target)
+    options = session.run_options(target, num_threads)
     try:
         target.prepare([p for p in artifact.argv if isinstance(p, Path)] + [artifact.elf])
         with exclusive(target):

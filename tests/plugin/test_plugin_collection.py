@@ -131,3 +131,4 @@ def test_run_timeout_from_option_then_target_then_default(project: pytest.Pytest
     """)
     project.runpytest("test_timeouts.py").assert_outcomes(passed=1)
     project.runpytest("test_timeouts.py", "--rvtune-timeout", "3").assert_outcomes(passed=1)
+

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from plugin_helpers import by_kernel, read_results, results_file
+from plugin_helpers import by_kernel, kernel_source, read_results, results_file
 
 
 def test_every_verdict_in_one_session(project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
@@ -87,3 +87,19 @@ def test_qemu_counts_are_kept_only_when_exact(project: pytest.Pytester, add_kern
     (two,) = read_results(project.path / "t2.jsonl")
     assert one["threads"] == 1 and one["counters"]["kernel_insns"] > 0
     assert two["threads"] == 2 and "kernel_insns" not in two["counters"] and two["samples_ns"]
+
+
+def test_num_threads_of_a_config_is_the_thread_count_it_runs_with(project: pytest.Pytester,
+                                                                   add_kernel: Callable[..., Path]) -> None:
+    """triton-cpu's num_threads becomes the launcher's thread count of that item (0 = all harts); a config
+    without it runs with --rvtune-threads."""
+    source = kernel_source("pc_run_threads", configs=(16,)).replace(
+        'return [triton.Config({"BLOCK": b}) for b in [16]]',
+        'return [triton.Config({"BLOCK": 16}, num_threads=2), triton.Config({"BLOCK": 32}), '
+        'triton.Config({"BLOCK": 32}, num_threads=0)]')
+    add_kernel("pc_run_threads", source=source)
+    result = project.runpytest("--rvtune-target", "host", "--rvtune-case", "small", "--rvtune-results", "t.jsonl",
+                               "-p", "no:randomly")
+    result.assert_outcomes(passed=3)
+    threads = {r["config_id"]: r["threads"] for r in read_results(project.path / "t.jsonl")}
+    assert threads == {"BLOCK=16-num_threads=2": 2, "BLOCK=32": 1, "BLOCK=32-num_threads=0": 0}
