@@ -1,15 +1,19 @@
 """Turn one RunResult into an outcome and a message a kernel author can act on.
 
 Outcomes are the ones the results file and the session summary use: passed, wrong, build_failed, crashed,
-timeout, error (bad input data, a harness that could not start).
+timeout, error (bad input data, a harness that could not start). A store out of a buffer's bounds (a guard
+zone's check line, see harness_output.py) is "wrong": the kernel is wrong even when the values it left
+in bounds are right; its message names the buffer, the side and how many elements were overwritten.
 """
 
 from __future__ import annotations
 
+import math
 import signal as signal_module
 from dataclasses import dataclass
 
-from pytest_rvtune.targets.base import RunResult
+from pytest_rvtune.harness_output import guard_zone
+from pytest_rvtune.targets.base import Check, RunResult
 
 OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout", "error")
 
@@ -39,6 +43,23 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def _describe_bad_check(check: Check) -> str:
+    """One failed check as a line of the verdict: a guard zone, a NaN output, or the error sizes."""
+    zone = guard_zone(check.name)
+    if zone is not None:
+        buffer, side = zone
+        edge = "end" if side == "after" else "start"
+        where = f"right {side} its {edge}" if check.first_bad == 0 else \
+            f"from {check.first_bad} elements {side} its {edge}"
+        return (f"{buffer}: {check.count} elements written {side} its {edge} ({where}; the kernel stores out of "
+                f"bounds: check the store's mask and offsets)")
+    if math.isnan(check.max_abs):  # the harness's sign of an output NaN where the expected value is a number
+        return (f"{check.name}: NaN where a number was expected, first at index {check.first_bad}; "
+                f"{check.count} elements wrong")
+    return (f"{check.name}: max abs error {check.max_abs:.3g}, max rel error {check.max_rel:.3g}, "
+            f"first bad index {check.first_bad}, {check.count} elements wrong")
+
+
 def judge(result: RunResult, *, what: str, timeout: float, check: bool = True) -> Verdict:
     """Classify a run. ``what`` names the item (kernel, case, config, target) in every message."""
     output = f"{result.stdout}\n{result.stderr}"
@@ -53,9 +74,11 @@ def judge(result: RunResult, *, what: str, timeout: float, check: bool = True) -
                                 + "\n".join(f"    {e}" for e in result.errors))
     bad = [c for c in result.checks if not c.ok]
     if bad:
-        lines = [f"    {c.name}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g}, "
-                 f"first bad index {c.first_bad}, {c.count} elements wrong" for c in bad]
-        return Verdict("wrong", f"{what}: wrong answer\n" + "\n".join(lines))
+        values = [c for c in bad if guard_zone(c.name) is None]
+        guards = [c for c in bad if guard_zone(c.name) is not None]
+        heading = ", ".join(["wrong answer"] * bool(values) + ["out-of-bounds store"] * bool(guards))
+        lines = [f"    {_describe_bad_check(c)}" for c in values + guards]
+        return Verdict("wrong", f"{what}: {heading}\n" + "\n".join(lines))
     if result.returncode != 0:
         return Verdict("crashed", f"{what}: exited with status {result.returncode}; output tail:\n"
                                   f"{_tail(output)}")
