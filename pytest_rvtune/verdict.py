@@ -43,19 +43,22 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _describe_bad_check(check: Check) -> str:
     """One failed check as a line of the verdict: a guard zone, a NaN output, or the error sizes."""
     zone = guard_zone(check.name)
     if zone is not None:
         buffer, side = zone
         edge = "end" if side == "after" else "start"
-        where = f"right {side} its {edge}" if check.first_bad == 0 else \
-            f"from {check.first_bad} elements {side} its {edge}"
-        return (f"{buffer}: {check.count} elements written {side} its {edge} ({where}; the kernel stores out of "
-                f"bounds: check the store's mask and offsets)")
+        start = "right" if check.first_bad == 0 else f"{_count(check.first_bad, 'element')}"
+        return (f"{buffer}: {_count(check.count, 'element')} written {side} its {edge}, starting {start} {side} it "
+                f"(the kernel stores out of bounds: check the store's mask and offsets)")
     if math.isnan(check.max_abs):  # the harness's sign of an output NaN where the expected value is a number
         return (f"{check.name}: NaN where a number was expected, first at index {check.first_bad}; "
-                f"{check.count} elements wrong")
+                f"{_count(check.count, 'element')} wrong")
     return (f"{check.name}: max abs error {check.max_abs:.3g}, max rel error {check.max_rel:.3g}, "
             f"first bad index {check.first_bad}, {check.count} elements wrong")
 

@@ -72,6 +72,12 @@ def guard_run(elf: Path, tmp_path: Path, lo: int, hi: int):
     return run(elf, "--warmup", "1", "--runs", "1", *args)
 
 
+def verdict_of(r):
+    parsed = parse_harness_output(r.stdout)
+    return judge(RunResult(returncode=r.returncode, samples_ns=parsed.samples_ns, checks=parsed.checks,
+                           errors=parsed.errors, stdout=r.stdout), what="gk", timeout=10)
+
+
 def test_in_bounds_stores_leave_every_guard_intact(elf, tmp_path):
     r = guard_run(elf, tmp_path, 0, N)
     assert r.returncode == 0, r.stdout
@@ -105,17 +111,15 @@ def test_a_store_far_past_the_end_is_caught_and_counted_from_the_edge(elf, tmp_p
     r = guard_run(elf, tmp_path, N + 100, N + 110)
     guard = r.checks["y:after"]
     assert (guard["first_bad"], guard["count"]) == ("100", "10"), r.stdout
+    assert "y: 10 elements written after its end, starting 100 elements after it" in verdict_of(r).message
 
 
 def test_the_verdict_names_the_buffer_side_and_count(elf, tmp_path):
     r = guard_run(elf, tmp_path, 0, N + 5)
-    parsed = parse_harness_output(r.stdout)
-    result = RunResult(returncode=r.returncode, samples_ns=parsed.samples_ns, checks=parsed.checks,
-                       errors=parsed.errors, stdout=r.stdout)
-    verdict = judge(result, what="gk", timeout=10)
+    verdict = verdict_of(r)
     assert verdict.outcome == "wrong"
     assert "gk: out-of-bounds store" in verdict.message
-    assert "y: 5 elements written after its end" in verdict.message, verdict.message
+    assert "y: 5 elements written after its end, starting right after it" in verdict.message, verdict.message
     assert "max abs error" not in verdict.message  # the values in bounds were right
 
 
@@ -139,9 +143,7 @@ def test_nan_output_is_reported_as_nan_at_its_first_index(elf, tmp_path):
     r = run(elf, "--runs", "1", *args)
     y = r.checks["y"]
     assert (y["status"], y["max_abs"], y["max_rel"], y["first_bad"], y["count"]) == ("bad", "nan", "nan", "3", "2")
-    parsed = parse_harness_output(r.stdout)
-    verdict = judge(RunResult(returncode=r.returncode, samples_ns=parsed.samples_ns, checks=parsed.checks,
-                              stdout=r.stdout), what="gk", timeout=10)
+    verdict = verdict_of(r)
     assert verdict.outcome == "wrong"
-    assert "y: NaN where a number was expected, first at index 3; 2 elements wrong" in verdict.message
+    assert "y: NaN where a number was expected, first at index 3; 2 elements wrong" in verdict.message, verdict.message
     assert "inf" not in verdict.message
