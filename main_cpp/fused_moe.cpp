@@ -126,6 +126,12 @@ int main(int argc, char **argv) {
     rvtune_tensor *const outs[] = {&l.c};
     rvtune_bench(&o, run_kernel, &l, outs, 1);
     int ok = 1;
-    if (o.check) ok &= rvtune_check("c", &l.c, &expected_c, o.atol, o.rtol);
+    if (o.check) {
+        ok &= rvtune_check("c", &l.c, &expected_c, o.atol, o.rtol);
+        // every buffer the kernel got: a store past either end overwrote its guard zone's canaries
+        const rvtune_tensor *const kernel_buffers[] = {&l.a, &l.b, &l.c, &l.topk_weights, &l.sorted_token_ids,
+                                                       &l.expert_ids, &l.num_tokens_post_padded};
+        for (const rvtune_tensor *t : kernel_buffers) ok &= rvtune_check_guards(t);
+    }
     return rvtune_exit_code(&o, ok);
 }

@@ -7,6 +7,11 @@ The harness prints one machine-readable line per fact (docs/contracts.md):
     RVTUNE check <name> ok|bad max_abs=<g> max_rel=<g> first_bad=<i> count=<n>
     RVTUNE error <message>
 
+A check's ``<name>`` is an output tensor's, or ``<buffer>:before`` / ``<buffer>:after`` for a guard zone
+around a buffer that the kernel wrote into (only printed when it did: always ``bad``, count = elements
+overwritten, first_bad = how far past the edge the nearest of them is, 0 = adjacent; see guard_zone). An
+output NaN where a number was expected is ``max_abs=nan max_rel=nan`` with first_bad the first such NaN.
+
 Every other line is free text and ignored. A line that starts with ``RVTUNE`` but does not parse is a harness
 bug: it is reported as an error (naming the line) instead of being dropped, so it cannot pass as "no check".
 
@@ -21,6 +26,13 @@ from pytest_rvtune.targets.base import Check
 
 PREFIX = "RVTUNE"
 _CHECK_FIELDS = ("max_abs", "max_rel", "first_bad", "count")
+GUARD_SIDES = ("before", "after")
+
+
+def guard_zone(check_name: str) -> tuple[str, str] | None:
+    """(buffer, side) when ``check_name`` is a guard zone's check (``y:after``), else None."""
+    buffer, sep, side = check_name.rpartition(":")
+    return (buffer, side) if sep and buffer and side in GUARD_SIDES else None
 
 
 @dataclass

@@ -14,7 +14,7 @@ import re
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +117,9 @@ class RvtuneSession:
         self.seconds: Counter[str] = Counter()
         self.identities: dict[str, dict[str, Any]] = {}  # target name -> identity, from finished items
         self.filter_keys_unknown: dict[str, int] = Counter()  # filter key -> kernel modules without it
+        # filter -> key -> values the kernels with its keys have, for a filter that matched no config at all
+        self.filter_values: dict[str, dict[str, set[str]]] = {f: {} for f in self.config_filters}
+        self.filters_matched: set[str] = set()
         self.unconfirmed: list[dict[str, Any]] = []  # records' confirmation fields: flagged, then refuted
         self.kernel_modules = 0
         workerinput = getattr(config, "workerinput", None)
@@ -132,6 +135,7 @@ class RvtuneSession:
         self._configs: dict[str, Any] | None = None
         if config.getoption("rvtune_target") or config.getoption("rvtune_config_file"):
             self.target_configs()  # asked for by name: a bad name or file is an error before anything runs
+        _check_run_option_ranges(config)
         max_time = config.getoption("rvtune_max_time")
         if max_time is not None and not 0 <= max_time <= 3600:
             raise pytest.UsageError(f"--rvtune-max-time {max_time:g}: seconds of samples per item, between 0 "
@@ -295,6 +299,26 @@ def _make_target(cfg: Any, worker_id: str) -> Any:
     return make_target(cfg, worker_id=worker_id)
 
 
+#: Integer run options: (least, most, what the value means). The harness takes the same ranges on its command
+#: line (rvtune_harness.h), except --runs 0, which gives no timing sample, so every item would fail on its own.
+_RUN_OPTION_RANGES = {
+    "rvtune_runs": (1, 1_000_000, "timed runs per item"),
+    "rvtune_warmup": (0, 1_000_000, "warm-up runs per item"),
+    "rvtune_threads": (0, 4096, "launcher threads (0 = all harts, 1 = serial)"),
+}
+
+
+def _check_run_option_ranges(config: pytest.Config) -> None:
+    """A run option out of range is one usage error at start-up, not a failure of every item."""
+    for option, (least, most, meaning) in _RUN_OPTION_RANGES.items():
+        value = config.getoption(option)
+        if value is not None and not least <= value <= most:
+            raise pytest.UsageError(f"--{option.replace('_', '-')} {value}: {meaning}, from {least} to {most}")
+    timeout = config.getoption("rvtune_timeout")
+    if timeout is not None and not 0 < timeout < float("inf"):  # also rejects nan
+        raise pytest.UsageError(f"--rvtune-timeout {timeout:g}: seconds one ELF run may take, a number above 0")
+
+
 def _load_run_option(config: pytest.Config, option: str) -> Any:
     path = config.getoption(option)
     if not path:
@@ -453,7 +477,7 @@ class KernelModule(pytest.File):
     """A kernels/<name>.py module: one item per (case, config, target)."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from pytest_rvtune.spec import KernelModuleError, filter_configs, load_kernel_module
+        from pytest_rvtune.spec import KernelModuleError, filter_configs, filter_key_values, load_kernel_module
         session = _session(self.config)
         try:
             spec = load_kernel_module(self.path)
@@ -474,6 +498,11 @@ class KernelModule(pytest.File):
             # A filter on a key this kernel does not have selects none of its configs (e.g. BLOCK_SIZE_M
             # across the suite leaves out jacobi); a key no kernel has is one collection error (see below).
             configs = [] if missing else filter_configs(configs, config_filter)
+            if not missing:
+                if filter_configs(spec.configs, config_filter):
+                    session.filters_matched.add(config_filter)
+                for key, values in filter_key_values(spec.configs, config_filter).items():
+                    session.filter_values[config_filter].setdefault(key, set()).update(values)
         for marker in (spec.name, *spec.cases):  # per kernel and case, registered so --strict-markers works
             self.config.addinivalue_line("markers", f"{marker}: pytest-rvtune kernel or case {marker}")
         for target in session.target_names:
@@ -502,16 +531,23 @@ class KernelItem(pytest.Function):
         return self.path, 0, self.name
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(file_path: Path,
+                        parent: pytest.Collector) -> Generator[None, list[pytest.Collector], list[pytest.Collector]]:
+    others: list[pytest.Collector] = yield
     from pytest_rvtune.project_plugin import ProjectFile, is_project_file
     if is_project_file(file_path):  # a Triton_RVV checkout configured by `rvtune import`
-        return ProjectFile.from_parent(parent, path=file_path)
+        return [ProjectFile.from_parent(parent, path=file_path), *others]
     if file_path.suffix != ".py" or file_path.name.startswith("_") or file_path.name == "conftest.py":
-        return None
+        return others
     session = _session(parent.config)
     if not any(file_path.resolve().is_relative_to(d) for d in session.kernel_dirs):
-        return None
-    return KernelModule.from_parent(parent, path=file_path)
+        return others
+    # A kernel module named on the command line (or matching python_files) is also a test module to pytest's
+    # python plugin, which would import it a second time: a syntax error would then be reported twice, once
+    # with pytest's import traceback. A kernel module is ours alone.
+    return [KernelModule.from_parent(parent, path=file_path),
+            *(c for c in others if not isinstance(c, pytest.Module))]
 
 
 @pytest.hookimpl(trylast=True)
@@ -532,6 +568,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                    "against the config ids in `pytest --collect-only -q`")
         config.hook.pytest_collectreport(report=pytest.CollectReport(
             nodeid="rvtune-config", outcome="failed", longrepr=message, result=[]))
+    for config_filter, values in session.filter_values.items():
+        if config_filter in session.filters_matched or not values:  # no values: its key is unknown (above)
+            continue
+        existing = "; ".join(f"{key}: {', '.join(sorted(vs, key=_value_order))}" for key, vs in values.items())
+        message = (f"--rvtune-config {config_filter}: no config of any kernel matches it; the values that exist "
+                   f"are {existing}")
+        config.hook.pytest_collectreport(report=pytest.CollectReport(
+            nodeid="rvtune-config", outcome="failed", longrepr=message, result=[]))
+
+
+def _value_order(value: str) -> tuple[bool, int, str]:
+    """Config values as typed (filter_key_values), merged over kernels: ints in numeric order, then the rest."""
+    is_int = value.lstrip("-").isdigit()
+    return (not is_int, int(value) if is_int else 0, value)
 
 
 # --------------------------------------------------------------------------------------------- fixtures

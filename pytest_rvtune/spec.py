@@ -179,6 +179,20 @@ def filter_configs(configs: Iterable[Any], spec: str) -> list[Any]:
     return [c for c in configs if matches(as_config(c))]
 
 
+def filter_key_values(configs: Iterable[Any], spec: str) -> dict[str, list[str]]:
+    """Per key a config filter names, the values the configs have for it, as a user types them (ints in
+    numeric order, then True/False): what to show when the filter matched no config. Keys no config has are
+    left out (filter_configs names those)."""
+    keys = [c.partition("=")[0].strip() for c in spec.split(";") if c.strip()]
+    values: dict[str, set[tuple[str, ConfigValue]]] = {}  # typed: True and 1 stay two values
+    for config in configs:
+        for key, value in as_config(config).items():
+            if key in keys:
+                values.setdefault(key, set()).add((type(value).__name__, value))
+    return {key: [str(v) for _, v in sorted(values[key], key=lambda tv: (tv[0] == "bool", tv[1]))]
+            for key in keys if key in values}
+
+
 def _triton_type_of(value: Any, where: str) -> str:
     """Triton's signature type of a scalar argument (its own rules: bool i1, int i32 when it fits)."""
     if isinstance(value, bool):
@@ -641,6 +655,9 @@ def _describe(exc: BaseException) -> str:
     """``Type: message``; for sys.exit() ``SystemExit: 3 (sys.exit() while importing)``, which is clearer."""
     if isinstance(exc, SystemExit):
         return f"SystemExit: {exc.code} (the module called sys.exit(); a kernel module must not exit)"
+    if isinstance(exc, SyntaxError) and exc.lineno:  # file:line first, then the line itself: what an editor needs
+        line = f"\n    {exc.text.strip()}" if exc.text and exc.text.strip() else ""
+        return f"{type(exc).__name__} at {exc.filename}:{exc.lineno}: {exc.msg}{line}"
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -1,14 +1,18 @@
 """Turn one RunResult into an outcome and a message a kernel author can act on.
 
 Outcomes are the ones the results file and the session summary use: passed, wrong, build_failed, crashed,
-timeout, error (bad input data, a harness that could not start).
+timeout, error (bad input data, a harness that could not start). A store out of a buffer's bounds (a guard
+zone's check line, see harness_output.py) is "wrong": the kernel is wrong even when the values it left
+in bounds are right; its message names the buffer, the side and how many elements were overwritten.
 """
 
 from __future__ import annotations
 
+import math
 import signal as signal_module
 from dataclasses import dataclass
 
+from pytest_rvtune.harness_output import guard_zone
 from pytest_rvtune.targets.base import Check, RunResult
 
 OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout", "error")
@@ -39,12 +43,27 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def describe_bad_check(check: Check) -> str:
-    """What a failed check says; a harness in another output format may not print every figure."""
+    """One failed check as a line of the verdict: a guard zone, a NaN output, or the error sizes (a harness in
+    another output format may not print every figure)."""
+    zone = guard_zone(check.name)
+    if zone is not None:
+        buffer, side = zone
+        edge = "end" if side == "after" else "start"
+        start = "right" if check.first_bad == 0 else f"{_count(check.first_bad, 'element')}"
+        return (f"{buffer}: {_count(check.count, 'element')} written {side} its {edge}, starting {start} {side} it "
+                f"(the kernel stores out of bounds: check the store's mask and offsets)")
+    if check.sizes_given and math.isnan(check.max_abs):  # the harness's sign of an output NaN
+        return (f"{check.name}: NaN where a number was expected, first at index {check.first_bad}; "
+                f"{_count(check.count, 'element')} wrong")
     parts = [f"max abs error {check.max_abs:.3g}" if check.sizes_given else "",
              f"max rel error {check.max_rel:.3g}" if check.sizes_given else "",
              f"first bad index {check.first_bad}" if check.first_bad >= 0 else "",
-             f"{check.count} elements wrong" if check.count >= 0 else ""]
+             f"{_count(check.count, 'element')} wrong" if check.count >= 0 else ""]
     known = [p for p in parts if p]
     return f"{check.name}: " + (", ".join(known) if known else "not OK (the harness gives no details)")
 
@@ -63,7 +82,11 @@ def judge(result: RunResult, *, what: str, timeout: float, check: bool = True) -
                                 + "\n".join(f"    {e}" for e in result.errors))
     bad = [c for c in result.checks if not c.ok]
     if bad:
-        return Verdict("wrong", f"{what}: wrong answer\n" + "\n".join(f"    {describe_bad_check(c)}" for c in bad))
+        values = [c for c in bad if guard_zone(c.name) is None]
+        guards = [c for c in bad if guard_zone(c.name) is not None]
+        heading = ", ".join(["wrong answer"] * bool(values) + ["out-of-bounds store"] * bool(guards))
+        lines = [f"    {describe_bad_check(c)}" for c in values + guards]
+        return Verdict("wrong", f"{what}: {heading}\n" + "\n".join(lines))
     if result.returncode != 0:
         return Verdict("crashed", f"{what}: exited with status {result.returncode}; output tail:\n"
                                   f"{_tail(output)}")

@@ -17,6 +17,13 @@ An "out" buffer is zeroed and an "inout" buffer restored from its input before e
 against its expected file after the last one, with --atol/--rtol; an fp16 or bf16 output with at least
 torch.testing's default tolerance for its dtype (DTYPE_TOLERANCE).
 
+Out-of-bounds stores: every tensor the kernel gets (in, out and inout) lies between two guard zones of
+canaries (rvtune_harness.h, "guard zones": 4096 bytes a side, at least 512 elements of any dtype); after the
+last launch a zone the kernel wrote into is a `RVTUNE check <label>:before|after bad ...` line (count = the
+elements overwritten), so the item is a wrong answer naming the buffer and the side. Reads past a buffer's
+end are not detected: they read canaries (or other heap memory) without faulting, and catching them would
+take a protected page per buffer.
+
 fp16 and bf16 buffers hold uint16_t bit patterns, as the compiler's runtime (compiler/runtime/rvtune_rt.h)
 does: the kernel ABI takes them as uint16_t pointers, so the rv64 build needs no Zfh and the host no _Float16.
 """
@@ -106,8 +113,9 @@ def _validate(symbol: str, args: Sequence[HarnessArg]) -> None:
                                    f"(supported: {', '.join(SCALAR_TYPES)})")
             if a.role != "scalar":
                 raise HarnessError(f"{where}: a scalar ({a.ttype}) must have role 'scalar', not {a.role!r}")
-        if '"' in a.shown or "\\" in a.shown or any(c.isspace() for c in a.shown):
-            raise HarnessError(f"{where}: label {a.shown!r} must not contain quotes, backslashes or spaces")
+        if any(c in '"\\:' or c.isspace() for c in a.shown):  # ':' separates a guard zone's side
+            raise HarnessError(f"{where}: label {a.shown!r} must not contain quotes, backslashes, colons or "
+                               "spaces")
 
 
 def usage(args: Sequence[HarnessArg]) -> str:
@@ -133,6 +141,7 @@ def generate(symbol: str, args: Sequence[HarnessArg]) -> str:
     call_args: list[str] = []
     outs: list[str] = []
     checks: list[str] = []
+    guards: list[str] = []
     pos = 0
     for i, a in enumerate(args):
         var = f"arg{i}"
@@ -148,6 +157,7 @@ def generate(symbol: str, args: Sequence[HarnessArg]) -> str:
         dtype = TENSOR_DTYPES[a.ttype[1:]]
         decls.append(f"static rvtune_tensor {var};")
         call_args.append(f"{var}.data")
+        guards.append(f"        ok &= rvtune_check_guards(&{var});")
         if a.role in ("in", "inout"):
             loads.append(f'    rvtune_read_txt(&{var}, "{label}", o.pos[{pos}], {dtype});')
             pos += 1
@@ -192,6 +202,8 @@ int main(int argc, char **argv) {{
     int ok = 1;
     if (o.check) {{
 {chr(10).join(checks)}
+        /* every buffer the kernel got: a store past either end overwrote canaries */
+{chr(10).join(guards)}
     }}
     return rvtune_exit_code(&o, ok);
 }}

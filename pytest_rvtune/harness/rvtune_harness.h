@@ -18,6 +18,12 @@
  *     after widening, which is exact), one
  *     `RVTUNE check <name> ok|bad max_abs=<g> max_rel=<g> first_bad=<i> count=<n>` line each, where
  *     count is the number of mismatching elements and first_bad is -1 when there is none;
+ *     an output NaN where a number was expected makes max_abs=nan max_rel=nan and first_bad the first such NaN;
+ *   - guard zones: every tensor buffer the TXT reader or rvtune_output_like allocates sits between two
+ *     RVTUNE_GUARD_BYTES canary zones; rvtune_check_guards (after the last launch) prints
+ *     `RVTUNE check <name>:before|after bad max_abs=0 max_rel=0 first_bad=<k> count=<n>` for a zone the
+ *     kernel wrote into (see "guard zones" below). Reads past a buffer are NOT detected: the canaries
+ *     are ordinary memory, and page-protecting every buffer would cost an mmap and a 4 KiB alignment each;
  *   - exit status: 0 every check ok (or --no-check), 1 wrong answer, 2 bad input.
  * The machine-readable lines are the contract with pytest_rvtune/harness_output.py (docs/contracts.md).
  */
@@ -62,6 +68,7 @@ typedef struct {
     int64_t rows, cols;
     void *data;        /* rows * cols elements, 64-byte aligned (vector loads like aligned data) */
     void *init;        /* contents restored before each run; NULL = restore to zeros */
+    uint32_t guard;    /* 0: no guard zones (a buffer the harness did not allocate), else its canaries' tag */
 } rvtune_tensor;
 
 typedef struct {
@@ -218,6 +225,91 @@ static inline void *rvtune_alloc(size_t bytes, const char *what) {
     return p;
 }
 
+/* ---------------------------------------------------------------- guard zones
+ *
+ * Every tensor buffer sits between two canary zones of RVTUNE_GUARD_BYTES: [before | data | after]. A kernel
+ * that stores past either end of a buffer (a mask like `offs < n + 5`, an off-by-one row stride) overwrites
+ * canaries, which rvtune_check_guards finds after the last launch (the zones are never reset, so a write in
+ * any launch stays visible).
+ *
+ * Size: 4096 bytes a side is 512 elements of an 8-byte dtype, 1024 of fp32, 2048 of fp16: every overrun of
+ * 1-64 elements is caught for every dtype with room to spare, and so is the usual bad mask, which overruns
+ * by less than one block (BLOCK_SIZE up to 1024 fp32 elements). A store farther out skips the zone and is
+ * not seen here. 4096 is a multiple of 64, so the data stays 64-byte aligned; the cost is 8 KiB a buffer
+ * and one pass over the zones per run of the ELF.
+ *
+ * Canary: a signalling NaN for float dtypes (arithmetic never produces one: it yields quiet NaNs) and
+ * 0xA5... for integers, with the low 5 bits XORed with a tag that differs per buffer and side, so that a
+ * copy kernel reading x's canaries (read overruns are not detected) and storing them past y's end still
+ * changes y's canaries. Only a store of exactly the canary's bit pattern goes unnoticed.
+ */
+#define RVTUNE_GUARD_BYTES 4096u
+
+/* The canary element of dtype dt for tag (its low dtype-size bytes, little-endian like rv64 and x86-64). */
+static inline uint64_t rvtune_canary(rvtune_dtype dt, uint32_t tag) {
+    uint64_t t = tag & 0x1fu;  /* keeps the float canaries signalling NaNs with a non-zero payload */
+    switch (dt) {
+    case RVTUNE_F64: return 0x7ff5a5a5a5a5a5a5ull ^ t;
+    case RVTUNE_F32: return 0x7fa5a5a5ull ^ t;
+    case RVTUNE_F16: return 0x7da5ull ^ t;
+    case RVTUNE_BF16: return 0x7fa5ull ^ t;
+    default: return 0xa5a5a5a5a5a5a5a5ull ^ t;
+    }
+}
+
+/* Element k (0 = nearest the data) of t's guard zone `after` (0: before the start, 1: after the end). */
+static inline unsigned char *rvtune_guard_element(const rvtune_tensor *t, int after, size_t k) {
+    size_t esize = rvtune_dtype_size(t->dtype);
+    unsigned char *data = (unsigned char *)t->data;
+    return after ? data + rvtune_nbytes(t) + k * esize : data - (k + 1) * esize;
+}
+
+/* t->data for t's shape and dtype (zeroed) between two canary zones; sets t->guard. */
+static inline void rvtune_alloc_guarded(rvtune_tensor *t, const char *what) {
+    static uint32_t tags = 0;  /* one TU (the harness's main) allocates every buffer */
+    size_t bytes = rvtune_nbytes(t), esize = rvtune_dtype_size(t->dtype);
+    if (bytes > SIZE_MAX - 3 * (size_t)RVTUNE_GUARD_BYTES)
+        rvtune_fail("out of memory allocating %zu bytes for %s", bytes, what);
+    unsigned char *base = (unsigned char *)rvtune_alloc(bytes + 2 * (size_t)RVTUNE_GUARD_BYTES, what);
+    t->data = base + RVTUNE_GUARD_BYTES;
+    t->guard = ++tags;
+    for (int after = 0; after < 2; after++) {
+        uint64_t canary = rvtune_canary(t->dtype, t->guard * 2u + (uint32_t)after);
+        for (size_t k = 0; k < RVTUNE_GUARD_BYTES / esize; k++)
+            memcpy(rvtune_guard_element(t, after, k), &canary, esize);
+    }
+}
+
+/* After the last launch: one `RVTUNE check <name>:before|after bad ...` line per guard zone of t the kernel
+ * wrote into, with count = canary elements overwritten and first_bad = how far past the edge the nearest of
+ * them is (0: the element right after the end, or right before the start). Returns 1 when both are intact
+ * (also for a buffer without guard zones). */
+static inline int rvtune_check_guards(const rvtune_tensor *t) {
+    if (t->guard == 0) return 1;
+    size_t esize = rvtune_dtype_size(t->dtype), zone = RVTUNE_GUARD_BYTES / esize;
+    int intact = 1;
+    for (int after = 0; after < 2; after++) {
+        uint64_t canary = rvtune_canary(t->dtype, t->guard * 2u + (uint32_t)after);
+        long long count = 0, nearest = -1, farthest = -1;
+        for (size_t k = 0; k < zone; k++) {
+            if (memcmp(rvtune_guard_element(t, after, k), &canary, esize) == 0) continue;
+            if (nearest < 0) nearest = (long long)k;
+            farthest = (long long)k;
+            count++;
+        }
+        if (count == 0) continue;
+        intact = 0;
+        const char *side = after ? "after" : "before";
+        printf("RVTUNE check %s:%s bad max_abs=0 max_rel=0 first_bad=%lld count=%lld\n", t->name, side, nearest,
+               count);
+        printf("  %s: out-of-bounds store: %lld elements %s its %s were overwritten, %lld to %lld elements "
+               "past the edge%s\n", t->name, count, side, after ? "end" : "start", nearest, farthest,
+               (size_t)farthest + 1 == zone ? " (up to the guard zone's edge: the store may reach farther)" : "");
+    }
+    fflush(stdout);
+    return intact;
+}
+
 /* ---------------------------------------------------------------- TXT reader */
 
 static inline int rvtune_is_space(char c) {
@@ -288,7 +380,7 @@ static inline void rvtune_read_txt(rvtune_tensor *t, const char *name, const cha
     t->rows = dims[0];
     t->cols = dims[1];
     t->init = NULL;
-    t->data = rvtune_alloc(rvtune_nbytes(t), path);
+    rvtune_alloc_guarded(t, path);
     int64_t n = rvtune_numel(t), i = 0;
     int is_int = rvtune_dtype_is_int(dt);
     for (;;) {
@@ -337,7 +429,7 @@ static inline void rvtune_expect_numel(const rvtune_tensor *t, int64_t n) {
 /* An output buffer shaped like its expected file; zeroed before every run. */
 static inline void rvtune_output_like(rvtune_tensor *out, const rvtune_tensor *expected) {
     *out = *expected;
-    out->data = rvtune_alloc(rvtune_nbytes(expected), expected->name);
+    rvtune_alloc_guarded(out, expected->name);
     out->init = NULL;
 }
 
@@ -521,7 +613,7 @@ static inline void rvtune_bench(const rvtune_opts *o, rvtune_run_fn run, void *c
 /* Compare got with exp element-wise; print one check line; return 1 when all elements match. */
 static inline int rvtune_check(const char *name, const rvtune_tensor *got, const rvtune_tensor *exp, double atol,
                                double rtol) {
-    int64_t n = rvtune_numel(exp), first_bad = -1, bad = 0;
+    int64_t n = rvtune_numel(exp), first_bad = -1, bad = 0, first_nan = -1, nans = 0;
     double max_abs = 0.0, max_rel = 0.0;
     if (rvtune_numel(got) != n)
         rvtune_fail("%s:1: check %s: output holds %lld values, expected file %lld", exp->path, name,
@@ -533,6 +625,7 @@ static inline int rvtune_check(const char *name, const rvtune_tensor *got, const
         if (isnan(e) || isnan(g)) {
             ok = isnan(e) && isnan(g);
             diff = ok ? 0.0 : INFINITY;
+            if (!ok && isnan(g) && nans++ == 0) first_nan = i;  /* a NaN output where a number was expected */
         } else if (g == e) {  /* also equal infinities, whose difference would be NaN */
             ok = 1;
             diff = 0.0;
@@ -550,6 +643,12 @@ static inline int rvtune_check(const char *name, const rvtune_tensor *got, const
             if (first_bad < 0) first_bad = i;
             bad++;
         }
+    }
+    if (nans) {  /* the NaN is the fault to point at: "max abs error inf" would hide it */
+        max_abs = max_rel = NAN;
+        printf("  %s: %lld NaN values where numbers were expected, the first at %s[%lld]\n", name, (long long)nans,
+               name, (long long)first_nan);
+        first_bad = first_nan;
     }
     printf("RVTUNE check %s %s max_abs=%.9g max_rel=%.9g first_bad=%lld count=%lld\n", name, bad ? "bad" : "ok",
            max_abs, max_rel, (long long)first_bad, (long long)bad);
