@@ -129,7 +129,7 @@ def test_a_wrong_expected_file_fails_with_not_ok(target_and_elf, data, tmp_path:
     result = target.run(elf.elf, ARGV, timeout=120, files=files, output_format=FORMAT)
     assert [(c.name, c.ok, c.first_bad, c.count) for c in result.checks] == [("out", False, 4, 1)]
     verdict = judge(result, what="mm", timeout=120)
-    assert verdict.outcome == "wrong" and "out: first bad index 4, 1 elements wrong" in verdict.message
+    assert verdict.outcome == "wrong" and "out: first bad index 4, 1 element wrong" in verdict.message
 
 
 def test_a_missing_data_file_fails_without_a_check(target_and_elf, data):

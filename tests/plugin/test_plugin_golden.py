@@ -65,7 +65,7 @@ def test_imported_golden_files_are_what_the_items_run_against(project: pytest.Py
     result = project.runpytest("--rvtune-case", "small", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*pi_wrong [[]case small, BLOCK=16[]] on target qemu: wrong answer*",
-                                 "*y: max abs error 1, max rel error *, first bad index 5, 1 elements wrong*"])
+                                 "*y: max abs error 1, max rel error *, first bad index 5, 1 element wrong*"])
     outcomes = {r["kernel"]: (r["outcome"], r["checks"][0]["first_bad"]) for r in read_results(results_file(project))}
     assert outcomes == {"pi_right": ("passed", -1), "pi_wrong": ("wrong", 5)}
     # the run left the imported files as they were: nothing generated over them
