@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_rvtune import paths
 from pytest_rvtune.compiler import launcher
@@ -20,43 +21,66 @@ from pytest_rvtune.compiler.cache import BuildCache, cache_key
 from pytest_rvtune.toolchain import HOST_ISA, Toolchain
 
 #: Generated C is full of harmless warnings (unused values after CSE); clang errors still fail the build.
-_QUIET = ("-w",)
+QUIET = ("-w",)
+#: Flags for the kernel C our backend emits (it includes rvtune_rt.h).
+KERNEL_C_FLAGS = (*KERNEL_CFLAGS, *QUIET)
 
 _lock = threading.Lock()
 _loaded: dict[Path, ctypes.CDLL] = {}
-_builds = 0  # shared objects this process had to build (cache misses)
+_builds = 0  # binaries this process had to build (cache misses)
 
 
 class LoadError(RuntimeError):
     """A kernel or launcher that could not be built or loaded; names the kernel."""
 
 
-def shared_objects_built() -> int:
-    """How many shared objects this process built with clang (cache hits do not count)."""
+def binaries_built() -> int:
+    """How many binaries (shared objects, objects, ELFs) this process built with clang; cache hits do not
+    count."""
     return _builds
+
+
+def build_cached(kind: str, name: str, build: Callable[[Path], None], **key_parts: Any) -> Path:
+    """The cache entry of a ``kind`` of binary (e.g. ``kernel.so``) for kernel ``name``, keyed by
+    ``key_parts``; ``build(tmp_dir)`` fills it on a miss (and counts)."""
+
+    def counted(tmp: Path) -> None:
+        global _builds
+        try:
+            build(tmp)
+        except LoadError:
+            raise
+        except Exception as e:
+            raise LoadError(f"kernel {name}: building the {kind} failed: {e}") from e
+        _builds += 1
+
+    entry, _ = BuildCache(paths.cache_dir() / "cpu_driver").get_or_build(
+        kind, cache_key(kind=kind, name=name, **key_parts), counted)
+    return entry
+
+
+def compile_sources(tc: Toolchain, tmp: Path, files: dict[str, str], main: str, obj: Path,
+                    extra_cflags: Sequence[str]) -> None:
+    """Write ``files`` into ``tmp`` and compile ``main`` (one of them) to ``obj``."""
+    for file_name, text in files.items():
+        (tmp / file_name).write_text(text)
+    tc.compile(tmp / main, obj, extra=("-I", str(tmp), *extra_cflags))
 
 
 def _build_shared_object(kind: str, name: str, files: dict[str, str], main: str,
                          extra_cflags: Sequence[str]) -> Path:
-    """Write ``files``, compile ``main`` (one of them) and link it into ``lib<name>_<kind>.so``."""
+    """Compile ``main`` (one of ``files``) for the host and link it into ``lib<name>_<kind>.so``."""
     tc = Toolchain.for_isa(HOST_ISA)
-    key = cache_key(kind=kind, name=name, files=files, cflags=list(extra_cflags), toolchain=tc.fingerprint())
     so_name = f"lib{name}_{kind}.so"
+    obj = f"{name}_{kind}.o"
 
     def build(tmp: Path) -> None:
-        global _builds
-        for file_name, text in files.items():
-            (tmp / file_name).write_text(text)
-        try:
-            tc.compile(tmp / main, tmp / f"{name}_{kind}.o", extra=("-I", str(tmp), *extra_cflags))
-            # -shared on the link line: the objects are already -fPIC (toolchain.py's host flags).
-            tc.link([tmp / f"{name}_{kind}.o"], tmp / so_name, libs=("-shared", "-lm", "-lpthread"))
-        except Exception as e:
-            raise LoadError(f"kernel {name}: building the {kind} shared object failed: {e}") from e
-        _builds += 1
+        compile_sources(tc, tmp, files, main, tmp / obj, extra_cflags)
+        # -shared on the link line: the objects are already -fPIC (toolchain.py's host flags).
+        tc.link([tmp / obj], tmp / so_name, libs=("-shared", "-lm", "-lpthread"))
 
-    entry, _ = BuildCache(paths.cache_dir() / "cpu_driver").get_or_build(kind, key, build)
-    return entry / so_name
+    return build_cached(f"{kind}.so", name, build, files=files, cflags=list(extra_cflags),
+                        toolchain=tc.fingerprint()) / so_name
 
 
 def _load(path: Path) -> ctypes.CDLL:
@@ -70,7 +94,7 @@ def _load(path: Path) -> ctypes.CDLL:
 def load_kernel(name: str, c_source: str) -> tuple[ctypes.CDLL, int]:
     """The kernel library and the address of its ``<name>`` function (the launcher's ``kernel_ptr``)."""
     c_file = f"{name}.c"
-    lib = _load(_build_shared_object("kernel", name, {c_file: c_source}, c_file, (*KERNEL_CFLAGS, *_QUIET)))
+    lib = _load(_build_shared_object("kernel", name, {c_file: c_source}, c_file, KERNEL_C_FLAGS))
     try:
         fn = getattr(lib, name)
     except AttributeError:
@@ -88,4 +112,4 @@ def load_launcher(name: str, params: Sequence[launcher.KernelParam]) -> ctypes.C
     except launcher.LauncherError as e:
         raise LoadError(str(e)) from e
     files = {sources.header_name: sources.header, sources.launcher_name: sources.launcher_c}
-    return _load(_build_shared_object("launcher", name, files, sources.launcher_name, _QUIET))
+    return _load(_build_shared_object("launcher", name, files, sources.launcher_name, QUIET))

@@ -35,7 +35,7 @@ def active_driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @dataclass
 class CompileLog:
-    """Every compilation Triton's JIT ran (``jit_post_compile_hook``), and the shared objects clang built."""
+    """Every compilation Triton's JIT ran (``jit_post_compile_hook``), and the binaries clang built."""
 
     compiles: list[dict[str, Any]] = field(default_factory=list)
     builds_at_start: int = 0
@@ -45,17 +45,17 @@ class CompileLog:
         return len(self.compiles)
 
     @property
-    def shared_objects_built(self) -> int:
-        return loader.shared_objects_built() - self.builds_at_start
+    def binaries_built(self) -> int:
+        return loader.binaries_built() - self.builds_at_start
 
     def reset(self) -> None:
         self.compiles.clear()
-        self.builds_at_start = loader.shared_objects_built()
+        self.builds_at_start = loader.binaries_built()
 
 
 @pytest.fixture
 def compile_log(active_driver: None) -> Iterator[CompileLog]:
-    log = CompileLog(builds_at_start=loader.shared_objects_built())
+    log = CompileLog(builds_at_start=loader.binaries_built())
 
     def hook(*, compile: dict[str, Any], **_: Any) -> None:
         log.compiles.append(compile)

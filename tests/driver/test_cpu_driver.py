@@ -302,12 +302,12 @@ def test_second_launch_compiles_nothing(compile_log):
     x, y = torch.randn(41), torch.randn(41)
     copy_kernel[(1,)](x, y, BLOCK=32)  # copy_kernel's first launch in this module with BLOCK=32
     assert compile_log.count == 1
-    assert compile_log.shared_objects_built in (1, 2)  # the kernel (and its launcher, unless built before)
+    assert compile_log.binaries_built in (1, 2)  # the kernel (and its launcher, unless built before)
     compile_log.reset()
     y.zero_()
     copy_kernel[(1,)](x, y, BLOCK=32)
     assert torch.equal(y[:32], x[:32])
-    assert compile_log.count == 0 and compile_log.shared_objects_built == 0
+    assert compile_log.count == 0 and compile_log.binaries_built == 0
 
 
 def test_new_config_compiles_kernel_but_reuses_launcher(compile_log):
@@ -317,7 +317,7 @@ def test_new_config_compiles_kernel_but_reuses_launcher(compile_log):
     torch.testing.assert_close(out[:41], x + y)
     assert compile_log.count == 1
     # The launcher depends only on the kernel's parameters: one library serves every config.
-    assert compile_log.shared_objects_built == 1
+    assert compile_log.binaries_built == 1
 
 
 def test_shared_objects_cached_on_disk(compile_log):
@@ -328,7 +328,7 @@ def test_shared_objects_cached_on_disk(compile_log):
     out.zero_()
     triton.jit(add_kernel.fn)[(5,)](x, y, out, 9, BLOCK=2)
     torch.testing.assert_close(out, x + y)
-    assert compile_log.count == 1 and compile_log.shared_objects_built == 0
+    assert compile_log.count == 1 and compile_log.binaries_built == 0
 
 
 def test_int_equal_to_one_is_its_own_specialisation(compile_log):
@@ -396,7 +396,7 @@ def test_autotune_picks_a_config_and_reuses_it(compile_log):
     out.zero_()
     tuned[grid](x, y, out, n)  # same key: the cached choice, no benchmark, no compile
     torch.testing.assert_close(out, x + y)
-    assert compile_log.count == 0 and compile_log.shared_objects_built == 0
+    assert compile_log.count == 0 and compile_log.binaries_built == 0
 
     n2 = 7  # a new tuning key re-benchmarks, on kernels already compiled for this specialisation
     x2, y2, out2 = torch.randn(n2), torch.randn(n2), torch.zeros(n2)
