@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_rvtune.compiler.lower import Param
@@ -44,52 +45,89 @@ _SCALARS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
 }
 
 
-def _pointer_converter(kernel: str, param: str) -> Callable[[Any], int]:
-    def convert(arg: Any) -> int:
-        data_ptr = getattr(arg, "data_ptr", None)
-        if data_ptr is None:
-            raise LaunchError(f"kernel {kernel}: argument {param!r} is a pointer parameter but got "
-                              f"{type(arg).__name__}; pass a CPU tensor")
-        device = getattr(arg, "device", None)
-        if device is not None and getattr(device, "type", "cpu") != "cpu":
-            raise LaunchError(f"kernel {kernel}: argument {param!r} is on device {device}; the rvtune CPU "
-                              "driver runs kernels on CPU tensors (move it with .cpu())")
-        return data_ptr()
-    return convert
+def checked_tensor(kernel: str, param: str, arg: Any) -> Any:
+    """``arg`` if it is a CPU tensor (anything with ``data_ptr()`` on the CPU); else a LaunchError."""
+    if getattr(arg, "data_ptr", None) is None:
+        raise LaunchError(f"kernel {kernel}: argument {param!r} is a pointer parameter but got "
+                          f"{type(arg).__name__}; pass a CPU tensor")
+    device = getattr(arg, "device", None)
+    if device is not None and getattr(device, "type", "cpu") != "cpu":
+        raise LaunchError(f"kernel {kernel}: argument {param!r} is on device {device}; the rvtune CPU "
+                          "driver runs kernels on CPU tensors (move it with .cpu())")
+    return arg
+
+
+@dataclass(frozen=True)
+class RuntimeArg:
+    """A kernel argument the launch passes to C: its position among the launch's arguments, name, type."""
+
+    index: int
+    name: str
+    triton_type: str
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.triton_type.startswith("*")
+
+    def scalar(self, kernel: str) -> tuple[Any, Callable[[Any], Any]]:
+        """(ctypes type, Python value -> C value) of a scalar argument."""
+        try:
+            return _SCALARS[self.triton_type]
+        except KeyError:
+            raise LaunchError(f"kernel {kernel}: parameter {self.name!r} has type {self.triton_type}, which the "
+                              "rvtune CPU driver cannot pass") from None
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """What every launcher needs of a compiled kernel: its C parameters and which launch arguments feed them
+    (the signature marks constexprs, including ints Triton specialised to 1; those are not passed)."""
+
+    name: str
+    num_threads: int
+    params: tuple[Param, ...]
+    args: tuple[RuntimeArg, ...]
+
+    @classmethod
+    def of(cls, src: Any, metadata: Any) -> KernelCall:
+        name = metadata.name
+        args = tuple(RuntimeArg(i, n, t) for i, (n, t) in enumerate(dict(src.signature).items())
+                     if t != "constexpr")
+        for arg in args:
+            if not isinstance(arg.triton_type, str) or arg.triton_type.startswith("tensordesc"):
+                raise LaunchError(f"kernel {name}: parameter {arg.name!r} has type {arg.triton_type}; the rvtune "
+                                  "CPU driver passes tensors and scalars only (no tuples, no tensor descriptors)")
+        params = tuple(Param(*p) for p in metadata.params)
+        if [p.name for p in params] != [a.name for a in args]:
+            raise LaunchError(f"kernel {name}: the compiled kernel takes {[p.name for p in params]} but the "
+                              f"launch passes {[a.name for a in args]}")
+        return cls(name, int(getattr(metadata, "num_threads", 0)), params, args)
+
+    def check_grid(self, grid: tuple[int, int, int]) -> None:
+        for axis, size in zip("xyz", grid, strict=True):
+            if not 0 <= size < 2**32:
+                raise LaunchError(f"kernel {self.name}: grid size {axis}={size} is outside 0..2**32-1")
 
 
 class CPULauncher:
-    """``launcher_cls`` of the rvtune driver: one per compiled kernel (specialisation)."""
+    """``launcher_cls`` of the rvtune driver in host mode: one per compiled kernel (specialisation)."""
 
     def __init__(self, src: Any, metadata: Any) -> None:
-        self.name: str = metadata.name
-        self.num_threads: int = int(getattr(metadata, "num_threads", 0))
-        signature: dict[str, Any] = dict(src.signature)
-        runtime = [(i, n, t) for i, (n, t) in enumerate(signature.items()) if t != "constexpr"]
-        for _, param_name, ty in runtime:
-            if not isinstance(ty, str) or ty.startswith("tensordesc"):
-                raise LaunchError(f"kernel {self.name}: parameter {param_name!r} has type {ty}; the rvtune CPU "
-                                  "driver passes tensors and scalars only (no tuples, no tensor descriptors)")
-        params = tuple(Param(*p) for p in metadata.params)
-        if [p.name for p in params] != [n for _, n, _ in runtime]:
-            raise LaunchError(f"kernel {self.name}: the compiled kernel takes {[p.name for p in params]} but the "
-                              f"launch passes {[n for _, n, _ in runtime]}")
-        self.arg_indices = [i for i, _, _ in runtime]
+        self.call = KernelCall.of(src, metadata)
+        name = self.call.name
         self.converters: list[Callable[[Any], Any]] = []
         argtypes: list[Any] = [ctypes.c_uint32] * 3 + [ctypes.c_int, ctypes.c_void_p]
-        for _, param_name, ty in runtime:
-            if ty.startswith("*"):
+        for arg in self.call.args:
+            if arg.is_pointer:
                 argtypes.append(ctypes.c_void_p)
-                self.converters.append(_pointer_converter(self.name, param_name))
-            elif ty in _SCALARS:
-                c_type, convert = _SCALARS[ty]
+                self.converters.append(
+                    lambda value, param=arg.name: checked_tensor(name, param, value).data_ptr())
+            else:
+                c_type, convert = arg.scalar(name)
                 argtypes.append(c_type)
                 self.converters.append(convert)
-            else:
-                raise LaunchError(f"kernel {self.name}: parameter {param_name!r} has type {ty}, which the rvtune "
-                                  "CPU driver cannot pass")
-        lib = loader.load_launcher(self.name, params)
-        self.wrap = getattr(lib, f"{self.name}_wrap")
+        lib = loader.load_launcher(name, self.call.params)
+        self.wrap = getattr(lib, f"{name}_wrap")
         self.wrap.argtypes = argtypes
         self.wrap.restype = None
 
@@ -97,11 +135,9 @@ class CPULauncher:
                  launch_metadata: Any, enter_hook: Any, exit_hook: Any, *args: Any) -> None:
         if enter_hook is not None:
             enter_hook(launch_metadata)
-        values = [convert(args[i]) for i, convert in zip(self.arg_indices, self.converters, strict=True)]
-        for axis, size in zip("xyz", (grid_x, grid_y, grid_z), strict=True):
-            if not 0 <= size < 2**32:
-                raise LaunchError(f"kernel {self.name}: grid size {axis}={size} is outside 0..2**32-1")
+        values = [convert(args[a.index]) for a, convert in zip(self.call.args, self.converters, strict=True)]
+        self.call.check_grid((grid_x, grid_y, grid_z))
         # ctypes releases the GIL for the call: other Python threads run while the kernel does.
-        self.wrap(grid_x, grid_y, grid_z, self.num_threads, function, *values)
+        self.wrap(grid_x, grid_y, grid_z, self.call.num_threads, function, *values)
         if exit_hook is not None:
             exit_hook(launch_metadata)
