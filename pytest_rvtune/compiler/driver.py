@@ -14,7 +14,7 @@ from typing import Any
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
-from pytest_rvtune.cpu_driver.activation import HOST_MODE, requested_mode
+from pytest_rvtune.cpu_driver.activation import HOST_MODE, QEMU_MODE, requested_mode
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
 # Triton type string -> C type of the kernel ABI (docs/contracts.md).
@@ -54,6 +54,10 @@ class RVTuneDriver(DriverBase):
 
     @property
     def launcher_cls(self) -> type:
+        if requested_mode() == QEMU_MODE:
+            from pytest_rvtune.cpu_driver.qemu import QemuLauncher
+
+            return QemuLauncher
         from pytest_rvtune.cpu_driver.launch import CPULauncher
 
         return CPULauncher
@@ -62,10 +66,12 @@ class RVTuneDriver(DriverBase):
     def utils(self) -> Any:
         from pytest_rvtune.cpu_driver.device import CPUUtils
 
-        return CPUUtils()
+        return CPUUtils(rv64=requested_mode() == QEMU_MODE)
 
     def get_current_device(self) -> int:
-        return 0
+        # One device per mode: Triton's JIT keeps a kernel cache per device, so a kernel compiled for the host
+        # is never handed to the QEMU launcher after a mode switch (or the other way round).
+        return 1 if requested_mode() == QEMU_MODE else 0
 
     def set_current_device(self, device: int) -> None:
         pass
@@ -97,7 +103,7 @@ class RVTuneDriver(DriverBase):
             raise ValueError(f"the rvtune backend has no C type for Triton type {ty!r}") from None
 
     def get_current_target(self) -> GPUTarget:
-        # The host mode compiles for this machine; inactive, the target is the project's default ISA.
+        # The host mode compiles for this machine; the QEMU mode (and an inactive driver) for rv64gcv.
         return GPUTarget("riscv", HOST_ISA if requested_mode() == HOST_MODE else RISCV_ISA, 1)
 
     def get_active_torch_device(self) -> Any:

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import os
 
-#: ``RVTUNE_CPU_DRIVER=1`` (or ``host``) makes Triton's backend discovery find the rvtune driver active.
+#: ``RVTUNE_CPU_DRIVER=1`` (or ``host``, or ``qemu``) makes Triton's backend discovery find the rvtune driver
+#: active.
 ENV_VAR = "RVTUNE_CPU_DRIVER"
 
 #: Kernels compiled for this machine and run in-process on the tensors' memory.
 HOST_MODE = "host"
-MODES = (HOST_MODE,)
+#: Kernels compiled for rv64gcv; every launch runs as an ELF under qemu-riscv64 (slow; for conformance).
+QEMU_MODE = "qemu"
+MODES = (HOST_MODE, QEMU_MODE)
 
-_ENV_VALUES = {"1": HOST_MODE, "true": HOST_MODE, "yes": HOST_MODE, "on": HOST_MODE, HOST_MODE: HOST_MODE}
+_ENV_VALUES = {"1": HOST_MODE, "true": HOST_MODE, "yes": HOST_MODE, "on": HOST_MODE, HOST_MODE: HOST_MODE,
+               QEMU_MODE: QEMU_MODE}
 _OFF_VALUES = {"", "0", "false", "no", "off"}
 
 _mode: str | None = None  # set by a call; None = off

@@ -84,10 +84,17 @@ def clear_cache(cache: bytearray) -> None:
 class CPUUtils:
     """``driver.utils`` of the CPU driver: loads the C our backend compiled (``CompiledKernel.kernel``)."""
 
-    @staticmethod
-    def load_binary(name: str, kernel: bytes, shared: int, device: Any) -> tuple[Any, int, int, int, int]:
+    def __init__(self, rv64: bool = False) -> None:
+        self.rv64 = rv64  # QEMU mode: the "binary" is the kernel's rv64 object, linked per launch ELF
+
+    def load_binary(self, name: str, kernel: bytes, shared: int, device: Any) -> tuple[Any, Any, int, int, int]:
         """(module, function, n_regs, n_spills, n_max_threads), as the GPU drivers return; a CPU program is
         one thread (warp size 1), so any num_warps fits."""
+        if self.rv64:
+            from pytest_rvtune.cpu_driver.qemu import load_kernel_object
+
+            obj = load_kernel_object(name, kernel.decode())
+            return obj, obj, 0, 0, 2**31 - 1
         lib, function = loader.load_kernel(name, kernel.decode())
         return lib, function, 0, 0, 2**31 - 1
 

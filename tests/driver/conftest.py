@@ -21,12 +21,13 @@ if _HERE not in sys.path:  # rvv_style_matmul.py is imported as a plain script m
 
 
 @pytest.fixture(scope="module")
-def active_driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def active_driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The driver active for the module, in the mode its ``DRIVER_MODE`` names (default: host)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("triton-cache")))
         mp.setenv("RVTUNE_CACHE_DIR", str(tmp_path_factory.mktemp("rvtune-cache")))
         mp.delenv(cpu_driver.ENV_VAR, raising=False)
-        cpu_driver.activate()
+        cpu_driver.activate(getattr(request.module, "DRIVER_MODE", cpu_driver.HOST_MODE))
         try:
             yield
         finally:
