@@ -196,7 +196,7 @@ def test_deactivate_restores_triton(tmp_path):
         cd.activate()
         assert triton.Config(dict(B=1), num_threads=2).all_kwargs()["num_threads"] == 2
         cd.deactivate()
-        assert triton.Config is original and not cd.is_active()
+        assert triton.Config is original and triton.runtime.autotuner.Config is original and not cd.is_active()
         try:
             triton.Config(dict(B=1), num_threads=2)
         except TypeError:
@@ -368,10 +368,10 @@ def test_do_not_specialize_keeps_one_variant(compile_log):
 # ---- autotuning and benchmarking -------------------------------------------------------------------------
 
 
-def _autotuned_add(key: list[str]):
+def _autotuned_add(key: list[str], cache_results: bool = False):
     configs = [triton.Config({"BLOCK": 4}, num_threads=1), triton.Config({"BLOCK": 16}, num_threads=2)]
 
-    @triton.autotune(configs=configs, key=key)
+    @triton.autotune(configs=configs, key=key, cache_results=cache_results)
     @triton.jit
     def tuned_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -413,6 +413,20 @@ def test_autotune_config_num_threads_reaches_the_kernel(compile_log):
     torch.testing.assert_close(out, x + y)
     assert kernel.metadata.num_threads == tuned.best_config.num_threads
     assert sorted(c["constants"][(4,)] for c in compile_log.compiles) == [4, 16]
+
+
+def test_autotune_results_cached_on_disk_keep_num_threads(compile_log):
+    # Triton rebuilds the chosen config from its disk cache with Config(**saved): num_threads must survive.
+    x, y, out = torch.randn(24), torch.randn(24), torch.zeros(24)
+    first, _ = _autotuned_add(key=["n"], cache_results=True)
+    first[lambda meta: (triton.cdiv(24, meta["BLOCK"]),)](x, y, out, 24)
+    second, _ = _autotuned_add(key=["n"], cache_results=True)
+    out.zero_()
+    kernel = second[lambda meta: (triton.cdiv(24, meta["BLOCK"]),)](x, y, out, 24)
+    torch.testing.assert_close(out, x + y)
+    assert second.best_config == first.best_config
+    assert kernel.metadata.num_threads == first.best_config.num_threads
+    assert compile_log.count == 3  # two configs benchmarked by the first; the second only runs its pick
 
 
 def test_do_bench_returns_positive_milliseconds():
