@@ -133,6 +133,16 @@ def build_elf(name: str, params: tuple[Any, ...], kernel_obj: Path) -> Path:
                                toolchain=tc.fingerprint()) / elf
 
 
+def _storage_of(kernel: str, param: str, tensor: Any) -> Any:
+    """The untyped storage a tensor (or ``triton.reinterpret``'s wrapper around one) lives in."""
+    while not hasattr(tensor, "untyped_storage") and hasattr(tensor, "base"):
+        tensor = tensor.base
+    if not hasattr(tensor, "untyped_storage"):
+        raise LaunchError(f"kernel {kernel}: argument {param!r} ({type(tensor).__name__}) is not a torch tensor; "
+                          "the QEMU mode copies torch storages")
+    return tensor.untyped_storage()
+
+
 class QemuLauncher:
     """``launcher_cls`` of the rvtune driver in QEMU mode: ``function`` is the kernel's rv64 object."""
 
@@ -155,7 +165,7 @@ class QemuLauncher:
             value = args[arg.index]
             if arg.is_pointer:
                 tensor = checked_tensor(self.call.name, arg.name, value)
-                storage = tensor.untyped_storage()
+                storage = _storage_of(self.call.name, arg.name, tensor)
                 base = storage.data_ptr()
                 if base not in storages:
                     storages[base] = (len(storages), storage.nbytes())

@@ -474,3 +474,11 @@ def test_tensor_on_another_device_is_refused_by_name():
     x = torch.empty(8, device="meta")
     with pytest.raises(LaunchError, match=r"kernel copy_kernel: argument 'x_ptr' is on device meta"):
         copy_kernel[(1,)](x, torch.zeros(8), BLOCK=8)
+
+
+def test_reinterpreted_unsigned_tensors():
+    # triton.reinterpret wraps a tensor to give it a type torch lacks (Triton's own tests pass uint32 so).
+    x = triton.reinterpret(torch.tensor([2**31 + 5, 7, 3, 1], dtype=torch.int64).to(torch.int32), tl.uint32)
+    out = triton.reinterpret(torch.zeros(4, dtype=torch.int32), tl.uint32)
+    add_kernel[(1,)](x, x, out, 4, BLOCK=4)
+    assert out.base.tolist() == (x.base * 2).tolist()

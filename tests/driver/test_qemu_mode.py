@@ -43,6 +43,13 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
 
 
 @triton.jit
+def axpy_kernel_u32(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x + x)
+
+
+@triton.jit
 def grid_id_kernel(out_ptr):
     x = tl.program_id(0)
     y = tl.program_id(1)
@@ -110,3 +117,11 @@ def test_tensor_on_another_device_is_refused_by_name():
     x = torch.empty(8, device="meta")
     with pytest.raises(LaunchError, match=r"kernel axpy_kernel: argument 'x_ptr' is on device meta"):
         axpy_kernel[(1,)](x, torch.zeros(8), torch.zeros(8), 8, 1.0, 2**40, BLOCK=8)
+
+
+def test_reinterpreted_unsigned_tensors():
+    # triton.reinterpret wraps a tensor to give it a type torch lacks (Triton's own tests pass uint32 so).
+    x = triton.reinterpret(torch.tensor([2**31 + 5, 7, 3, 1], dtype=torch.int64).to(torch.int32), tl.uint32)
+    out = triton.reinterpret(torch.zeros(4, dtype=torch.int32), tl.uint32)
+    axpy_kernel_u32[(1,)](x, out, BLOCK=4)
+    assert out.base.tolist() == (x.base * 2).tolist()
