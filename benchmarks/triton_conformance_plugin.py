@@ -28,7 +28,8 @@ REACHED = "rvtune_reached_lowering"
 REASON = "rvtune_reason"
 
 #: Frontend refusals that come from our backend's options (e.g. no fp8 types), not from a broken test.
-_FRONTEND_REFUSALS = re.compile(r"not supported in this architecture|not supported by|unsupported", re.I)
+_FRONTEND_REFUSALS = re.compile(
+    r"not supported in this architecture|not supported by|unsupported|input_precision must be one of", re.I)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
