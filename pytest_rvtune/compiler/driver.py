@@ -9,7 +9,15 @@ this module is imported while ``triton`` discovers backends.
 
 from __future__ import annotations
 
+import importlib
+import sys
 from typing import Any
+
+if "triton" not in sys.modules:
+    # Imported before triton: as in compiler.py, let triton's backend discovery import a complete copy of
+    # this module (importing triton from here would find this one half-executed, without the driver class).
+    del sys.modules[__name__]
+    importlib.import_module("triton")
 
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase

@@ -27,11 +27,10 @@ def activate(mode: str = HOST_MODE) -> None:
     from triton.runtime.driver import driver
 
     from pytest_rvtune.compiler.driver import RVTuneDriver
-    from pytest_rvtune.cpu_driver import activation, config_compat
+    from pytest_rvtune.cpu_driver import activation
 
     activation.set_mode(mode)
-    driver.set_active(RVTuneDriver())
-    config_compat.install()
+    driver.set_active(RVTuneDriver())  # an active RVTuneDriver installs the Config(num_threads=) shim
 
 
 def deactivate() -> None:

@@ -188,6 +188,14 @@ def test_environment_variable_bad_value_named(monkeypatch):
         activation.env_mode()
 
 
+def test_driver_module_imported_before_triton(tmp_path):
+    proc = _run_python(tmp_path, """
+        import pytest_rvtune.compiler.driver as d, triton
+        assert triton.backends.backends["rvtune"].driver is d.RVTuneDriver and not d.RVTuneDriver.is_active()
+    """)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_deactivate_restores_triton(tmp_path):
     # Run in a fresh process so this module's activation is not disturbed.
     proc = _run_python(tmp_path, """
