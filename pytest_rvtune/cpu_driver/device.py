@@ -87,16 +87,20 @@ class CPUUtils:
     def __init__(self, rv64: bool = False) -> None:
         self.rv64 = rv64  # QEMU mode: the "binary" is the kernel's rv64 object, linked per launch ELF
 
-    def load_binary(self, name: str, kernel: bytes, shared: int, device: Any) -> tuple[Any, Any, int, int, int]:
+    def load_binary(self, name: str, kernel: bytes, shared: int, device: Any) -> tuple[None, Any, int, int, int]:
         """(module, function, n_regs, n_spills, n_max_threads), as the GPU drivers return; a CPU program is
-        one thread (warp size 1), so any num_warps fits."""
+        one thread (warp size 1), so any num_warps fits.
+
+        The module is None: libraries belong to the loader's process-wide table and stay loaded, so Triton's
+        ``CompiledKernel.__del__`` has nothing to unload (and needs no driver, which may be deactivated by the
+        time a kernel is collected).
+        """
         if self.rv64:
             from pytest_rvtune.cpu_driver.qemu import load_kernel_object
 
-            obj = load_kernel_object(name, kernel.decode())
-            return obj, obj, 0, 0, 2**31 - 1
-        lib, function = loader.load_kernel(name, kernel.decode())
-        return lib, function, 0, 0, 2**31 - 1
+            return None, load_kernel_object(name, kernel.decode()), 0, 0, 2**31 - 1
+        _, function = loader.load_kernel(name, kernel.decode())
+        return None, function, 0, 0, 2**31 - 1
 
     @staticmethod
     def unload_module(module: Any) -> None:
