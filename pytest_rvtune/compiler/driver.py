@@ -3,8 +3,9 @@
 By default rvtune kernels are not launched from Python (the ELF runs on QEMU, the host or a board), so
 ``is_active()`` is False and this driver never takes ``kernel[grid](...)`` launches from another driver. After
 ``pytest_rvtune.cpu_driver.activate()`` or with ``RVTUNE_CPU_DRIVER=1`` it is active: Triton's JIT compiles for
-the host through our backend and launches through the CPU launcher. The runtime parts are imported lazily:
-this module is imported while ``triton`` discovers backends.
+the host through our backend and launches through the CPU launcher (mode ``qemu``: for rv64gcv, each launch an
+ELF under QEMU). The runtime parts are imported lazily: this module is imported while ``triton`` discovers
+backends.
 """
 
 from __future__ import annotations

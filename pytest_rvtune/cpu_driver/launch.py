@@ -20,7 +20,7 @@ from pytest_rvtune.compiler.lower import Param
 from pytest_rvtune.cpu_driver import loader
 
 
-class LaunchError(TypeError):
+class LaunchError(RuntimeError):
     """An argument the CPU driver cannot pass to the kernel; names the kernel and the parameter."""
 
 
