@@ -101,7 +101,11 @@ class KernelCall:
         if [p.name for p in params] != [a.name for a in args]:
             raise LaunchError(f"kernel {name}: the compiled kernel takes {[p.name for p in params]} but the "
                               f"launch passes {[a.name for a in args]}")
-        return cls(name, int(getattr(metadata, "num_threads", 0)), params, args)
+        num_threads = int(getattr(metadata, "num_threads", 0))
+        if num_threads < 0:  # the C wrapper would abort the whole process
+            raise LaunchError(f"kernel {name}: num_threads={num_threads} is negative (0 = all harts, 1 = serial, "
+                              "N = N threads)")
+        return cls(name, num_threads, params, args)
 
     def check_grid(self, grid: tuple[int, int, int]) -> None:
         for axis, size in zip("xyz", grid, strict=True):

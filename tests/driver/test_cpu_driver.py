@@ -303,6 +303,18 @@ def test_scalar_and_constexpr_args():
     torch.testing.assert_close(out, -(x * 2.0 + 3.0))
 
 
+def test_launch_hooks_see_every_launch(monkeypatch):
+    # Triton's launch hooks (what profilers such as proton use) wrap each launch with its metadata.
+    from triton import knobs
+
+    seen: list[tuple[str, str]] = []
+    monkeypatch.setattr(knobs.runtime, "launch_enter_hook", lambda md: seen.append(("enter", md.get()["name"])))
+    monkeypatch.setattr(knobs.runtime, "launch_exit_hook", lambda md: seen.append(("exit", md.get()["name"])))
+    launch_add()
+    launch_add()
+    assert seen == [("enter", "add_kernel"), ("exit", "add_kernel")] * 2
+
+
 # ---- compilation cache and specialisation ---------------------------------------------------------------
 
 
@@ -490,3 +502,8 @@ def test_reinterpreted_unsigned_tensors():
     out = triton.reinterpret(torch.zeros(4, dtype=torch.int32), tl.uint32)
     add_kernel[(1,)](x, x, out, 4, BLOCK=4)
     assert out.base.tolist() == (x.base * 2).tolist()
+
+
+def test_negative_num_threads_refused_by_name():
+    with pytest.raises(LaunchError, match=r"kernel copy_kernel: num_threads=-2 is negative"):
+        copy_kernel[(1,)](torch.zeros(8), torch.zeros(8), BLOCK=8, num_threads=-2)
