@@ -159,42 +159,50 @@ class QemuLauncher:
         elf = self._elves.get(function)
         if elf is None:
             elf = self._elves[function] = build_elf(self.call.name, self.call.params, function)
-        storages: dict[int, tuple[int, int]] = {}  # storage address -> (buffer index, bytes)
-        arg_words: list[tuple[int, int]] = []
+        storages, arg_words = self._arguments(args)
+        header = struct.pack("<7I", MAGIC, len(storages), len(arg_words), self.call.num_threads,
+                             grid_x, grid_y, grid_z)
+        sizes = b"".join(struct.pack("<Q", n) for n in storages.values())
+        words = b"".join(struct.pack("<qQ", b, v) for b, v in arg_words)
+        with tempfile.TemporaryDirectory(prefix="rvtune-qemu-") as tmp:
+            inp, out = Path(tmp) / "in.bin", Path(tmp) / "out.bin"
+            with inp.open("wb") as f:
+                f.write(header + sizes + words)
+                for base, nbytes in storages.items():
+                    f.write(ctypes.string_at(base, nbytes))
+            self._run(elf, inp, out)
+            data = out.read_bytes()
+        self._copy_back(storages, data)
+        if exit_hook is not None:
+            exit_hook(launch_metadata)
+
+    def _arguments(self, args: tuple[Any, ...]) -> tuple[dict[int, int], list[tuple[int, int]]]:
+        """The storages to copy (address -> bytes, in buffer order: one per storage, so aliasing arguments
+        share it) and one (buffer index or -1, offset or raw scalar bits) pair per kernel argument."""
+        storages: dict[int, int] = {}
+        words: list[tuple[int, int]] = []
         for arg in self.call.args:
             value = args[arg.index]
             if arg.is_pointer:
                 tensor = checked_tensor(self.call.name, arg.name, value)
                 storage = _storage_of(self.call.name, arg.name, tensor)
                 base = storage.data_ptr()
-                if base not in storages:
-                    storages[base] = (len(storages), storage.nbytes())
-                arg_words.append((storages[base][0], tensor.data_ptr() - base))
+                storages.setdefault(base, storage.nbytes())
+                words.append((list(storages).index(base), tensor.data_ptr() - base))
             else:
                 c_type, convert = self.scalars[arg.index]
                 raw = bytes(c_type(convert(value))).ljust(8, b"\0")
-                arg_words.append((-1, struct.unpack("<Q", raw)[0]))
-        header = struct.pack("<7I", MAGIC, len(storages), len(arg_words), self.call.num_threads,
-                             grid_x, grid_y, grid_z)
-        sizes = b"".join(struct.pack("<Q", n) for _, n in storages.values())
-        words = b"".join(struct.pack("<qQ", b, v) for b, v in arg_words)
-        with tempfile.TemporaryDirectory(prefix="rvtune-qemu-") as tmp:
-            inp, out = Path(tmp) / "in.bin", Path(tmp) / "out.bin"
-            with inp.open("wb") as f:
-                f.write(header + sizes + words)
-                for base, (_, nbytes) in storages.items():
-                    f.write(ctypes.string_at(base, nbytes))
-            self._run(elf, inp, out)
-            data = out.read_bytes()
-        expected = sum(n for _, n in storages.values())
+                words.append((-1, struct.unpack("<Q", raw)[0]))
+        return storages, words
+
+    def _copy_back(self, storages: dict[int, int], data: bytes) -> None:
+        expected = sum(storages.values())
         if len(data) != expected:
             raise LaunchError(f"kernel {self.call.name}: the rv64 run wrote {len(data)} bytes, not {expected}")
         offset = 0
-        for base, (_, nbytes) in storages.items():
+        for base, nbytes in storages.items():
             ctypes.memmove(base, data[offset:offset + nbytes], nbytes)
             offset += nbytes
-        if exit_hook is not None:
-            exit_hook(launch_metadata)
 
     def _run(self, elf: Path, inp: Path, out: Path) -> None:
         cmd = [*qemu_command(), str(elf), str(inp), str(out)]
