@@ -9,6 +9,8 @@ verdict to the controller in the report's ``user_properties``, which writes one 
 Verdicts: ``pass``; ``wrong`` (an AssertionError: Triton's tests compare results with numpy/torch asserts);
 ``refused`` (the rvtune compiler or driver, or Triton's frontend on our options, refused the kernel with a
 named error); ``other`` (any other failure, a crashed worker included); ``skipped`` (the test skipped itself).
+An item *reached our lowering* when it compiled or launched a kernel through the driver, or our compiler or
+driver refused it: the issue's pass rate is taken over those.
 """
 
 from __future__ import annotations
@@ -46,12 +48,36 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "interpreter: the Triton interpreter supports the test")
     mode = cpu_driver.QEMU_MODE if config.getoption("--conformance-target") == "rv64" else cpu_driver.HOST_MODE
     cpu_driver.activate(mode)
+    from triton import knobs
+
+    knobs.compilation.listener = _count_compile
     config.stash[_RESULTS] = []
     global _config
     _config = config
 
 
 _RESULTS = pytest.StashKey[list]()
+_USED_DRIVER = pytest.StashKey[bool]()
+_compiles = 0  # triton.compile calls that finished (through our backend: the driver is the only one)
+
+
+def _count_compile(**_: Any) -> None:
+    global _compiles
+    _compiles += 1
+
+
+def _activity() -> tuple[int, int]:
+    from pytest_rvtune.cpu_driver.launch import launches
+
+    return _compiles, launches()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Note whether the item compiled or launched anything through our backend and driver."""
+    before = _activity()
+    yield
+    item.stash[_USED_DRIVER] = _activity() != before
 _config: pytest.Config | None = None  # logreport hooks get no config argument
 
 
@@ -78,9 +104,14 @@ def fresh_triton_cache() -> Iterator[str]:
 
 
 @pytest.fixture
-def fresh_knobs() -> Iterator[Any]:
+def fresh_knobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Every knob set of ``triton.knobs`` at its defaults for the test (the rvtune cache and driver variables
+    stay: the driver is already active), restored afterwards."""
     from triton import knobs
 
+    for name, knobset in list(vars(knobs).items()):
+        if isinstance(knobset, knobs.base_knobs) and knobset is not knobs.base_knobs:
+            monkeypatch.setattr(knobs, name, knobset.copy().reset())
     yield knobs
 
 
@@ -125,7 +156,7 @@ def reason_of(exc: BaseException) -> str:
 
 
 def classify(exc: BaseException) -> tuple[str, bool]:
-    """(verdict, reached our lowering) of a failed test's exception."""
+    """(verdict, whether the compiler or driver itself raised it) of a failed test's exception."""
     from triton.compiler.errors import CompilationError
 
     from pytest_rvtune.compiler.api import CompileError
@@ -142,7 +173,7 @@ def classify(exc: BaseException) -> tuple[str, bool]:
     if any(isinstance(e, CompilationError) and _FRONTEND_REFUSALS.search(str(e)) for e in chain):
         return "refused", False
     if isinstance(exc, AssertionError):
-        return "wrong", True
+        return "wrong", False
     return "other", False
 
 
@@ -152,12 +183,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     report = outcome.get_result()
     if report.when == "call" or (report.when == "setup" and not report.passed):
         reason = ""
+        used_driver = item.stash.get(_USED_DRIVER, False)
         if report.passed:
-            verdict, reached = "pass", True
+            verdict, reached = "pass", used_driver
         elif report.skipped:
             verdict, reached = "skipped", False
         elif call.excinfo is not None:
-            verdict, reached = classify(call.excinfo.value)
+            verdict, refused_by_lowering = classify(call.excinfo.value)
+            reached = used_driver or refused_by_lowering
             reason = reason_of(call.excinfo.value)
         else:
             verdict, reached = "other", False

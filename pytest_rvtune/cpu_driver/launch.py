@@ -19,6 +19,18 @@ from typing import Any
 from pytest_rvtune.compiler.lower import Param
 from pytest_rvtune.cpu_driver import loader
 
+_launches = 0  # kernel launches run by this process's launchers (either mode)
+
+
+def launches() -> int:
+    """How many launches the CPU driver's launchers have run in this process."""
+    return _launches
+
+
+def count_launch() -> None:
+    global _launches
+    _launches += 1
+
 
 class LaunchError(RuntimeError):
     """An argument the CPU driver cannot pass to the kernel; names the kernel and the parameter."""
@@ -143,5 +155,6 @@ class CPULauncher:
         self.call.check_grid((grid_x, grid_y, grid_z))
         # ctypes releases the GIL for the call: other Python threads run while the kernel does.
         self.wrap(grid_x, grid_y, grid_z, self.call.num_threads, function, *values)
+        count_launch()
         if exit_hook is not None:
             exit_hook(launch_metadata)

@@ -24,7 +24,7 @@ from typing import Any
 
 from pytest_rvtune.compiler import launcher
 from pytest_rvtune.cpu_driver import loader
-from pytest_rvtune.cpu_driver.launch import KernelCall, LaunchError, checked_tensor
+from pytest_rvtune.cpu_driver.launch import KernelCall, LaunchError, checked_tensor, count_launch
 from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, qemu_command
 
 MAGIC = 0x51445652  # "RVDQ"
@@ -173,6 +173,7 @@ class QemuLauncher:
             self._run(elf, inp, out)
             data = out.read_bytes()
         self._copy_back(storages, data)
+        count_launch()
         if exit_hook is not None:
             exit_hook(launch_metadata)
 

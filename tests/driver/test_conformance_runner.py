@@ -57,6 +57,10 @@ def test_other(device):
     raise RuntimeError("not a compiler problem")
 
 
+def test_no_kernel(device):
+    assert torch.zeros(2, device=device).sum() == 0
+
+
 def test_skips_itself(device):
     pytest.skip("Only for cuda")
 
@@ -83,12 +87,15 @@ def test_every_verdict_and_a_crash(tmp_path):
     assert verdicts == {
         "test_add[4]": "pass", "test_add[8]": "pass", "test_add[16]": "pass",
         "test_wrong_reference": "wrong", "test_refused": "refused", "test_other": "other",
-        "test_skips_itself": "skipped", "test_crashes": "other",
+        "test_skips_itself": "skipped", "test_crashes": "other", "test_no_kernel": "pass",
     }
+    # reached our lowering: the three adds, the wrong one and the refused one; not the test without a kernel
+    assert [r["nodeid"].split("::")[-1] for r in results if r["reached_lowering"]] == [
+        "test_add[4]", "test_add[8]", "test_add[16]", "test_wrong_reference", "test_refused"]
     assert proc.returncode == 1  # a wrong result fails the run
     # the table: function, run, pass, wrong, refused, other, skipped
     assert "| test_add " in proc.stdout and "|     3 |      3 |       0 |" in proc.stdout
-    assert "items that reached our lowering: 5, passed 3 (60.00 %)" in proc.stdout
+    assert "items that reached our lowering: 5, passed 3 (60.00 %)" in proc.stdout, proc.stdout
     assert "test_core.py::test_wrong_reference: AssertionError: Not equal to tolerance" in proc.stdout
     assert "UnsupportedOpError: operation tt.print: rvtune cannot lower it" in proc.stdout
     assert "the test process crashed" in proc.stdout
