@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pytest_rvtune.cpu_driver.activation import ENV_VAR, HOST_MODE, QEMU_MODE, ActivationError, requested_mode
 
-__all__ = ["ENV_VAR", "HOST_MODE", "QEMU_MODE", "ActivationError", "activate", "deactivate", "is_active", "mode"]
+__all__ = ["ENV_VAR", "HOST_MODE", "QEMU_MODE", "ActivationError", "activate", "active_mode", "deactivate", "is_active"]
 
 
 def activate(mode: str = HOST_MODE) -> None:
@@ -49,6 +49,6 @@ def is_active() -> bool:
     return requested_mode() is not None
 
 
-def mode() -> str | None:
+def active_mode() -> str | None:
     """The active mode (``"host"`` or ``"qemu"``), None when the driver is off."""
     return requested_mode()

@@ -58,7 +58,7 @@ def grid_id_kernel(out_ptr):
 
 
 def test_qemu_mode_compiles_for_rv64():
-    assert cpu_driver.mode() == cpu_driver.QEMU_MODE
+    assert cpu_driver.active_mode() == cpu_driver.QEMU_MODE
     assert driver.active.get_current_target().arch == RISCV_ISA
     out = torch.zeros(1, dtype=torch.int32)
     kernel = grid_id_kernel[(1,)](out)
