@@ -69,6 +69,12 @@ class RVTuneOptions:
     # Overflow checks are dead code on our targets and bloat the IR (see reference/triton-frontend.md).
     sanitize_overflow: bool = False
     instrumentation_mode: str = ""
+    # Passed by Triton 3.9's JIT on every launch (an fp sanitizer knob): accepted so ``kernel[grid](...)``
+    # works through the CPU driver; meaningless here.
+    fpsan_homomorphic_casts: bool = False
+    # triton-cpu's launch option (``triton.Config(..., num_threads=n)``): 0 = all harts, 1 = serial, N = N
+    # threads. Read by the CPU driver's launcher; the kernel C does not depend on it.
+    num_threads: int = 0
     arch: str = RISCV_ISA
     backend_name: str = BACKEND_NAME
 

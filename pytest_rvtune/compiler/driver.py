@@ -1,17 +1,30 @@
-"""The rvtune Triton driver: present so Triton's backend discovery accepts the backend, never active.
+"""The rvtune Triton driver: inactive unless the user asks for the CPU driver (pytest_rvtune.cpu_driver).
 
-rvtune kernels are not launched from Python (the ELF runs on QEMU, the host or a board), so ``is_active()``
-is False: this driver must never hijack ``kernel[grid](...)`` launches (the interpreter and CUDA keep them).
+By default rvtune kernels are not launched from Python (the ELF runs on QEMU, the host or a board), so
+``is_active()`` is False and this driver never takes ``kernel[grid](...)`` launches from another driver. After
+``pytest_rvtune.cpu_driver.activate()`` or with ``RVTUNE_CPU_DRIVER=1`` it is active: Triton's JIT compiles for
+the host through our backend and launches through the CPU launcher (mode ``qemu``: for rv64gcv, each launch an
+ELF under QEMU). The runtime parts are imported lazily: this module is imported while ``triton`` discovers
+backends.
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
 from typing import Any
+
+if "triton" not in sys.modules:
+    # Imported before triton: as in compiler.py, let triton's backend discovery import a complete copy of
+    # this module (importing triton from here would find this one half-executed, without the driver class).
+    del sys.modules[__name__]
+    importlib.import_module("triton")
 
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
-from pytest_rvtune.toolchain import RISCV_ISA
+from pytest_rvtune.cpu_driver.activation import HOST_MODE, QEMU_MODE, requested_mode
+from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
 # Triton type string -> C type of the kernel ABI (docs/contracts.md).
 _SCALAR_C_TYPES = {
@@ -35,9 +48,60 @@ _SCALAR_C_TYPES = {
 
 
 class RVTuneDriver(DriverBase):
+    def __init__(self) -> None:
+        super().__init__()
+        if requested_mode() is not None:  # created as Triton's driver (activate() or RVTUNE_CPU_DRIVER)
+            from pytest_rvtune.cpu_driver import config_compat
+
+            config_compat.install()
+
     @classmethod
     def is_active(cls) -> bool:
-        return False
+        return requested_mode() is not None
+
+    # ---- what Triton's JIT and CompiledKernel use (only while active) ----------------------------------
+
+    @property
+    def launcher_cls(self) -> type:
+        if requested_mode() == QEMU_MODE:
+            from pytest_rvtune.cpu_driver.qemu import QemuLauncher
+
+            return QemuLauncher
+        from pytest_rvtune.cpu_driver.launch import CPULauncher
+
+        return CPULauncher
+
+    @property
+    def utils(self) -> Any:
+        from pytest_rvtune.cpu_driver.device import CPUUtils
+
+        return CPUUtils(rv64=requested_mode() == QEMU_MODE)
+
+    def get_current_device(self) -> int:
+        # One device per mode: Triton's JIT keeps a kernel cache per device, so a kernel compiled for the host
+        # is never handed to the QEMU launcher after a mode switch (or the other way round).
+        return 1 if requested_mode() == QEMU_MODE else 0
+
+    def set_current_device(self, device: int) -> None:
+        pass
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        return 0  # launches are synchronous; the launcher ignores the stream
+
+    def get_device_interface(self) -> Any:
+        from pytest_rvtune.cpu_driver.device import CPUDeviceInterface
+
+        return CPUDeviceInterface
+
+    def get_empty_cache_for_benchmark(self) -> Any:
+        from pytest_rvtune.cpu_driver.device import empty_cache_for_benchmark
+
+        return empty_cache_for_benchmark()
+
+    def clear_cache(self, cache: Any) -> None:
+        from pytest_rvtune.cpu_driver.device import clear_cache
+
+        clear_cache(cache)
 
     def map_python_to_cpp_type(self, ty: str) -> str:
         if ty.startswith("*"):
@@ -48,7 +112,8 @@ class RVTuneDriver(DriverBase):
             raise ValueError(f"the rvtune backend has no C type for Triton type {ty!r}") from None
 
     def get_current_target(self) -> GPUTarget:
-        return GPUTarget("riscv", RISCV_ISA, 1)
+        # The host mode compiles for this machine; the QEMU mode (and an inactive driver) for rv64gcv.
+        return GPUTarget("riscv", HOST_ISA if requested_mode() == HOST_MODE else RISCV_ISA, 1)
 
     def get_active_torch_device(self) -> Any:
         import torch
@@ -56,7 +121,11 @@ class RVTuneDriver(DriverBase):
         return torch.device("cpu")
 
     def get_benchmarker(self) -> Any:
-        raise NotImplementedError(
-            "rvtune kernels are benchmarked by running ELFs on a target (pytest --rvtune-target), "
-            "not in-process"
-        )
+        if requested_mode() is None:
+            raise NotImplementedError(
+                "rvtune kernels are benchmarked by running ELFs on a target (pytest --rvtune-target), "
+                "not in-process (or activate the CPU driver: pytest_rvtune.cpu_driver.activate())"
+            )
+        from triton.testing import do_bench
+
+        return do_bench

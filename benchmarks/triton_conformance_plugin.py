@@ -1,0 +1,221 @@
+"""pytest plugin of benchmarks/triton_conformance.py: runs Triton's own language tests on the rvtune CPU driver.
+
+Loaded with ``-p triton_conformance_plugin`` (the runner puts this directory on PYTHONPATH, so xdist workers
+load it too). It activates the driver in every process, gives Triton's test files the fixtures their conftest
+would (``device`` = "cpu", ``fresh_triton_cache``, ``fresh_knobs``, ``with_allocator``), samples the
+collected items, classifies each result where the exception is still at hand (the worker) and hands the
+verdict to the controller in the report's ``user_properties``, which writes one JSON file.
+
+Verdicts: ``pass``; ``wrong`` (an AssertionError: Triton's tests compare results with numpy/torch asserts);
+``refused`` (the rvtune compiler or driver, or Triton's frontend on our options, refused the kernel with a
+named error); ``other`` (any other failure, a crashed worker included); ``skipped`` (the test skipped itself).
+An item *reached our lowering* when it compiled or launched a kernel through the driver, or our compiler or
+driver refused it: the issue's pass rate is taken over those.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+VERDICT = "rvtune_verdict"
+REACHED = "rvtune_reached_lowering"
+REASON = "rvtune_reason"
+
+#: Frontend refusals that come from our backend's options (e.g. no fp8 types), not from a broken test.
+_FRONTEND_REFUSALS = re.compile(
+    r"not supported in this architecture|not supported by|unsupported|input_precision must be one of", re.I)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("triton-conformance")
+    group.addoption("--conformance-target", choices=("host", "rv64"), default="host")
+    group.addoption("--conformance-sample", type=int, default=0, help="run N items drawn at random (0: all)")
+    group.addoption("--conformance-seed", type=int, default=0)
+    group.addoption("--conformance-report", default=None, help="write the verdicts to this JSON file")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import pytest_rvtune.cpu_driver as cpu_driver
+
+    config.addinivalue_line("markers", "interpreter: the Triton interpreter supports the test")
+    mode = cpu_driver.QEMU_MODE if config.getoption("--conformance-target") == "rv64" else cpu_driver.HOST_MODE
+    cpu_driver.activate(mode)
+    from triton import knobs
+
+    knobs.compilation.listener = _count_compile
+    config.stash[_RESULTS] = []
+    global _config
+    _config = config
+
+
+_RESULTS = pytest.StashKey[list]()
+_USED_DRIVER = pytest.StashKey[bool]()
+_compiles = 0  # triton.compile calls that finished (through our backend: the driver is the only one)
+
+
+def _count_compile(**_: Any) -> None:
+    global _compiles
+    _compiles += 1
+
+
+def _activity() -> tuple[int, int]:
+    from pytest_rvtune.cpu_driver.launch import launches
+
+    return _compiles, launches()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Note whether the item compiled or launched anything through our backend and driver."""
+    before = _activity()
+    yield
+    item.stash[_USED_DRIVER] = _activity() != before
+_config: pytest.Config | None = None  # logreport hooks get no config argument
+
+
+@pytest.hookimpl(trylast=True)  # after -k / -m deselected theirs: the sample is drawn from what is left
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    n = config.getoption("--conformance-sample")
+    if 0 < n < len(items):
+        keep = set(random.Random(config.getoption("--conformance-seed")).sample(range(len(items)), n))
+        items[:] = [item for i, item in enumerate(items) if i in keep]
+
+
+@pytest.fixture
+def device() -> str:
+    return "cpu"
+
+
+@pytest.fixture
+def fresh_triton_cache() -> Iterator[str]:
+    from triton import knobs
+
+    with tempfile.TemporaryDirectory() as tmpdir, knobs.cache.scope():
+        knobs.cache.dir = tmpdir
+        yield tmpdir
+
+
+@pytest.fixture
+def fresh_knobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Every knob set of ``triton.knobs`` at its defaults for the test (the rvtune cache and driver variables
+    stay: the driver is already active), restored afterwards."""
+    from triton import knobs
+
+    for name, knobset in list(vars(knobs).items()):
+        if isinstance(knobset, knobs.base_knobs) and knobset is not knobs.base_knobs:
+            monkeypatch.setattr(knobs, name, knobset.copy().reset())
+    yield knobs
+
+
+@pytest.fixture
+def with_allocator() -> Iterator[None]:
+    import torch
+    import triton
+    from triton.runtime._allocation import NullAllocator
+
+    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8))
+    try:
+        yield
+    finally:
+        triton.set_allocator(NullAllocator())
+
+
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def reason_of(exc: BaseException) -> str:
+    """A short line saying why: our errors' first line; Triton's CompilationError's last (the message after
+    the source excerpt); an assertion's first two (numpy puts the tolerance and the mismatch count there)."""
+    from triton.compiler.errors import CompilationError
+
+    lines = _lines(str(exc))
+    if isinstance(exc, CompilationError):
+        text = lines[-1] if lines else ""
+    elif isinstance(exc, AssertionError):
+        text = " ".join(lines[:3])
+    else:
+        text = lines[0] if lines else ""
+    return f"{type(exc).__name__}: {text}"[:300]
+
+
+def classify(exc: BaseException) -> tuple[str, bool]:
+    """(verdict, whether the compiler or driver itself raised it) of a failed test's exception."""
+    from triton.compiler.errors import CompilationError
+
+    from pytest_rvtune.compiler.api import CompileError
+    from pytest_rvtune.compiler.lower import LoweringError
+    from pytest_rvtune.compiler.lower_ops import OpSemanticsError
+    from pytest_rvtune.cpu_driver.launch import LaunchError
+    from pytest_rvtune.cpu_driver.loader import LoadError
+
+    chain = list(_chain(exc))
+    if any(isinstance(e, LoweringError | OpSemanticsError) for e in chain):
+        return "refused", True
+    if any(isinstance(e, LaunchError | LoadError | CompileError) for e in chain):
+        return "refused", True
+    if any(isinstance(e, CompilationError) and _FRONTEND_REFUSALS.search(str(e)) for e in chain):
+        return "refused", False
+    if isinstance(exc, AssertionError):
+        return "wrong", False
+    return "other", False
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        reason = ""
+        used_driver = item.stash.get(_USED_DRIVER, False)
+        if report.passed:
+            verdict, reached = "pass", used_driver
+        elif report.skipped:
+            verdict, reached = "skipped", False
+        elif call.excinfo is not None:
+            verdict, refused_by_lowering = classify(call.excinfo.value)
+            reached = used_driver or refused_by_lowering
+            reason = reason_of(call.excinfo.value)
+        else:
+            verdict, reached = "other", False
+        report.user_properties += [(VERDICT, verdict), (REACHED, reached), (REASON, reason)]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    props = dict(report.user_properties)
+    if VERDICT in props:
+        verdict, reached, reason = props[VERDICT], props[REACHED], props[REASON]
+    elif report.when == "call" or (report.failed and report.when != "teardown"):
+        # a crashed xdist worker: no verdict came back
+        verdict, reached, reason = "other", False, "the test process crashed"
+    else:
+        return
+    if _config is None:
+        return
+    _config.stash[_RESULTS].append({
+        "nodeid": report.nodeid, "function": report.nodeid.split("::")[-1].split("[")[0],
+        "verdict": verdict, "reached_lowering": reached,
+        "message": reason,
+    })
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    path = session.config.getoption("--conformance-report")
+    if path and not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist)
+        Path(path).write_text(json.dumps(session.config.stash[_RESULTS], indent=1) + "\n")

@@ -1,0 +1,107 @@
+"""benchmarks/triton_conformance.py on a small test file of ours written the way Triton's test_core.py is
+(a ``device`` fixture, numpy asserts): every verdict class, a crashing item, sampling, the summary table."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from pytest_rvtune import paths
+
+RUNNER = paths.REPO_ROOT / "benchmarks" / "triton_conformance.py"
+
+FAKE_TEST_CORE = '''
+import os
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_one(X, Z, SIZE: tl.constexpr):
+    off = tl.arange(0, SIZE)
+    tl.store(Z + off, tl.load(X + off) + 1)
+
+
+@triton.jit
+def printing(X, SIZE: tl.constexpr):
+    tl.device_print("x", tl.load(X + tl.arange(0, SIZE)))
+
+
+@pytest.mark.parametrize("size", [4, 8, 16])
+def test_add(size, device):
+    x = torch.arange(size, dtype=torch.float32, device=device)
+    z = torch.empty_like(x)
+    add_one[(1, )](x, z, SIZE=size)
+    np.testing.assert_allclose(z.numpy(), x.numpy() + 1)
+
+
+def test_wrong_reference(device):
+    x = torch.zeros(4, device=device)
+    z = torch.empty_like(x)
+    add_one[(1, )](x, z, SIZE=4)
+    np.testing.assert_allclose(z.numpy(), x.numpy() + 2)
+
+
+def test_refused(device):
+    printing[(1, )](torch.zeros(4, device=device), SIZE=4)
+
+
+def test_other(device):
+    raise RuntimeError("not a compiler problem")
+
+
+def test_no_kernel(device):
+    assert torch.zeros(2, device=device).sum() == 0
+
+
+def test_skips_itself(device):
+    pytest.skip("Only for cuda")
+
+
+def test_crashes(device):
+    os.abort()
+'''
+
+
+def run(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    test_file = tmp_path / "test_core.py"
+    test_file.write_text(textwrap.dedent(FAKE_TEST_CORE))
+    out = tmp_path / "verdicts.json"
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton"), "PYTHONPATH": str(paths.REPO_ROOT)}
+    proc = subprocess.run([sys.executable, str(RUNNER), str(test_file), "--json", str(out), *args],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert out.exists(), proc.stdout + proc.stderr
+    return proc, json.loads(out.read_text())
+
+
+def test_every_verdict_and_a_crash(tmp_path):
+    proc, results = run(tmp_path)
+    verdicts = {r["nodeid"].split("::")[-1]: r["verdict"] for r in results}
+    assert verdicts == {
+        "test_add[4]": "pass", "test_add[8]": "pass", "test_add[16]": "pass",
+        "test_wrong_reference": "wrong", "test_refused": "refused", "test_other": "other",
+        "test_skips_itself": "skipped", "test_crashes": "other", "test_no_kernel": "pass",
+    }
+    # reached our lowering: the three adds, the wrong one and the refused one; not the test without a kernel
+    assert [r["nodeid"].split("::")[-1] for r in results if r["reached_lowering"]] == [
+        "test_add[4]", "test_add[8]", "test_add[16]", "test_wrong_reference", "test_refused"]
+    assert proc.returncode == 1  # a wrong result fails the run
+    # the table: function, run, pass, wrong, refused, other, skipped
+    assert "| test_add " in proc.stdout and "|     3 |      3 |       0 |" in proc.stdout
+    assert "items that reached our lowering: 5, passed 3 (60.00 %)" in proc.stdout, proc.stdout
+    assert "test_core.py::test_wrong_reference: AssertionError: Not equal to tolerance" in proc.stdout
+    assert "UnsupportedOpError: operation tt.print: rvtune cannot lower it" in proc.stdout
+    assert "the test process crashed" in proc.stdout
+
+
+def test_sample_in_process(tmp_path):
+    proc, results = run(tmp_path, "--sample", "3", "--seed", "4", "--workers", "0", "-k", "test_add or other")
+    assert len(results) == 3, proc.stdout
+    assert "(sample of 3, seed 4)" in proc.stdout
