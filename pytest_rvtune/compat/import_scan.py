@@ -185,7 +185,7 @@ def read_module(path: Path) -> ModuleInfo:
                     aliases[node.targets[0].id] = kernel
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
                 kernel = _launched_kernel(node.func.value, aliases)
-                if kernel and kernel not in launches and not node.keywords:
+                if kernel and kernel not in launches:
                     launches[kernel] = list(node.args)
     return ModuleInfo(kernels, getters, launches)
 

@@ -85,3 +85,17 @@ def test_a_broken_module_fails_its_entry_only_with_the_reason(tmp_path, cache, c
     assert proc.returncode == 1
     assert "1 failed" in proc.stdout
     assert "no configs today" in proc.stdout and "[triton_rvv.kernels.scale]" in proc.stdout
+
+
+def test_two_block_pointer_kernels_in_one_harness_with_a_sized_getter(tmp_path, cache, capsys):
+    from rvv_tree import add_pipe
+    root = add_pipe(make_tree(tmp_path / "repo"))
+    assert main(["import", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "2 kernel(s) (pipe_scale_kernel, pipe_shift_kernel)" in out and "(2 configs)" in out
+    proc, records = _run_pytest(root, cache, "--rvtune-target", "qemu", "-k", "pipe")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # the getter got N=12 from the case: COLS is the next power of two, in every config id
+    assert sorted(r["config_id"] for r in records) == ["BLOCK_SIZE_M=2-COLS=16-num_threads=1",
+                                                       "BLOCK_SIZE_M=4-COLS=16-num_threads=1"]
+    assert all(r["outcome"] == "passed" for r in records)
