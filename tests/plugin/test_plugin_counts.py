@@ -93,6 +93,14 @@ def test_layer_norm_emu_ranks_by_the_whole_launch(project: pytest.Pytester) -> N
     winner = case_winner(group)
     assert winner is not None and winner["ranked_by"] == "launch_insns"
     assert winner["config_id"] == by("launch_insns")[0]
+    # the session ends with the same ranking, then says where the rest is
+    best, second = by("launch_insns")[:2]
+    result.stdout.fnmatch_lines([
+        "rvtune ranking under emulation, by launch_insns *",
+        f"  layer_norm / emu on qemu: 1. {best} *  2. {second} *; worst/best *x over 4 configs",
+        "  all configs: rvtune report *run.jsonl",
+        "rvtune: 4 passed, *",
+    ])
 
 
 @pytest.fixture
