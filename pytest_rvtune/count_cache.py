@@ -24,7 +24,7 @@ from filelock import FileLock
 
 from pytest_rvtune import paths
 from pytest_rvtune.compiler.cache import cache_key
-from pytest_rvtune.counters import ICOUNT_KEYS
+from pytest_rvtune.counters import REQUIRED_ICOUNT_KEYS
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.targets.base import Check, RunResult
 
@@ -56,7 +56,7 @@ def count_key(*, elf_sha256: str, data_sha256: str, fingerprint: Mapping[str, st
 def reusable(result: RunResult) -> bool:
     """A clean run with its counts: anything else (a crash, a timeout, a killed plugin) is measured again."""
     return (result.returncode == 0 and not result.timed_out and result.signal is None and not result.errors
-            and all(k in result.counters for k in ICOUNT_KEYS[:3]))
+            and all(k in result.counters for k in REQUIRED_ICOUNT_KEYS))
 
 
 def _entry(key: str) -> Path:
