@@ -102,7 +102,7 @@ def base_record(work: ItemWork, target: Target | None) -> Record:
 
 
 def per_launch_counters(counters: dict[str, float], launches: int,
-                        counted_launches: float | None = None) -> dict[str, float]:
+                        counted_launches: int | None = None) -> dict[str, float]:
     """Counters of a whole process divided by the kernel launches in it, so configs compare per launch.
 
     The harness launches the kernel once per warm-up and once per timed run; counts are exact under QEMU,
@@ -185,10 +185,11 @@ def run_item(
     run_seconds = time.perf_counter() - started
     verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check)
     counters = dict(result.counters)
-    counted_launches = counters.pop(LAUNCH_COUNT_KEY, None)  # the plugin's own count, not a counter
+    plugin_launches = counters.pop(LAUNCH_COUNT_KEY, None)  # the plugin's own count, not a counter
+    counted_launches = int(plugin_launches) if plugin_launches is not None else None
     launches = result.launches if result.launches is not None else expected_launches
     if result.launches is None and counted_launches:
-        launches = int(counted_launches)  # a harness that does not say: the plugin saw every launch
+        launches = counted_launches  # a harness that does not say: the plugin saw every launch
     if options.threads != 1 and target.timing_source == "emulated":
         # QEMU's plugin counts with non-atomic inline adds: with several guest threads the counts are not
         # exact, and a count that is not exact must not pass for one (compare gates on exact counts).
