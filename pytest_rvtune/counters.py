@@ -8,8 +8,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-#: What the QEMU plugin writes (docs/contracts.md): `insns=<n> vector_insns=<n> kernel_insns=<n>`.
-ICOUNT_KEYS = ("insns", "vector_insns", "kernel_insns")
+#: The counts the QEMU plugin writes (docs/contracts.md):
+#: ``insns=<n> vector_insns=<n> kernel_insns=<n> launches=<n> [launch_insns=<n>]``. ``launch_insns`` (every
+#: instruction from a launch's start to its end, on every thread: grid walk, kernel, the libc calls it makes) is
+#: there only when the ELF has the launcher function; ``launches`` is how many launches the plugin saw.
+ICOUNT_KEYS = ("insns", "vector_insns", "kernel_insns", "launch_insns")
+
+#: The plugin's own count of completed launches (calls of ``<kernel>_wrap``): what divides ``launch_insns``.
+LAUNCH_COUNT_KEY = "launches"
+
+#: Keys every plugin output has; a file without them comes from an older plugin.
+REQUIRED_ICOUNT_KEYS = ("insns", "vector_insns", "kernel_insns", LAUNCH_COUNT_KEY)
+
+#: The counter that ranks configs under emulation: the whole launch, so work a kernel hands to libc counts.
+LAUNCH_COUNTER = "launch_insns"
 
 #: perf prints these instead of a value when an event could not be counted.
 PERF_MISSING = ("<not supported>", "<not counted>")
@@ -20,14 +32,14 @@ class CounterFormatError(ValueError):
 
 
 def parse_icount(text: str, source: str = "icount output") -> dict[str, float]:
-    """``insns=<n> vector_insns=<n> kernel_insns=<n>`` -> ``{"insns": n, ...}``."""
+    """``insns=<n> vector_insns=<n> kernel_insns=<n> launches=<n> ...`` -> ``{"insns": n, ...}``."""
     counters: dict[str, float] = {}
     for item in text.split():
         key, sep, value = item.partition("=")
         if not sep or not value.isdigit():
             raise CounterFormatError(f"{source}: expected key=<integer> items, got {item!r} in {text.strip()!r}")
         counters[key] = float(value)
-    missing = [k for k in ICOUNT_KEYS if k not in counters]
+    missing = [k for k in REQUIRED_ICOUNT_KEYS if k not in counters]
     if missing:
         raise CounterFormatError(
             f"{source}: missing {', '.join(missing)} in {text.strip()!r} (is the QEMU plugin up to date? "

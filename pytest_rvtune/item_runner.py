@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_rvtune.counters import ICOUNT_KEYS
+from pytest_rvtune.count_cache import count_key, fingerprint_of, measure_once
+from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNT_KEY, LAUNCH_COUNTER
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.results import Record, now_iso
 from pytest_rvtune.targets.base import RunResult, Target
@@ -100,13 +101,22 @@ def base_record(work: ItemWork, target: Target | None) -> Record:
     }
 
 
-def per_launch_counters(counters: dict[str, float], launches: int) -> dict[str, float]:
+def per_launch_counters(counters: dict[str, float], launches: int,
+                        counted_launches: int | None = None) -> dict[str, float]:
     """Counters of a whole process divided by the kernel launches in it, so configs compare per launch.
 
     The harness launches the kernel once per warm-up and once per timed run; counts are exact under QEMU,
-    so the division is exact too up to the harness's own bookkeeping outside the kernel.
+    so the division is exact too up to the harness's own bookkeeping outside the kernel (``insns`` also holds
+    reading the input files: it is not a per-launch cost). ``launch_insns`` counts only inside launches, so it
+    is divided by the launches the QEMU plugin saw (``counted_launches``): exact per launch.
     """
-    return {name: value / launches for name, value in counters.items()} if launches > 0 else dict(counters)
+    per_launch = {name: value / launches for name, value in counters.items()} if launches > 0 else dict(counters)
+    if LAUNCH_COUNTER in counters:
+        if counted_launches:
+            per_launch[LAUNCH_COUNTER] = counters[LAUNCH_COUNTER] / counted_launches
+        else:  # the plugin saw no launch end (a direct call it could not see): no per-launch figure
+            del per_launch[LAUNCH_COUNTER]
+    return per_launch
 
 
 def rerun_field(elf: Path, argv: list[Any], kernel_symbol: str) -> dict[str, Any]:
@@ -145,19 +155,41 @@ def run_item(
     """Run the built ELF once on ``target`` (the harness repeats the kernel itself) and judge it.
 
     ``external``: the ELF is a user's own harness (a Triton_RVV one): it takes its own argv, none of our run
-    options, reads files at relative paths and prints in its own format."""
+    options, reads files at relative paths and prints in its own format.
+
+    On an emulated target that can say what decides its results (count_cache.py), an unchanged run is not run
+    again: its result comes from the cache (record field ``counts_cached``)."""
     started, started_epoch = time.perf_counter(), time.time()
     if external is None:
-        result = target.run(elf, [*options.harness_args(), *argv], options.timeout, kernel_symbol=kernel_symbol)
+        run_argv: list[Any] = [*options.harness_args(), *argv]
+        files, output_format = None, None
         expected_launches = options.warmup + options.runs
     else:
-        result = target.run(elf, argv, options.timeout, kernel_symbol=kernel_symbol, files=external.files,
-                            output_format=external.output_format)
+        run_argv, files, output_format = list(argv), external.files, external.output_format
         expected_launches = external.launches or 1
+
+    def measure() -> RunResult:
+        if external is None:
+            return target.run(elf, run_argv, options.timeout, kernel_symbol=kernel_symbol)
+        return target.run(elf, run_argv, options.timeout, kernel_symbol=kernel_symbol, files=files,
+                          output_format=output_format)
+
+    fingerprint = fingerprint_of(target)
+    if fingerprint is None:
+        result, cached = measure(), False
+    else:
+        key = count_key(elf_sha256=elf_sha256, data_sha256=golden_sha256, fingerprint=fingerprint,
+                        argv=run_argv, kernel_symbol=kernel_symbol, files=files,
+                        output_format=output_format.name if output_format else None)
+        result, cached = measure_once(key, measure, about={"what": work.what, "elf": str(elf)})
     run_seconds = time.perf_counter() - started
     verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check)
-    launches = result.launches if result.launches is not None else expected_launches
     counters = dict(result.counters)
+    plugin_launches = counters.pop(LAUNCH_COUNT_KEY, None)  # the plugin's own count, not a counter
+    counted_launches = int(plugin_launches) if plugin_launches is not None else None
+    launches = result.launches if result.launches is not None else expected_launches
+    if result.launches is None and counted_launches:
+        launches = counted_launches  # a harness that does not say: the plugin saw every launch
     if options.threads != 1 and target.timing_source == "emulated":
         # QEMU's plugin counts with non-atomic inline adds: with several guest threads the counts are not
         # exact, and a count that is not exact must not pass for one (compare gates on exact counts).
@@ -166,10 +198,12 @@ def run_item(
         "outcome": verdict.outcome,
         "message": "" if verdict.passed else verdict.message,
         "samples_ns": result.samples_ns,
-        "counters": per_launch_counters(counters, launches),
+        "counters": per_launch_counters(counters, launches, counted_launches),
         "counters_total": counters,
         "threads": options.threads,
         "launches": launches,
+        "counted_launches": counted_launches,  # launches the QEMU plugin saw (None: no plugin)
+        "counts_cached": cached,  # the result of an earlier identical run (count_cache.py): QEMU did not run
         "elf_sha256": elf_sha256,
         "golden_sha256": golden_sha256,
         "rerun": rerun_field(elf, argv, kernel_symbol),

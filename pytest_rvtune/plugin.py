@@ -121,6 +121,7 @@ class RvtuneSession:
         self.filter_values: dict[str, dict[str, set[str]]] = {f: {} for f in self.config_filters}
         self.filters_matched: set[str] = set()
         self.unconfirmed: list[dict[str, Any]] = []  # records' confirmation fields: flagged, then refuted
+        self.emulated_records: list[dict[str, Any]] = []  # controller: for the ranking at the end
         self.kernel_modules = 0
         workerinput = getattr(config, "workerinput", None)
         self.run_id: str = workerinput["rvtune_run_id"] if workerinput else new_run_id()
@@ -272,12 +273,16 @@ class RvtuneSession:
             self.tally["cache_hit" if record["build_cache_hit"] else "cache_miss"] += 1
         if record.get("resumed_from"):
             self.tally["resumed"] += 1
+        if record.get("counts_cached"):
+            self.tally["counts_cached"] += 1
         if record.get("machine"):
             self.identities.setdefault(record["target"], record["machine"])
         if record["outcome"] == "passed" and confirmation and not confirmation["confirmed"]:
             self.unconfirmed.append(confirmation)
         if record["outcome"] in ("passed", "regressed") and record.get("samples_ns"):
             _add_to_benchmark(self.config, record)
+        if record.get("timing_source") == "emulated":
+            self.emulated_records.append(record)
 
 
 class _TargetUnavailable(Exception):
@@ -917,6 +922,14 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     shown = [o for o in (*OUTCOMES, "regressed") if o in SUMMARY_OUTCOMES or tally[o]]
     counts = ", ".join(f"{tally[o]} {o.replace('_', '-')}" for o in shown)
     resumed = f"; {tally['resumed']} resumed" if tally["resumed"] else ""
+    if tally["counts_cached"]:  # an unchanged emulated run: its result came from the count cache
+        resumed += f"; {tally['counts_cached']} runs reused (unchanged, QEMU not run)"
+    from pytest_rvtune.ranking_summary import ranking_lines
+    ranking = ranking_lines(session.emulated_records)
+    for line in ranking:
+        terminalreporter.write_line(line)
+    if ranking:
+        terminalreporter.write_line(f"  all configs: rvtune report {session.results_path}")
     terminalreporter.write_line(
         f"rvtune: {counts}{resumed}; build cache {tally['cache_hit']} hits / {tally['cache_miss']} misses; "
         f"building {session.seconds['build']:.1f} s, running {session.seconds['run']:.1f} s; "

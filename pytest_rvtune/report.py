@@ -3,9 +3,10 @@
 Everything is per group: target, kernel, case and problem (the values of the kernel's PROBLEM_KEYS, e.g.
 IS_CAUSAL; see runs.py). A kernel with problem keys gets one ranking, one winner and one default per problem.
 
-Ranking: by median time on real hardware; under QEMU (timing_source "emulated") by ``kernel_insns``, the guest
-instructions executed inside the kernel symbol, because emulated wall time is not performance. The output says
-which.
+Ranking: by median time on real hardware; under QEMU (timing_source "emulated") by ``launch_insns``, the guest
+instructions executed per launch (grid walk, kernel and the libc calls it makes, such as memset), because
+emulated wall time is not performance; ``kernel_insns`` (inside the kernel symbol only) stays a column, and ranks
+results recorded before launches were counted. The output says which.
 
 "Default config" (the speed-up column "vs default") is the kernel's most common winner across its cases on that
 target (per problem), the same config ``rvtune export-best`` writes as the default: the column says what per-case tuning
@@ -35,7 +36,7 @@ from typing import Any
 from tabulate import tabulate
 
 from pytest_rvtune.runs import (
-    EMULATED_RANK_COUNTER,
+    EMULATED_RANK_COUNTERS,
     GroupKey,
     Record,
     Run,
@@ -155,7 +156,7 @@ def mean_slowdown(config_id: str, cases: Sequence[Sequence[Record]]) -> float:
 def counter_names(records: Iterable[Record]) -> list[str]:
     """Counters present in any record: QEMU's instruction counts first, then the rest alphabetically."""
     names = {n for r in records for n in r.counters}
-    first = [n for n in (EMULATED_RANK_COUNTER, "insns", "vector_insns") if n in names]
+    first = [n for n in (*EMULATED_RANK_COUNTERS, "insns", "vector_insns") if n in names]
     return first + sorted(names - set(first))
 
 
@@ -178,11 +179,13 @@ class CaseReport:
     @property
     def heading(self) -> str:
         text = f"{self.kernel} / {self.label} on {self.target}: ranked by {metric_title(self.metric)}"
-        if self.metric == EMULATED_RANK_COUNTER:
-            text += (" (guest instructions inside the kernel; timing is emulated by QEMU, not performance, "
-                     "so configs are ranked by instruction count)")
+        if self.metric in EMULATED_RANK_COUNTERS:
+            what = ("guest instructions per launch: grid walk, kernel and the libc calls it makes"
+                    if self.metric == EMULATED_RANK_COUNTERS[0] else "guest instructions inside the kernel")
+            text += (f" ({what}; timing is emulated by QEMU, not performance, so configs are ranked by "
+                     "instruction count)")
         elif self.emulated:
-            text += " (timing is emulated by QEMU and no kernel_insns counter was recorded: not performance)"
+            text += " (timing is emulated by QEMU and no instruction counter was recorded: not performance)"
         return text
 
 
@@ -359,7 +362,7 @@ def default_out_dir(run_path: Path) -> Path:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "report", help="rank configs per kernel and case; best configs, perf_stats.csv, plots",
-        description="Configs per kernel and case sorted by median time (by kernel_insns under QEMU), with IQR, "
+        description="Configs per kernel and case sorted by median time (by launch_insns under QEMU), with IQR, "
                     "samples, counters and speed-ups; the best config per case; perf_stats.csv in the seeds' "
                     "columns; heatmaps and counter scatter plots.")
     p.add_argument("run", help="results .jsonl or pytest-benchmark .json")

@@ -20,14 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_rvtune.counters import ICOUNT_KEYS
+from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNTER
 from pytest_rvtune.spec import config_id
 
 #: Instruction counts from our QEMU plugin: deterministic, so any change between runs is real.
 DETERMINISTIC_COUNTERS: frozenset[str] = frozenset(ICOUNT_KEYS)
 
-#: What ranks configs under emulation: QEMU wall time is not performance, in-kernel instructions are.
-EMULATED_RANK_COUNTER = "kernel_insns"
+#: What ranks configs under emulation, in order of preference: QEMU wall time is not performance, instruction
+#: counts are. ``launch_insns`` (the whole launch: grid walk, kernel and the libc calls it makes, e.g. memset)
+#: first; ``kernel_insns`` (inside the kernel symbol only) for results recorded before the plugin counted
+#: launches. In-kernel counts alone can flip a ranking: a config whose work moves into memset looks cheaper.
+EMULATED_RANK_COUNTERS: tuple[str, ...] = (LAUNCH_COUNTER, "kernel_insns")
+EMULATED_RANK_COUNTER = EMULATED_RANK_COUNTERS[0]
 
 
 #: (target, kernel, case, problem id): the unit every analysis ranks configs within.
@@ -201,10 +205,13 @@ def has_problems(records: Iterable[Record]) -> bool:
 
 
 def rank_metric(records: Iterable[Record]) -> str:
-    """What to rank a group by: ``kernel_insns`` when every record is emulated and has it, else time."""
+    """What to rank a group by: when every valid record is emulated, the first of EMULATED_RANK_COUNTERS that
+    every one has (``launch_insns``, else ``kernel_insns``); else time."""
     valid = [r for r in records if r.valid]
-    if valid and all(r.emulated and EMULATED_RANK_COUNTER in r.counters for r in valid):
-        return EMULATED_RANK_COUNTER
+    if valid and all(r.emulated for r in valid):
+        for counter in EMULATED_RANK_COUNTERS:
+            if all(counter in r.counters for r in valid):
+                return counter
     return "time"
 
 

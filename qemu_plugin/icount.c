@@ -1,16 +1,29 @@
 /*
  * libicount: a QEMU (7.2 plugin API) instruction counter for pytest-rvtune.
  *
- *   qemu-riscv64 -plugin libicount.so,out=<file>,symbol=<name> ELF ...
+ *   qemu-riscv64 -plugin libicount.so,out=<file>,symbol=<kernel>,launch=<launcher> ELF ...
  *
  * At exit it writes one line to <file>:
- *   insns=<n> vector_insns=<n> kernel_insns=<n>
+ *   insns=<n> vector_insns=<n> kernel_insns=<n> launches=<n> [launch_insns=<n>]
  * insns: every executed guest instruction; vector_insns: executed RVV instructions; kernel_insns: executed
- * instructions whose address lies inside the ELF symbol <name> (the kernel function).
+ * instructions whose address lies inside the ELF symbol <kernel> (the kernel function).
+ * launches: completed calls of the function <launcher> (`<kernel>_wrap`); launch_insns: every guest instruction
+ * executed, on any thread, while a launch was running, i.e. from the launcher's first instruction to the
+ * caller's instruction after the call. That covers the grid walk, the kernel, the libc calls the generated code
+ * makes (memset, memcpy, logf) and the worker threads the launcher starts (they live inside the launch: the
+ * launcher joins them before it returns); it leaves out the harness's file I/O and checks, which run outside.
+ * launch_insns is printed only when <launcher> is a function of the ELF.
+ *
+ * How a launch is seen without reading registers (the 7.2 API cannot): the plugin reads the ELF's symbol table,
+ * finds <launcher> and every direct call to it (`jal`, and `auipc`+`jalr` pairs), and so knows before any
+ * code runs each call's return address. An exec callback at the launcher's entry opens the window and one at
+ * each return address closes it: two callbacks per launch, nothing per instruction. A call through a function
+ * pointer is not seen (the harnesses call the launcher directly).
  *
  * Counting uses inline adds (no helper call per instruction), so it is cheap but NOT atomic: counts are exact
  * only with one guest thread (run the ELF with --threads 1).
  */
+#include <elf.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +38,19 @@ static uint64_t vector_insns;
 static uint64_t kernel_insns;
 static const char *out_path;
 static const char *symbol;
+
+/* The launch window (see the header comment). */
+static const char *launch_symbol;
+static int launch_found;        /* the launcher is a function of the ELF */
+static uint64_t launch_entry;   /* its address, as linked */
+static uint64_t *return_sites;  /* addresses of the instructions after each direct call to it */
+static size_t n_return_sites;
+static int launch_looked_up;   /* at the first translation: the guest's binary and entry are known then */
+static int launch_open;
+static unsigned int launch_vcpu; /* the thread that called the launcher */
+static uint64_t launch_start;    /* insns when the window opened */
+static uint64_t launch_insns;
+static uint64_t launches;
 
 /* RVV lives in three major opcodes: OP-V (arithmetic, vset*) and the FP load/store opcodes, where the
  * width field (bits 14:12) tells vector accesses (0, 5, 6, 7) from scalar FP ones (1=H, 2=W, 3=D, 4=Q). */
@@ -46,8 +72,186 @@ static int is_vector(const unsigned char *bytes, size_t size)
     return 0;
 }
 
+/* ------------------------------------------------------------------------------- the ELF: launcher, calls */
+static uint32_t read_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void add_return_site(uint64_t address)
+{
+    uint64_t *grown = realloc(return_sites, (n_return_sites + 1) * sizeof *return_sites);
+    if (grown == NULL) {
+        return; /* out of memory: this call is not seen, and its launches are not counted */
+    }
+    return_sites = grown;
+    return_sites[n_return_sites++] = address;
+}
+
+/* Record the return address of every direct call to `target` in the code bytes [code, code + size) linked at
+ * `address`. RV64 has no c.jal, so calls are `jal rd` (rd != x0) or `auipc r; jalr rd, off(r)`. */
+static void scan_calls(const unsigned char *code, uint64_t size, uint64_t address, uint64_t target)
+{
+    uint64_t at = 0;
+    while (at + 2 <= size) {
+        if ((code[at] & 3) != 3) {
+            at += 2; /* compressed */
+            continue;
+        }
+        if (at + 4 > size) {
+            break;
+        }
+        uint32_t word = read_u32(code + at);
+        uint32_t opcode = word & 0x7f;
+        uint32_t rd = (word >> 7) & 31;
+        if (opcode == 0x6f && rd != 0) { /* jal */
+            int64_t imm = (int64_t)(((word >> 31) & 1) << 20 | ((word >> 12) & 0xff) << 12 |
+                                    ((word >> 20) & 1) << 11 | ((word >> 21) & 0x3ff) << 1);
+            imm = (imm ^ (1 << 20)) - (1 << 20); /* sign-extend 21 bits */
+            if (address + at + imm == target) {
+                add_return_site(address + at + 4);
+            }
+        } else if (opcode == 0x17 && at + 8 <= size && (code[at + 4] & 3) == 3) { /* auipc, then jalr? */
+            uint32_t next = read_u32(code + at + 4);
+            uint32_t next_rd = (next >> 7) & 31;
+            uint32_t next_rs1 = (next >> 15) & 31;
+            if ((next & 0x7f) == 0x67 && ((next >> 12) & 7) == 0 && next_rd != 0 && next_rs1 == rd) {
+                int64_t hi = (int64_t)(int32_t)(word & 0xfffff000u);
+                int64_t lo = (int64_t)((int32_t)next >> 20);
+                if (address + at + hi + lo == target) {
+                    add_return_site(address + at + 8);
+                }
+            }
+        }
+        at += 4;
+    }
+}
+
+/* Read the guest ELF's symbol table: find `name` and scan every function for calls to it. Returns 1 when the
+ * ELF defines `name` as a function. Any format problem just means "not found" (launch_insns is then absent). */
+static int find_launcher(const char *path, const char *name)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return 0;
+    }
+    unsigned char *image = NULL;
+    long length = -1;
+    if (fseek(f, 0, SEEK_END) == 0 && (length = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
+        image = malloc((size_t)length);
+        if (image != NULL && fread(image, 1, (size_t)length, f) != (size_t)length) {
+            free(image);
+            image = NULL;
+        }
+    }
+    fclose(f);
+    if (image == NULL || (size_t)length < sizeof(Elf64_Ehdr)) {
+        free(image);
+        return 0;
+    }
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)image;
+    int found = 0;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_machine != EM_RISCV || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > (uint64_t)length) {
+        goto done;
+    }
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(image + eh->e_shoff);
+    for (unsigned s = 0; s < eh->e_shnum && !found; s++) {
+        if (sh[s].sh_type != SHT_SYMTAB || sh[s].sh_link >= eh->e_shnum ||
+            sh[s].sh_offset + sh[s].sh_size > (uint64_t)length) {
+            continue;
+        }
+        const Elf64_Shdr *strtab = &sh[sh[s].sh_link];
+        if (strtab->sh_offset + strtab->sh_size > (uint64_t)length) {
+            continue;
+        }
+        const Elf64_Sym *syms = (const Elf64_Sym *)(image + sh[s].sh_offset);
+        size_t n = sh[s].sh_size / sizeof(Elf64_Sym);
+        const char *names = (const char *)(image + strtab->sh_offset);
+        for (size_t i = 0; i < n; i++) {
+            if (ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC && syms[i].st_name < strtab->sh_size &&
+                strcmp(names + syms[i].st_name, name) == 0) {
+                launch_entry = syms[i].st_value;
+                found = 1;
+                break;
+            }
+        }
+        /* Every function's code, scanned from its own start so 16/32-bit decoding never loses step. */
+        for (size_t i = 0; found && i < n; i++) {
+            const Elf64_Sym *sym = &syms[i];
+            if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_size == 0 || sym->st_shndx >= eh->e_shnum) {
+                continue;
+            }
+            const Elf64_Shdr *text = &sh[sym->st_shndx];
+            if (text->sh_type != SHT_PROGBITS || !(text->sh_flags & SHF_EXECINSTR) ||
+                sym->st_value < text->sh_addr || sym->st_value + sym->st_size > text->sh_addr + text->sh_size ||
+                text->sh_offset + text->sh_size > (uint64_t)length) {
+                continue;
+            }
+            scan_calls(image + text->sh_offset + (sym->st_value - text->sh_addr), sym->st_size, sym->st_value,
+                       launch_entry);
+        }
+    }
+    if (found) {
+        /* Run-time addresses differ from link-time ones by the load bias (0 for the static, non-PIE ELFs we
+         * build): keep them relative to the entry point, whose run-time address the caller adds. */
+        launch_entry -= eh->e_entry;
+        for (size_t i = 0; i < n_return_sites; i++) {
+            return_sites[i] -= eh->e_entry;
+        }
+    }
+done:
+    free(image);
+    return found;
+}
+
+/* -------------------------------------------------------------------------------------- the launch window */
+static void on_launch_entry(unsigned int vcpu_index, void *userdata)
+{
+    if (!launch_open) { /* the launcher is not recursive; an inner call would belong to the outer launch */
+        launch_open = 1;
+        launch_vcpu = vcpu_index;
+        launch_start = insns;
+    }
+}
+
+static void on_launch_return(unsigned int vcpu_index, void *userdata)
+{
+    if (launch_open && vcpu_index == launch_vcpu) {
+        launch_insns += insns - launch_start;
+        launches++;
+        launch_open = 0;
+    }
+}
+
+static int is_return_site(uint64_t address)
+{
+    for (size_t i = 0; i < n_return_sites; i++) {
+        if (return_sites[i] == address) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
+    if (launch_symbol != NULL && !launch_looked_up) {
+        /* Not at install time: QEMU loads the plugin before the guest's binary and first vCPU exist. */
+        launch_looked_up = 1;
+        char *binary = (char *)qemu_plugin_path_to_binary();
+        launch_found = binary != NULL && find_launcher(binary, launch_symbol);
+        free(binary); /* g_strdup'ed: glib's allocator is malloc's */
+        if (launch_found) {
+            /* find_launcher left addresses relative to the ELF's entry point: add where it was loaded. */
+            uint64_t entry = qemu_plugin_entry_code();
+            launch_entry += entry;
+            for (size_t i = 0; i < n_return_sites; i++) {
+                return_sites[i] += entry;
+            }
+        }
+    }
     size_t n = qemu_plugin_tb_n_insns(tb);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
@@ -63,6 +267,14 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
                                                            1);
             }
         }
+        if (launch_found) {
+            uint64_t vaddr = qemu_plugin_insn_vaddr(insn);
+            if (vaddr == launch_entry) {
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_launch_entry, QEMU_PLUGIN_CB_NO_REGS, NULL);
+            } else if (is_return_site(vaddr)) {
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_launch_return, QEMU_PLUGIN_CB_NO_REGS, NULL);
+            }
+        }
     }
 }
 
@@ -73,8 +285,12 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
         fprintf(stderr, "libicount: cannot write %s\n", out_path);
         return;
     }
-    fprintf(f, "insns=%" PRIu64 " vector_insns=%" PRIu64 " kernel_insns=%" PRIu64 "\n", insns, vector_insns,
-            kernel_insns);
+    fprintf(f, "insns=%" PRIu64 " vector_insns=%" PRIu64 " kernel_insns=%" PRIu64 " launches=%" PRIu64, insns,
+            vector_insns, kernel_insns, launches);
+    if (launch_found) {
+        fprintf(f, " launch_insns=%" PRIu64, launch_insns);
+    }
+    fprintf(f, "\n");
     fclose(f);
 }
 
@@ -87,8 +303,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             out_path = argv[i] + 4;
         } else if (strncmp(argv[i], "symbol=", 7) == 0) {
             symbol = argv[i][7] != '\0' ? argv[i] + 7 : NULL;
+        } else if (strncmp(argv[i], "launch=", 7) == 0) {
+            launch_symbol = argv[i][7] != '\0' ? argv[i] + 7 : NULL;
         } else {
-            fprintf(stderr, "libicount: unknown argument '%s' (expected out=<file>,symbol=<name>)\n", argv[i]);
+            fprintf(stderr, "libicount: unknown argument '%s' (expected out=<file>,symbol=<name>,launch=<name>)\n",
+                    argv[i]);
             return -1;
         }
     }

@@ -94,3 +94,113 @@ def test_bad_plugin_argument_is_refused(programs: dict[str, Path], tmp_path: Pat
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode != 0
     assert "unknown argument 'bogus=1'" in proc.stderr
+
+
+# --- the launch window: launch=<launcher> ---------------------------------------------------------------
+# A launcher (`step_wrap`, named like ours) whose kernel hands its work to libc's memset, and a worker thread
+# (argv[4] > 0) doing `spin` iterations inside the launch; around the launches, harness-like work outside
+# (`outside` iterations of a loop, standing in for file I/O and checks).
+LAUNCHER_PROGRAM = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile long sink;
+
+__attribute__((noinline)) void step(float *y, int n) { memset(y, 0, n * sizeof *y); y[0] = 1; }
+
+static void *spin(void *arg) {
+    for (long i = 0; i < (long)arg; i++) sink += i;
+    return NULL;
+}
+
+__attribute__((noinline)) void step_wrap(float *y, int n, long worker_spin) {
+    pthread_t t;
+    if (worker_spin > 0) pthread_create(&t, NULL, spin, (void *)worker_spin);
+    step(y, n);
+    if (worker_spin > 0) pthread_join(t, NULL);
+}
+
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]), launches = atoi(argv[2]);
+    long outside = atol(argv[3]), worker_spin = atol(argv[4]);
+    float *y = malloc(n * sizeof *y);
+    for (long i = 0; i < outside; i++) sink += i;
+    for (int r = 0; r < launches; r++) step_wrap(y, n, worker_spin);
+    for (long i = 0; i < outside; i++) sink += i;
+    printf("%g\n", y[0]);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def launcher_programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The launcher program as linked normally (calls relaxed to `jal`) and with -mno-relax, where each call
+    stays an `auipc`+`jalr` pair: the plugin must find both kinds of call."""
+    tmp = tmp_path_factory.mktemp("launch")
+    src = tmp / "launch.c"
+    src.write_text(LAUNCHER_PROGRAM)
+    tc = Toolchain.for_isa(RISCV_ISA)
+    elves = {}
+    for name, extra in (("jal", ()), ("auipc_jalr", ("-mno-relax",))):
+        obj, elf = tmp / f"{name}.o", tmp / f"{name}.elf"
+        tc.compile(src, obj, extra)
+        tc.link([obj], elf)
+        elves[name] = elf
+    return elves
+
+
+def count_launches(elf: Path, out: Path, n: int, launches: int, outside: int = 0, worker_spin: int = 0,
+                   launch: str = "step_wrap") -> dict[str, float]:
+    plugin = paths.icount_plugin()
+    proc = subprocess.run([*qemu_command(), "-plugin", f"{plugin},out={out},symbol=step,launch={launch}", str(elf),
+                           str(n), str(launches), str(outside), str(worker_spin)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "1"
+    return parse_icount(out.read_text(), source=str(out))
+
+
+def test_launch_counts_the_libc_work_the_kernel_hands_off(launcher_programs: dict[str, Path],
+                                                          tmp_path: Path) -> None:
+    small = count_launches(launcher_programs["jal"], tmp_path / "s.txt", n=1024, launches=1)
+    large = count_launches(launcher_programs["jal"], tmp_path / "l.txt", n=16384, launches=1)
+    # The kernel symbol is the same few instructions whatever n; the launch grows with memset's work.
+    assert small["kernel_insns"] == large["kernel_insns"] < 50
+    assert large["launch_insns"] > 10 * small["launch_insns"] > 10 * 50
+    assert large["launch_insns"] > 100 * large["kernel_insns"]
+    assert small["launches"] == large["launches"] == 1
+
+
+@pytest.mark.parametrize("linked", ["jal", "auipc_jalr"])
+def test_launch_count_is_exact_per_launch_and_leaves_out_the_harness(launcher_programs: dict[str, Path],
+                                                                     tmp_path: Path, linked: str) -> None:
+    elf = launcher_programs[linked]
+    one = count_launches(elf, tmp_path / "1.txt", n=4096, launches=1)
+    three = count_launches(elf, tmp_path / "3.txt", n=4096, launches=3)
+    busy = count_launches(elf, tmp_path / "b.txt", n=4096, launches=3, outside=100_000)
+    assert (one["launches"], three["launches"]) == (1, 3)
+    assert three["launch_insns"] == 3 * one["launch_insns"] > 0
+    # Work around the launches (file reading, checks) changes the process's count, never the launch's.
+    assert busy["insns"] > three["insns"] + 100_000
+    assert busy["launch_insns"] == three["launch_insns"]
+
+
+def test_worker_threads_started_by_the_launcher_belong_to_the_launch(launcher_programs: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    elf = launcher_programs["jal"]
+    alone = count_launches(elf, tmp_path / "0.txt", n=64, launches=1)
+    light = count_launches(elf, tmp_path / "a.txt", n=64, launches=1, worker_spin=10_000)
+    heavy = count_launches(elf, tmp_path / "b.txt", n=64, launches=1, worker_spin=20_000)
+    # The worker's loop (>= 3 instructions per iteration) runs on another thread, inside the launch. (Two
+    # threads make the counts inexact, so no equality here: thread start-up varies with scheduling.)
+    assert light["launch_insns"] > alone["launch_insns"] + 30_000
+    assert heavy["launch_insns"] > light["launch_insns"] + 30_000
+
+
+def test_no_launch_count_without_the_launcher(launcher_programs: dict[str, Path], tmp_path: Path) -> None:
+    counts = count_launches(launcher_programs["jal"], tmp_path / "x.txt", n=64, launches=2, launch="no_such_wrap")
+    assert "launch_insns" not in counts  # absent, never a zero that would rank first
+    assert counts["launches"] == 0 and counts["kernel_insns"] > 0

@@ -195,7 +195,10 @@ def test_perf_csv_missing_events_are_absent_not_zero() -> None:
 
 
 def test_icount_file_format() -> None:
-    assert parse_icount("insns=10 vector_insns=0 kernel_insns=3\n") == {
-        "insns": 10.0, "vector_insns": 0.0, "kernel_insns": 3.0}
+    assert parse_icount("insns=10 vector_insns=0 kernel_insns=3 launches=2 launch_insns=8\n") == {
+        "insns": 10.0, "vector_insns": 0.0, "kernel_insns": 3.0, "launches": 2.0, "launch_insns": 8.0}
     with pytest.raises(CounterFormatError, match="missing kernel_insns"):
-        parse_icount("insns=10 vector_insns=0", source="x.txt")
+        parse_icount("insns=10 vector_insns=0 launches=0", source="x.txt")
+    # an older plugin (no launch counting) is named as such, with the fix
+    with pytest.raises(CounterFormatError, match=r"missing launches .*make setup"):
+        parse_icount("insns=10 vector_insns=0 kernel_insns=3", source="x.txt")

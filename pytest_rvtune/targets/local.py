@@ -24,6 +24,7 @@ from pathlib import Path
 from pytest_rvtune import paths
 from pytest_rvtune.counters import parse_perf_stat_csv, read_icount_file
 from pytest_rvtune.harness.output_format import OutputFormat
+from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.targets.base import RunResult, Target, TimingSource, run_dir_files
 from pytest_rvtune.targets.die_with_parent import with_parent_death
 from pytest_rvtune.toolchain import HOST_ISA, QEMU_CPU, RISCV_ISA, RISCV_VLEN, find_tool, tool_version
@@ -108,10 +109,18 @@ def _result(done: _Completed, counters: dict[str, float], signum: int | None = N
     )
 
 
+def launcher_symbol(kernel_symbol: str) -> str:
+    """The launcher of a kernel (compiler/launcher.py, and what Triton_RVV harnesses call): the plugin counts
+    every instruction from its entry to its return as the launch."""
+    return f"{kernel_symbol}_wrap"
+
+
 class QemuTarget:
     """qemu-riscv64 user mode with VLEN 256; counters from our instruction-count plugin.
 
     Counts are exact only with one guest thread (the plugin's inline counters are not atomic).
+    Emulated time is not performance, so runs need no exclusive use of the machine (target_lock.py), and a
+    run is deterministic, so its result can be reused (count_fingerprint, count_cache.py).
     """
 
     name = "qemu"
@@ -140,6 +149,12 @@ class QemuTarget:
             "toolchain": tool_version(find_tool("clang-19")),
         }
 
+    def count_fingerprint(self) -> dict[str, str]:
+        """What, besides the ELF, its data and its argv, decides this target's counts and output: the QEMU
+        build, its CPU model and the plugin's code (a rebuilt plugin may count differently)."""
+        return {"target": self.name, "qemu": self.identity()["qemu"], "cpu": QEMU_CPU,
+                "plugin": sha256_file(self.plugin) if self.counters else "none"}
+
     def prepare(self, files: Sequence[Path]) -> None:
         pass  # the ELF reads local files in place
 
@@ -155,7 +170,7 @@ class QemuTarget:
             if self.counters:
                 plugin_args = f"{self.plugin},out={icount}"
                 if kernel_symbol:
-                    plugin_args += f",symbol={kernel_symbol}"
+                    plugin_args += f",symbol={kernel_symbol},launch={launcher_symbol(kernel_symbol)}"
                 cmd += ["-plugin", plugin_args]
             done = run_process([*cmd, str(elf.resolve()), *_local_args(args)], timeout, run_dir)
             counters = read_icount_file(icount) if self.counters else {}

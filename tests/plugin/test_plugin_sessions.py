@@ -40,12 +40,12 @@ def test_xdist_matrix_qemu_and_host(project: pytest.Pytester, add_kernel: Callab
     # one results file for the session (both workers append to it), one whole line per item
     records = read_results(results_file(project))
     assert sorted(r["nodeid"].split("::")[1] for r in records) == names
-    # timing runs on one local target never overlap across workers (the target lock), emulated or real
-    for target in ("host", "qemu"):
-        spans = sorted(r["run_span"] for r in records if r["target"] == target)
-        assert len(spans) == 3
-        for (_, end), (start, _) in itertools.pairwise(spans):
-            assert end <= start, (target, spans)
+    # real timing runs on one local target never overlap across workers (the target lock); emulated runs may
+    # (test_plugin_counts.py shows they do)
+    spans = sorted(r["run_span"] for r in records if r["target"] == "host")
+    assert len(spans) == 3
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert end <= start, spans
 
 
 def _pids_running(marker: str) -> list[int]:

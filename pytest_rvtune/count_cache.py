@@ -1,0 +1,108 @@
+"""Measure once: an emulated run's result, reused while nothing that decides it has changed.
+
+Under QEMU a run is deterministic: the same ELF, input data, argv, QEMU build and counter plugin give the same
+instruction counts (and the same emulated times would tell nothing new: they are not performance). So the
+result of a clean run is kept as a content-addressed record, ``<cache>/counts/<key[:2]>/<key>.json``, and a later
+run of the same key reads it instead of starting QEMU. A per-key file lock makes a worker that needs a key
+another worker is measuring wait for that result instead of measuring it again.
+
+Only targets that say what decides their results (``count_fingerprint()``: QemuTarget) are cached; real timings
+(host, boards) are always measured. Nothing here knows pytest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from pytest_rvtune import paths
+from pytest_rvtune.compiler.cache import cache_key
+from pytest_rvtune.counters import REQUIRED_ICOUNT_KEYS
+from pytest_rvtune.hashing import sha256_file
+from pytest_rvtune.targets.base import Check, RunResult
+
+#: Bump when the stored record's shape or meaning changes: older records are then never read.
+RECORD_VERSION = 1
+
+
+def fingerprint_of(target: Any) -> dict[str, str] | None:
+    """What decides the target's results besides the ELF, data and argv; None for a target whose results
+    must be measured every time (real hardware)."""
+    fingerprint = getattr(target, "count_fingerprint", None)
+    if getattr(target, "timing_source", None) != "emulated" or not callable(fingerprint):
+        return None
+    return dict(fingerprint())
+
+
+def count_key(*, elf_sha256: str, data_sha256: str, fingerprint: Mapping[str, str], argv: Sequence[Any],
+              kernel_symbol: str | None, files: Mapping[str, Path] | None = None,
+              output_format: str | None = None) -> str:
+    """The key of one run. File arguments count by content (the same data at another path is the same run);
+    ``files`` are the relative paths an external harness opens, with their content."""
+    args = [f"file:{sha256_file(a)}" if isinstance(a, Path) else str(a) for a in argv]
+    laid_out = {rel: sha256_file(Path(p)) for rel, p in (files or {}).items()}
+    return cache_key(kind="counts", version=RECORD_VERSION, elf=elf_sha256, data=data_sha256,
+                     target=dict(fingerprint), argv=args, symbol=kernel_symbol or "", files=laid_out,
+                     output_format=output_format or "")
+
+
+def reusable(result: RunResult) -> bool:
+    """A clean run with its counts: anything else (a crash, a timeout, a killed plugin) is measured again."""
+    return (result.returncode == 0 and not result.timed_out and result.signal is None and not result.errors
+            and all(k in result.counters for k in REQUIRED_ICOUNT_KEYS))
+
+
+def _entry(key: str) -> Path:
+    return paths.cache_dir() / "counts" / key[:2] / f"{key}.json"
+
+
+def _load(path: Path) -> RunResult | None:
+    try:
+        data = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None  # a record is published with one rename, so a torn one is not ours: measure again
+    if data.get("version") != RECORD_VERSION:
+        return None
+    fields = dict(data["result"])
+    fields["checks"] = [Check(**c) for c in fields.get("checks", [])]
+    return RunResult(**fields)
+
+
+def _store(path: Path, result: RunResult, about: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"version": RECORD_VERSION, "about": dict(about), "result": dataclasses.asdict(result)}
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(record, fh)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def measure_once(key: str, run: Callable[[], RunResult],
+                 about: Mapping[str, Any] | None = None) -> tuple[RunResult, bool]:
+    """``run()``'s result for ``key``, from the cache when it is there: (result, cache hit). ``about`` (what
+    was run, for a person reading the cache) is stored beside a new result."""
+    path = _entry(key)
+    cached = _load(path)
+    if cached is not None:
+        return cached, True
+    locks = paths.cache_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(locks / f"counts-{key}.lock")):
+        cached = _load(path)  # measured by another worker while this one waited
+        if cached is not None:
+            return cached, True
+        result = run()
+        if reusable(result):
+            _store(path, result, about or {})
+    return result, False

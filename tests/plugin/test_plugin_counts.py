@@ -1,0 +1,163 @@
+"""Counts under QEMU as sessions use them: the whole launch is charged (libc work included) and ranks configs,
+an unchanged item is measured once (a warm re-run starts no QEMU), and emulated runs overlap across workers.
+
+Real Triton frontend, our compiler, clang-19 and QEMU with the icount plugin (RVTUNE_TOOLS_DIR)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from plugin_helpers import KERNEL_TEMPLATE, REPO, by_kernel, read_results
+
+from pytest_rvtune import paths
+from pytest_rvtune.counters import parse_icount
+from pytest_rvtune.export import case_winner
+from pytest_rvtune.item_runner import RunOptions
+from pytest_rvtune.report import case_report
+from pytest_rvtune.runs import group_by_problem, load_run
+from pytest_rvtune.toolchain import find_tool, qemu_command
+
+# A tile of BLOCK x BLOCK zeros that the kernel itself barely touches when `loops` is 0 at run time: clang
+# zeroes it with a call to libc's memset, so most of the launch's work is outside the kernel symbol.
+MEMSET_BODY = (
+    "    acc = tl.zeros([BLOCK, BLOCK], dtype=tl.float32)\n"
+    "    for i in range(0, loops):\n"
+    "        acc += tl.load(x_ptr + offs, mask=mask)[:, None]\n"
+    "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.sum(acc, axis=1) / BLOCK + 1.0, mask=mask)"
+)
+
+
+def memset_kernel(name: str) -> str:
+    return KERNEL_TEMPLATE.format(name=name, body=MEMSET_BODY, ref="x + 1.0", configs=[64], loops=0)
+
+
+def _symbol_count(elf: str, argv: list[str], runs: int, symbol: str, out: Path) -> float:
+    """Instructions executed inside ``symbol`` in one run of the harness with ``runs`` timed launches."""
+    options = RunOptions(warmup=0, runs=runs).harness_args()
+    plugin = f"{paths.icount_plugin()},out={out},symbol={symbol}"
+    done = subprocess.run([*qemu_command(), "-plugin", plugin, elf, *options, *argv], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return parse_icount(out.read_text(), source=str(out))["kernel_insns"]
+
+
+def test_work_a_kernel_hands_to_memset_is_charged_to_the_launch(project: pytest.Pytester, tmp_path: Path) -> None:
+    (project.path / "kernels" / "pc_memset.py").write_text(memset_kernel("pc_memset"))
+    result = project.runpytest("--rvtune-case", "emu", "--rvtune-results", "run.jsonl", "--benchmark-disable")
+    result.assert_outcomes(passed=1)
+    [record] = read_results(project.path / "run.jsonl")
+    counters = record["counters"]
+    # per launch and exact: the plugin saw every launch the harness made
+    assert record["counted_launches"] == record["launches"] == 3
+    assert record["counters_total"]["launch_insns"] == 3 * counters["launch_insns"]
+
+    # memset's instructions per launch, measured on their own (two launches minus one: the harness's memsets
+    # at start-up cancel out; the one it may make between launches, resetting the output, stays in)
+    elf, argv = record["rerun"]["elf"], record["rerun"]["argv"]
+    memset = (_symbol_count(elf, argv, 2, "memset", tmp_path / "2.txt")
+              - _symbol_count(elf, argv, 1, "memset", tmp_path / "1.txt"))
+    assert memset > counters["kernel_insns"] / 2  # a real share of the work is in libc
+    # The launch is the kernel plus memset plus the grid walk (5 programs: a few dozen instructions each),
+    # within 2 %; the in-kernel count misses memset entirely.
+    assert counters["launch_insns"] == pytest.approx(counters["kernel_insns"] + memset, rel=0.02)
+    # the whole process (reading the golden files) is more than its launches
+    assert counters["insns"] > counters["launch_insns"]
+
+
+def test_layer_norm_emu_ranks_by_the_whole_launch(project: pytest.Pytester) -> None:
+    # layer_norm zeroes its tiles with memset: how much of a launch that is depends on the config, so the
+    # in-kernel count and the whole launch can disagree about which config is best.
+    shutil.copy(REPO / "kernels" / "layer_norm.py", project.path / "kernels" / "layer_norm.py")
+    configs = "BLOCK_SIZE_M=1,2;BLOCK_SIZE_N=64,128"
+    result = project.runpytest("-n", "2", "--rvtune-case", "emu", "--rvtune-config", configs,
+                               "--rvtune-results", "run.jsonl", "--benchmark-disable")
+    result.assert_outcomes(passed=4)
+    run = load_run(project.path / "run.jsonl")
+    [group] = group_by_problem(run.records).values()
+    assert len(group) == 4 and all(r.counters["launch_insns"] > r.counters["kernel_insns"] for r in group)
+
+    def by(counter: str) -> list[str]:
+        return [r.config_id for r in sorted(group, key=lambda r: (r.counters[counter], r.config_id))]
+
+    # The counts disagree for these configs (if they did not, this test could not tell the metrics apart).
+    assert by("launch_insns")[0] != by("kernel_insns")[0]
+    report = case_report(group, default_id=None)
+    assert report.metric == "launch_insns"
+    assert [row["config"] for row in report.rows] == by("launch_insns")
+    winner = case_winner(group)
+    assert winner is not None and winner["ranked_by"] == "launch_insns"
+    assert winner["config_id"] == by("launch_insns")[0]
+    # the session ends with the same ranking, then says where the rest is
+    best, second = by("launch_insns")[:2]
+    result.stdout.fnmatch_lines([
+        "rvtune ranking under emulation, by launch_insns *",
+        f"  layer_norm / emu on qemu: 1. {best} *  2. {second} *; worst/best *x over 4 configs",
+        "  all configs: rvtune report *run.jsonl",
+        "rvtune: 4 passed, *",
+    ])
+
+
+@pytest.fixture
+def counted_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """qemu-riscv64 on PATH as a wrapper that logs every run (not `--version`) to the returned file."""
+    real = find_tool("qemu-riscv64")
+    log = tmp_path / "qemu-runs.log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "qemu-riscv64"
+    wrapper.write_text(f'#!/bin/sh\n[ "$1" = --version ] || echo "$*" >> {log}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return log
+
+
+def _runs(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_warm_rerun_of_unchanged_items_runs_no_qemu(project: pytest.Pytester, add_kernel: Callable[..., Path],
+                                                    counted_qemu: Path) -> None:
+    add_kernel("pc_cache", configs=(16, 32))
+    common = ("--rvtune-case", "small", "--benchmark-disable")
+    cold = project.runpytest(*common, "--rvtune-results", "cold.jsonl")
+    cold.assert_outcomes(passed=2)
+    assert _runs(counted_qemu) == 2
+    first = by_kernel(read_results(project.path / "cold.jsonl"))
+    assert not any(r["counts_cached"] for r in first.values())
+
+    warm = project.runpytest(*common, "--rvtune-results", "warm.jsonl")
+    warm.assert_outcomes(passed=2)
+    assert _runs(counted_qemu) == 2  # nothing ran again
+    again = by_kernel(read_results(project.path / "warm.jsonl"))
+    assert all(r["counts_cached"] for r in again.values())
+    for key, record in again.items():
+        assert record["counters"] == first[key]["counters"] and record["checks"] == first[key]["checks"]
+        assert record["elf_sha256"] == first[key]["elf_sha256"]
+
+    # another argv (one more timed run) is another measurement: QEMU runs again, once per item
+    more = project.runpytest(*common, "--rvtune-runs", "3", "--rvtune-results", "more.jsonl")
+    more.assert_outcomes(passed=2)
+    assert _runs(counted_qemu) == 4
+    assert not any(r["counts_cached"] for r in read_results(project.path / "more.jsonl"))
+
+
+def test_qemu_items_run_at_the_same_time_on_two_workers(project: pytest.Pytester,
+                                                        add_kernel: Callable[..., Path]) -> None:
+    # Emulated runs count instructions, which a neighbour does not change: no target lock, so the two workers'
+    # QEMU runs overlap. Each run takes seconds (the "slow" body, 60 timed launches), far longer than a build
+    # from the cache, so with the old exclusive lock they never could.
+    add_kernel("pc_parallel", kind="slow", configs=(16, 32, 64, 128))
+    result = project.runpytest("-n", "2", "--rvtune-case", "small", "--rvtune-runs", "60",
+                               "--rvtune-results", "run.jsonl", "--benchmark-disable")
+    result.assert_outcomes(passed=4)
+    records = read_results(project.path / "run.jsonl")
+    assert not any(r["counts_cached"] for r in records)
+    spans = [r["run_span"] for r in records]
+    overlapping = [(a, b) for a, b in itertools.combinations(spans, 2) if a[0] < b[1] and b[0] < a[1]]
+    assert overlapping, spans
