@@ -240,6 +240,27 @@ def test_cache_cases_are_generated_on_demand_and_checked(tmp_path):
         golden_set(spec, "emu", spec.configs[0], store)
 
 
+def test_a_corrupted_cache_file_is_regenerated_not_blamed_on_the_module(tmp_path):
+    """Issue 15: a damaged file under the cache (a disk error, a stray edit) failed the item as "differs from
+    the manifest ... the kernel module's inputs or reference may have changed". It is a cache: regenerated."""
+    spec = load_kernel_module(KERNELS / "jacobi.py")
+    store = Store(root=tmp_path / "golden", cache=tmp_path / "cache")
+    generate_case(spec, "emu", store)
+    victim = next((tmp_path / "cache" / "jacobi" / "emu").glob("matrix_*_1.txt"))
+    good = victim.read_bytes()
+    for damage in (good.replace(b"0.", b"9.", 1), b"", good[: len(good) // 2]):  # a flipped digit, empty, torn
+        victim.write_bytes(damage)
+        gs = golden_set(spec, "emu", spec.configs[0], store)
+        assert victim.read_bytes() == good and victim in [f.path for f in gs.files]
+    assert not list(victim.parent.glob(".*.tmp"))
+    # A committed file is not a cache: damage there is still an error naming it (test_verify_detects_...).
+    generate_case(spec, "small", store)
+    committed = next((tmp_path / "golden" / "jacobi" / "small").glob("matrix_*_1.txt"))
+    committed.write_bytes(committed.read_bytes().replace(b"0.", b"9.", 1))
+    with pytest.raises(GoldenError, match=rf"{committed.name} was corrupted"):
+        golden_set(spec, "small", spec.configs[0], store)
+
+
 def test_verify_detects_drift_of_the_module(tmp_path):
     kdir = tmp_path / "kernels"
     kdir.mkdir()
