@@ -19,6 +19,8 @@ the case's name, since nothing could regenerate them, and are never regenerated:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -232,10 +234,20 @@ def read_tensor(file: GoldenFile) -> np.ndarray:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``path`` through a temporary beside it; GoldenError names the path when it cannot be written (a
+    full disk: write() errors name no file), and the temporary is removed, whatever went wrong."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        fix = "make room there" if exc.errno == errno.ENOSPC else "check the directory's permissions"
+        if path.is_relative_to(paths.cache_dir()):
+            fix += " or set RVTUNE_CACHE_DIR to another disk (the golden data there is a cache)"
+        raise GoldenError(f"cannot write golden file {path}: {exc.strerror or exc}; {fix}") from None
 
 
 # ---- the public API for build / plugin ----------------------------------------------------------
