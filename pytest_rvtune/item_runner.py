@@ -60,6 +60,8 @@ class RunOptions:
     threads: int = 1
     timeout: float = 300.0
     check: bool = True
+    # Where ``timeout`` comes from, for the message of a run killed at it (a board's own setting, or the option).
+    timeout_setting: str = "--rvtune-timeout"
 
     def harness_args(self) -> list[str]:
         args = ["--warmup", str(self.warmup), "--runs", str(self.runs), "--threads", str(self.threads)]
@@ -155,7 +157,8 @@ def run_item(
                             output_format=external.output_format)
         expected_launches = external.launches or 1
     run_seconds = time.perf_counter() - started
-    verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check)
+    verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check,
+                    timeout_setting=options.timeout_setting)
     launches = result.launches if result.launches is not None else expected_launches
     counters = dict(result.counters)
     if options.threads != 1 and target.timing_source == "emulated":

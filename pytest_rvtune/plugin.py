@@ -240,6 +240,7 @@ class RvtuneSession:
             max_time=max_time if max_time is not None else defaults.max_time,
             threads=self.config.getoption("rvtune_threads") if num_threads is None else num_threads,
             timeout=self.timeout_for(target.name),
+            timeout_setting=self.timeout_setting(target.name),
         )
 
     def timeout_for(self, target_name: str) -> float:
@@ -248,6 +249,15 @@ class RvtuneSession:
         if given is not None:
             return given
         return getattr(self.target_configs().get(target_name), "timeout", None) or DEFAULT_TIMEOUT
+
+    def timeout_setting(self, target_name: str) -> str:
+        """Where timeout_for's value comes from, as a timed-out item's message names it."""
+        if self.config.getoption("rvtune_timeout") is not None:
+            return "--rvtune-timeout"
+        cfg = self.target_configs().get(target_name)
+        if getattr(cfg, "timeout", None):
+            return f"{cfg.where('timeout')} = {cfg.timeout:g}; --rvtune-timeout overrides it"
+        return "the default; --rvtune-timeout N sets it"
 
     def close(self) -> None:
         for target in self.targets.values():

@@ -278,6 +278,13 @@ class SshTarget:
             f"for t in {' '.join(shlex.quote(t) for t in tools)}; do",
             '  command -v "$t" >/dev/null 2>&1 || printf "missing=%s\\n" "$t"',
             "done",
+            # Every run takes this lock: one it cannot open (a missing directory) would fail each item alike,
+            # as flock's exit status 66, so it is tried once here. Held by another run (75) is fine.
+            "if command -v flock >/dev/null 2>&1; then",
+            f"  err=$(flock -n -E {LOCK_BUSY_STATUS} {shlex.quote(cfg.lock_file)} true 2>&1); rc=$?",
+            f"  [ $rc -eq 0 ] || [ $rc -eq {LOCK_BUSY_STATUS} ] ||",
+            '    printf "lock_error=%s\\n" "$(printf %s "$err" | tr "\\n" " ")"',
+            "fi",
         ])
         done = await self._sh(script)
         where = f"target {cfg.name!r}: board {self.label}"
@@ -295,6 +302,10 @@ class SshTarget:
         if done.exit_status != 0 or "work" not in facts:
             raise BoardError(f"{where}: the board check failed (exit {done.exit_status}): "
                              f"{str(done.stderr).strip()[-500:]}")
+        if "lock_error" in facts:
+            raise BoardError(f"{where}: cannot take the board's lock file {cfg.lock_file!r} ({facts['lock_error']}); "
+                             f"set {cfg.where('lock_file')} to a file in a directory that exists and every user of "
+                             "the board can write (the default is /tmp/rvtune-board.lock)")
         if missing:
             raise BoardError(f"{where}: missing on the board: {', '.join(missing)} (install coreutils, "
                              "util-linux, procps, linux-perf as needed, or fix exec_prefix/runner in "
