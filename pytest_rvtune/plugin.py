@@ -265,7 +265,11 @@ class RvtuneSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """In the process that owns pytest-benchmark (xdist controller or the only process): tally, merge."""
-        if not _is_controller(self.config) or report.when != "call":
+        if not _is_controller(self.config):
+            return
+        if report.when != "call":
+            if self._lost_with_its_worker(report):
+                self.tally["lost"] += 1
             return
         error = next((value for key, value in report.user_properties if key == RESULTS_ERROR_KEY), None)
         if error is not None:
@@ -288,6 +292,15 @@ class RvtuneSession:
             self.unconfirmed.append(confirmation)
         if record["outcome"] in ("passed", "regressed") and record.get("samples_ns"):
             _add_to_benchmark(self.config, record)
+
+
+    def _lost_with_its_worker(self, report: pytest.TestReport) -> bool:
+        """xdist's report of a kernel item whose worker died under it (killed, out of memory): no verdict came
+        back and no record was written, but the item ran and must be counted."""
+        if not (report.failed and report.when == "???" and "crashed while running" in str(report.longrepr)):
+            return False
+        path = (self.rootdir / report.nodeid.split("::")[0]).resolve()
+        return path.name == "rvtune.toml" or any(path.is_relative_to(d) for d in self.kernel_dirs)
 
 
 class _TargetUnavailable(Exception):
@@ -922,10 +935,13 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if session is None or not _is_controller(config):
         return
     tally = session.tally
-    if not sum(tally[o] for o in (*OUTCOMES, "regressed")):
+    outcomes = (*OUTCOMES, "regressed", "lost")
+    if not sum(tally[o] for o in outcomes):
         return
-    shown = [o for o in (*OUTCOMES, "regressed") if o in SUMMARY_OUTCOMES or tally[o]]
+    shown = [o for o in outcomes if o in SUMMARY_OUTCOMES or tally[o]]
     counts = ", ".join(f"{tally[o]} {o.replace('_', '-')}" for o in shown)
+    if tally["lost"]:
+        counts += " (xdist worker crashed mid-item: no verdict, no record)"
     resumed = f"; {tally['resumed']} resumed" if tally["resumed"] else ""
     terminalreporter.write_line(
         f"rvtune: {counts}{resumed}; build cache {tally['cache_hit']} hits / {tally['cache_miss']} misses; "
