@@ -24,6 +24,7 @@ import errno
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,6 +171,8 @@ def read_txt(path: Path | str, dtype: str = "fp32") -> np.ndarray:
     if dtype not in _DTYPES:
         raise GoldenError(f"golden file {path}: unknown dtype {dtype!r} (known: {sorted(_DTYPES)})")
     np_dtype = _DTYPES[dtype][0]
+    if path.exists() and not path.is_file():  # a FIFO or /dev/zero: reading would never end
+        raise GoldenFormatError(path, None, "not a regular file (a FIFO, a device or a directory)")
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -244,7 +247,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        fix = "make room there" if exc.errno == errno.ENOSPC else "check the directory's permissions"
+        fix = {errno.ENOSPC: "make room there", errno.EISDIR: "remove the directory in its place"}.get(
+            exc.errno, "check the directory's permissions")
         if path.is_relative_to(paths.cache_dir()):
             fix += " or set RVTUNE_CACHE_DIR to another disk (the golden data there is a cache)"
         raise GoldenError(f"cannot write golden file {path}: {exc.strerror or exc}; {fix}") from None
@@ -352,9 +356,17 @@ def _combined_sha(files: Sequence[GoldenFile], scalars: Mapping[str, Scalar]) ->
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
+#: _file_sha's answer for a FIFO, a device or a directory where a golden file should be: reading one would
+#: block forever (a FIFO, /dev/zero) or fail, and it never has the recorded hash.
+NOT_A_FILE = "(not a regular file)"
+
+
 def _file_sha(path: Path) -> str | None:
-    """sha256 of a golden file (memoised by path, size and mtime in hashing.py), None when it is missing."""
+    """sha256 of a golden file (memoised by path, size and mtime in hashing.py), None when it is missing,
+    NOT_A_FILE when something else is in its place."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return NOT_A_FILE
         return sha256_file(path)
     except FileNotFoundError:
         return None
@@ -467,6 +479,11 @@ def _ensure_case_files(spec: KernelSpec, case_name: str, entry: dict, base: Path
                 generate_case(spec, case_name, store, location=base, record=False)
     for name, sha in expected.items():
         got = _file_sha(base / name)
+        if got == NOT_A_FILE:
+            fix = f"import it again with {again}" if imported else \
+                f"`rvtune golden generate --kernel {spec.name} --case {case_name}`"
+            raise GoldenError(f"golden file {base / name} is not a regular file (a FIFO, a device or a directory): "
+                              f"remove it, then restore it with git or {fix}")
         if got != sha and imported:
             raise GoldenError(
                 f"imported golden file {base / name} changed since it was imported (sha256 {got}, manifest {sha}): "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -259,6 +260,41 @@ def test_a_corrupted_cache_file_is_regenerated_not_blamed_on_the_module(tmp_path
     committed.write_bytes(committed.read_bytes().replace(b"0.", b"9.", 1))
     with pytest.raises(GoldenError, match=rf"{committed.name} was corrupted"):
         golden_set(spec, "small", spec.configs[0], store)
+
+
+@pytest.mark.parametrize("thing", ["fifo", "dev-zero", "directory"])
+def test_a_fifo_or_device_in_place_of_a_golden_file_is_named_not_read_forever(tmp_path, thing):
+    """Hostile case: hashing or reading a FIFO (or a link to /dev/zero) where a golden file should be blocked
+    the item forever, outside any run timeout; a directory there gave a bare IsADirectoryError."""
+    spec = load_kernel_module(KERNELS / "jacobi.py")
+    store = Store(root=tmp_path / "golden", cache=tmp_path / "cache")
+    generate_case(spec, "small", store)
+    generate_case(spec, "emu", store)
+    victims = [next((tmp_path / where / "jacobi" / case).glob("matrix_*_1.txt"))
+               for where, case in (("golden", "small"), ("cache", "emu"))]
+    for victim in victims:
+        victim.unlink()
+        if thing == "fifo":
+            os.mkfifo(victim)
+        elif thing == "dev-zero":
+            victim.symlink_to("/dev/zero")
+        else:
+            victim.mkdir()
+    committed, cached = victims
+    with pytest.raises(GoldenError) as named:
+        golden_set(spec, "small", spec.configs[0], store)
+    assert str(named.value) == (f"golden file {committed} is not a regular file (a FIFO, a device or a directory): "
+                                "remove it, then restore it with git or `rvtune golden generate --kernel jacobi "
+                                "--case small`")
+    with pytest.raises(GoldenFormatError, match="not a regular file"):
+        read_txt(committed)
+    if thing == "directory":  # a cache file cannot replace a directory: named, with what to do
+        with pytest.raises(GoldenError, match=rf"cannot write golden file {cached}: Is a directory; remove the "
+                                              "directory in its place"):
+            golden_set(spec, "emu", spec.configs[0], store)
+    else:  # a cache file: regenerated in its place
+        golden_set(spec, "emu", spec.configs[0], store)
+        assert cached.is_file() and not cached.is_symlink()
 
 
 def test_verify_detects_drift_of_the_module(tmp_path):
