@@ -111,6 +111,65 @@ def test_a_flood_that_never_ends_is_killed_at_the_timeout_with_memory_bounded(fl
     assert endless["rss_mib"] - quiet["rss_mib"] < 20, (quiet["rss_mib"], endless["rss_mib"])
 
 
+DAEMON_C = r"""
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    pid_t child = fork();
+    if (child == 0) {  /* a daemon: its own session, so outside the group a timeout kills; keeps stdout */
+        setsid();
+        sleep(60);
+        return 0;
+    }
+    FILE *f = fopen(argv[1], "w");
+    fprintf(f, "%d\n", (int)child);
+    fclose(f);
+    printf("RVTUNE sample 1500\nRVTUNE sample 1200\n");
+    printf("RVTUNE check out ok max_abs=0 max_rel=0 first_bad=-1 count=0\n");
+    return 0;
+}
+"""
+
+DAEMON_CHILD = """
+import json, sys
+from pathlib import Path
+from pytest_rvtune.targets.local import HostTarget, QemuTarget
+from pytest_rvtune.verdict import judge
+target = QemuTarget(counters=False) if sys.argv[1] == "qemu" else HostTarget()
+result = target.run(Path(sys.argv[2]), [sys.argv[3]], 20)
+print(json.dumps({"verdict": judge(result, what="daemon", timeout=20).message, "stderr": result.stderr}))
+"""
+
+
+@pytest.mark.parametrize("target", ["qemu", "host"])
+def test_a_harness_that_leaves_a_daemon_holding_its_output_passes_and_the_daemon_dies(
+        target: str, tmp_path: Path) -> None:
+    """Hostile case: the run waited for the daemon's end of the pipe until the timeout, so a harness that
+    finished at once was "killed after the 20 s timeout", and the daemon (a session of its own) was left
+    running."""
+    (tmp_path / "daemon.c").write_text(DAEMON_C)
+    tc = Toolchain.for_isa(RISCV_ISA if target == "qemu" else HOST_ISA)
+    tc.compile(tmp_path / "daemon.c", tmp_path / "daemon.o")
+    tc.link([tmp_path / "daemon.o"], tmp_path / "daemon.elf")
+    pid_file = tmp_path / "daemon.pid"
+    done = subprocess.run([sys.executable, "-c", DAEMON_CHILD, target, str(tmp_path / "daemon.elf"), str(pid_file)],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["verdict"] == "daemon: passed"
+    assert result["stderr"].endswith("[rvtune: killed 1 process(es) the ELF left running with its output open]\n")
+    pid = int(pid_file.read_text())
+    assert not _alive(pid), f"the daemon {pid} is still running"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
 # ---- the capture itself ------------------------------------------------------------------------------------
 def test_small_output_is_kept_as_a_text_pipe_reads_it() -> None:
     cap = CappedOutput()

@@ -36,6 +36,10 @@ DEFAULT_HOST_PERF_EVENTS: tuple[str, ...] = ("cycles", "instructions")
 
 #: After a kill, how long to wait for the pipes to close (a grandchild that left the session may hold them).
 _DRAIN_S = 5.0
+#: After the ELF exited, how long to wait for the rest of its output (a process it left running may hold it).
+_HELD_S = 1.0
+#: How often to look whether the ELF has exited while its output is still open.
+_POLL_S = 0.25
 
 
 class TargetSetupError(RuntimeError):
@@ -68,27 +72,35 @@ def run_process(cmd: Sequence[str], timeout: float, cwd: Path) -> _Completed:
     out, err = CappedOutput(), CappedOutput()
     with proc:  # closes the pipes at the end, also those a grandchild that left the session still holds
         streams = {proc.stdout: out, proc.stderr: err}
-        finished = _pump(streams, start + timeout)
-        if not finished:
+        pipes = {os.fstat(stream.fileno()).st_ino for stream in streams}
+        finished = _pump(streams, start + timeout, proc)
+        timed_out = not finished and proc.poll() is None
+        if timed_out:
             _kill_group(proc.pid)
             if not _pump(streams, time.monotonic() + _DRAIN_S):
                 proc.kill()
+        if streams:  # the ELF is gone, but a process it started in a session of its own holds its output
+            killed = _kill_pipe_holders(pipes)
+            err.add(f"\n[rvtune: killed {killed} process(es) the ELF left running with its output open]\n".encode())
         returncode = proc.wait()
-    return _Completed(returncode if finished else None, out.text(), err.text(), not finished,
+    return _Completed(None if timed_out else returncode, out.text(), err.text(), timed_out,
                       time.monotonic() - start)
 
 
-def _pump(streams: dict[IO[bytes], CappedOutput], deadline: float) -> bool:
+def _pump(streams: dict[IO[bytes], CappedOutput], deadline: float, proc: subprocess.Popen | None = None) -> bool:
     """Read the streams into their captures until each is at its end (True) or ``deadline`` passes (False);
-    a stream at its end leaves ``streams``."""
+    a stream at its end leaves ``streams``. Once ``proc`` has exited, stop waiting _HELD_S later: a daemon
+    it started (setsid, so outside the group a timeout kills) may hold the pipes open for ever."""
     with selectors.DefaultSelector() as selector:
         for stream, capture in streams.items():
             selector.register(stream, selectors.EVENT_READ, capture)
         while streams:
+            if proc is not None and proc.poll() is not None:
+                deadline, proc = min(deadline, time.monotonic() + _HELD_S), None
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
-            for key, _ in selector.select(left):
+            for key, _ in selector.select(min(left, _POLL_S) if proc is not None else left):
                 chunk = os.read(key.fd, 1 << 16)
                 if chunk:
                     key.data.add(chunk)
@@ -96,6 +108,21 @@ def _pump(streams: dict[IO[bytes], CappedOutput], deadline: float) -> bool:
                     selector.unregister(key.fileobj)
                     del streams[key.fileobj]  # type: ignore[arg-type]
     return True
+
+
+def _kill_pipe_holders(pipes: set[int]) -> int:
+    """SIGKILL every other process that holds one of these pipes open (found by inode in /proc/<pid>/fd):
+    what an ELF started and detached from its session is found by what it inherited, our output pipes."""
+    wanted = {f"pipe:[{inode}]" for inode in pipes}
+    killed = 0
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit() or int(pid_dir.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) in wanted for fd in (pid_dir / "fd").iterdir()):
+                os.kill(int(pid_dir.name), signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 def _kill_group(pgid: int) -> None:
