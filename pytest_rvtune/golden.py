@@ -317,6 +317,9 @@ class Store:
         p = self.manifest_path(kernel)
         if not p.exists():
             return {"kernel": kernel, "format": FORMAT_VERSION, "cases": {}}
+        if not p.is_file():  # a FIFO would block the read forever
+            raise GoldenError(f"golden manifest {p}: not a regular file (a FIFO, a device or a directory); "
+                              "remove it and restore it from git")
         try:
             m = json.loads(p.read_text())
         except (OSError, ValueError) as e:
@@ -433,12 +436,12 @@ def _unrecorded_case(spec: KernelSpec, case_name: str, store: Store) -> tuple[di
 
     def cached() -> dict[str, Any] | None:
         try:
-            saved = json.loads(entry_file.read_text())
-        except (OSError, ValueError):
-            return None
-        if saved.get("module_sha256") != fingerprint:
-            return None
-        files = {f["file"]: f["sha256"] for v in saved["entry"]["variants"].values() for f in v["files"]}
+            saved = json.loads(entry_file.read_text()) if entry_file.is_file() else None  # never a FIFO's read
+            if saved.get("module_sha256") != fingerprint:
+                return None
+            files = {f["file"]: f["sha256"] for v in saved["entry"]["variants"].values() for f in v["files"]}
+        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+            return None  # missing or damaged: it is a cache, built again
         return saved["entry"] if all(_file_sha(base / n) == sha for n, sha in files.items()) else None
 
     entry = cached()

@@ -288,6 +288,14 @@ def test_a_fifo_or_device_in_place_of_a_golden_file_is_named_not_read_forever(tm
                                 "--case small`")
     with pytest.raises(GoldenFormatError, match="not a regular file"):
         read_txt(committed)
+    manifest = store.manifest_path("jacobi")
+    saved = manifest.read_bytes()
+    manifest.unlink()
+    os.mkfifo(manifest)
+    with pytest.raises(GoldenError, match=rf"golden manifest {manifest}: not a regular file"):
+        golden_set(spec, "emu", spec.configs[0], store)
+    manifest.unlink()
+    manifest.write_bytes(saved)
     if thing == "directory":  # a cache file cannot replace a directory: named, with what to do
         with pytest.raises(GoldenError, match=rf"cannot write golden file {cached}: Is a directory; remove the "
                                               "directory in its place"):
@@ -346,6 +354,14 @@ def test_unrecorded_case_is_generated_once_into_the_cache(tmp_path):
     stamp = gs.files[0].path.stat().st_mtime_ns
     assert golden_set(spec, "small", spec.configs[1], store).sha256 == gs.sha256
     assert gs.files[0].path.stat().st_mtime_ns == stamp  # reused, not regenerated
+    entry_file = tmp_path / "cache" / "softmax" / "small" / ".entry.json"
+    for damaged in (b"[]", b'{"module_sha256": "x"}', b'{"module_sha256": "%s"}' % json.loads(
+            entry_file.read_text())["module_sha256"].encode(), b"\0"):  # cache state: rebuilt, never a crash
+        entry_file.write_bytes(damaged)
+        assert golden_set(spec, "small", spec.configs[0], store).sha256 == gs.sha256
+    entry_file.unlink()
+    os.mkfifo(entry_file)  # reading it would block for ever
+    assert golden_set(spec, "small", spec.configs[0], store).sha256 == gs.sha256 and entry_file.is_file()
     # The module changes: its data is rebuilt from the new source.
     (kdir / "softmax.py").write_text((kdir / "softmax.py").read_text().replace("generator=g) * 4", "generator=g) * 3"))
     changed = golden_set(load_kernel_module(kdir / "softmax.py"), "small", spec.configs[0], store)
