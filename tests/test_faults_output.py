@@ -193,3 +193,13 @@ def test_everything_after_the_marker_is_kept_whole_even_when_split_across_chunks
     assert stat == csv.decode() and own.startswith("y" * 79 + "\n")
     assert own.endswith("not kept: only its first 100 bytes and last 1000 bytes are]\n")
     assert len(own) < 100 + 1000 + 300
+
+
+def test_one_endless_line_is_bounded_too() -> None:
+    """Hostile case: no newline at all (the gap cannot fall between lines): still head and tail only."""
+    cap = CappedOutput(head=1000, tail=10_000)
+    for _ in range(1000):
+        cap.add(b"z" * 4096)
+    text = cap.text()
+    assert len(text) < 1000 + 10_000 + 300 and text.startswith("[rvtune: ") and text.endswith("are]\n")
+
