@@ -19,9 +19,12 @@ the case's name, since nothing could regenerate them, and are never regenerated:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,6 +171,8 @@ def read_txt(path: Path | str, dtype: str = "fp32") -> np.ndarray:
     if dtype not in _DTYPES:
         raise GoldenError(f"golden file {path}: unknown dtype {dtype!r} (known: {sorted(_DTYPES)})")
     np_dtype = _DTYPES[dtype][0]
+    if path.exists() and not path.is_file():  # a FIFO or /dev/zero: reading would never end
+        raise GoldenFormatError(path, None, "not a regular file (a FIFO, a device or a directory)")
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -232,10 +237,21 @@ def read_tensor(file: GoldenFile) -> np.ndarray:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``path`` through a temporary beside it; GoldenError names the path when it cannot be written (a
+    full disk: write() errors name no file), and the temporary is removed, whatever went wrong."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        fix = {errno.ENOSPC: "make room there", errno.EISDIR: "remove the directory in its place"}.get(
+            exc.errno, "check the directory's permissions")
+        if path.is_relative_to(paths.cache_dir()):
+            fix += " or set RVTUNE_CACHE_DIR to another disk (the golden data there is a cache)"
+        raise GoldenError(f"cannot write golden file {path}: {exc.strerror or exc}; {fix}") from None
 
 
 # ---- the public API for build / plugin ----------------------------------------------------------
@@ -301,6 +317,9 @@ class Store:
         p = self.manifest_path(kernel)
         if not p.exists():
             return {"kernel": kernel, "format": FORMAT_VERSION, "cases": {}}
+        if not p.is_file():  # a FIFO would block the read forever
+            raise GoldenError(f"golden manifest {p}: not a regular file (a FIFO, a device or a directory); "
+                              "remove it and restore it from git")
         try:
             m = json.loads(p.read_text())
         except (OSError, ValueError) as e:
@@ -340,9 +359,17 @@ def _combined_sha(files: Sequence[GoldenFile], scalars: Mapping[str, Scalar]) ->
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
+#: _file_sha's answer for a FIFO, a device or a directory where a golden file should be: reading one would
+#: block forever (a FIFO, /dev/zero) or fail, and it never has the recorded hash.
+NOT_A_FILE = "(not a regular file)"
+
+
 def _file_sha(path: Path) -> str | None:
-    """sha256 of a golden file (memoised by path, size and mtime in hashing.py), None when it is missing."""
+    """sha256 of a golden file (memoised by path, size and mtime in hashing.py), None when it is missing,
+    NOT_A_FILE when something else is in its place."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return NOT_A_FILE
         return sha256_file(path)
     except FileNotFoundError:
         return None
@@ -409,12 +436,12 @@ def _unrecorded_case(spec: KernelSpec, case_name: str, store: Store) -> tuple[di
 
     def cached() -> dict[str, Any] | None:
         try:
-            saved = json.loads(entry_file.read_text())
-        except (OSError, ValueError):
-            return None
-        if saved.get("module_sha256") != fingerprint:
-            return None
-        files = {f["file"]: f["sha256"] for v in saved["entry"]["variants"].values() for f in v["files"]}
+            saved = json.loads(entry_file.read_text()) if entry_file.is_file() else None  # never a FIFO's read
+            if saved.get("module_sha256") != fingerprint:
+                return None
+            files = {f["file"]: f["sha256"] for v in saved["entry"]["variants"].values() for f in v["files"]}
+        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+            return None  # missing or damaged: it is a cache, built again
         return saved["entry"] if all(_file_sha(base / n) == sha for n, sha in files.items()) else None
 
     entry = cached()
@@ -430,10 +457,14 @@ def _unrecorded_case(spec: KernelSpec, case_name: str, store: Store) -> tuple[di
 
 
 def _ensure_case_files(spec: KernelSpec, case_name: str, entry: dict, base: Path, store: Store) -> None:
-    """Every file of the case present with its recorded hash; cache files are (re)generated when absent."""
+    """Every file of the case present with its recorded hash; cache files are (re)generated when absent or
+    damaged (they are a cache: a disk error or a stray edit there is no reason to fail an item)."""
     expected = {f["file"]: f["sha256"] for v in entry["variants"].values() for f in v["files"]}
     missing = [name for name in expected if _file_sha(base / name) is None]
     imported = is_imported(entry)
+    cached = not imported and case_name not in COMMITTED_CASES
+    if cached and not missing and any(_file_sha(base / n) != sha for n, sha in expected.items()):
+        missing = [n for n, sha in expected.items() if _file_sha(base / n) != sha]
     again = f"`rvtune golden import --kernel {spec.name} --case {case_name} ...`"
     if missing and imported:
         raise GoldenError(
@@ -447,17 +478,24 @@ def _ensure_case_files(spec: KernelSpec, case_name: str, entry: dict, base: Path
             )
         base.mkdir(parents=True, exist_ok=True)
         with FileLock(str(base) + ".lock"):  # xdist workers: one generates, the others wait and reuse
-            if any(_file_sha(base / n) is None for n in expected):
+            if any(_file_sha(base / n) != sha for n, sha in expected.items()):
                 generate_case(spec, case_name, store, location=base, record=False)
     for name, sha in expected.items():
         got = _file_sha(base / name)
+        if got == NOT_A_FILE:
+            fix = f"import it again with {again}" if imported else \
+                f"`rvtune golden generate --kernel {spec.name} --case {case_name}`"
+            raise GoldenError(f"golden file {base / name} is not a regular file (a FIFO, a device or a directory): "
+                              f"remove it, then restore it with git or {fix}")
         if got != sha and imported:
             raise GoldenError(
                 f"imported golden file {base / name} changed since it was imported (sha256 {got}, manifest {sha}): "
                 f"restore it with git, or, if the new contents are right, import it again with {again}"
             )
         if got != sha:
-            what = "was corrupted" if case_name in COMMITTED_CASES else "differs from the manifest"
+            # A cache file was just regenerated: other bytes now can only come from the module.
+            what = "was corrupted" if case_name in COMMITTED_CASES else \
+                "differs from the manifest after regenerating it"
             raise GoldenError(
                 f"golden file {base / name} {what} (sha256 {got}, manifest {sha}); the kernel module's inputs or "
                 f"reference may have changed: run `rvtune golden verify`, then "

@@ -61,6 +61,8 @@ class RunOptions:
     threads: int = 1
     timeout: float = 300.0
     check: bool = True
+    # Where ``timeout`` comes from, for the message of a run killed at it (a board's own setting, or the option).
+    timeout_setting: str = "--rvtune-timeout"
 
     def harness_args(self) -> list[str]:
         args = ["--warmup", str(self.warmup), "--runs", str(self.runs), "--threads", str(self.threads)]
@@ -183,7 +185,8 @@ def run_item(
                         output_format=output_format.name if output_format else None)
         result, cached = measure_once(key, measure, about={"what": work.what, "elf": str(elf)})
     run_seconds = time.perf_counter() - started
-    verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check)
+    verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check,
+                    timeout_setting=options.timeout_setting)
     counters = dict(result.counters)
     plugin_launches = counters.pop(LAUNCH_COUNT_KEY, None)  # the plugin's own count, not a counter
     counted_launches = int(plugin_launches) if plugin_launches is not None else None

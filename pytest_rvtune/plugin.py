@@ -241,6 +241,7 @@ class RvtuneSession:
             max_time=max_time if max_time is not None else defaults.max_time,
             threads=self.config.getoption("rvtune_threads") if num_threads is None else num_threads,
             timeout=self.timeout_for(target.name),
+            timeout_setting=self.timeout_setting(target.name),
         )
 
     def timeout_for(self, target_name: str) -> float:
@@ -250,13 +251,26 @@ class RvtuneSession:
             return given
         return getattr(self.target_configs().get(target_name), "timeout", None) or DEFAULT_TIMEOUT
 
+    def timeout_setting(self, target_name: str) -> str:
+        """Where timeout_for's value comes from, as a timed-out item's message names it."""
+        if self.config.getoption("rvtune_timeout") is not None:
+            return "--rvtune-timeout"
+        cfg = self.target_configs().get(target_name)
+        if getattr(cfg, "timeout", None):
+            return f"{cfg.where('timeout')} = {cfg.timeout:g}; --rvtune-timeout overrides it"
+        return "the default; --rvtune-timeout N sets it"
+
     def close(self) -> None:
         for target in self.targets.values():
             target.close()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """In the process that owns pytest-benchmark (xdist controller or the only process): tally, merge."""
-        if not _is_controller(self.config) or report.when != "call":
+        if not _is_controller(self.config):
+            return
+        if report.when != "call":
+            if self._lost_with_its_worker(report):
+                self.tally["lost"] += 1
             return
         error = next((value for key, value in report.user_properties if key == RESULTS_ERROR_KEY), None)
         if error is not None:
@@ -283,6 +297,15 @@ class RvtuneSession:
             _add_to_benchmark(self.config, record)
         if record.get("timing_source") == "emulated":
             self.emulated_records.append(record)
+
+
+    def _lost_with_its_worker(self, report: pytest.TestReport) -> bool:
+        """xdist's report of a kernel item whose worker died under it (killed, out of memory): no verdict came
+        back and no record was written, but the item ran and must be counted."""
+        if not (report.failed and report.when == "???" and "crashed while running" in str(report.longrepr)):
+            return False
+        path = (self.rootdir / report.nodeid.split("::")[0]).resolve()
+        return path.name == "rvtune.toml" or any(path.is_relative_to(d) for d in self.kernel_dirs)
 
 
 class _TargetUnavailable(Exception):
@@ -917,10 +940,13 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if session is None or not _is_controller(config):
         return
     tally = session.tally
-    if not sum(tally[o] for o in (*OUTCOMES, "regressed")):
+    outcomes = (*OUTCOMES, "regressed", "lost")
+    if not sum(tally[o] for o in outcomes):
         return
-    shown = [o for o in (*OUTCOMES, "regressed") if o in SUMMARY_OUTCOMES or tally[o]]
+    shown = [o for o in outcomes if o in SUMMARY_OUTCOMES or tally[o]]
     counts = ", ".join(f"{tally[o]} {o.replace('_', '-')}" for o in shown)
+    if tally["lost"]:
+        counts += " (xdist worker crashed mid-item: no verdict, no record)"
     resumed = f"; {tally['resumed']} resumed" if tally["resumed"] else ""
     if tally["counts_cached"]:  # an unchanged emulated run: its result came from the count cache
         resumed += f"; {tally['counts_cached']} runs reused (unchanged, QEMU not run)"

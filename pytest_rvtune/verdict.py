@@ -68,11 +68,13 @@ def describe_bad_check(check: Check) -> str:
     return f"{check.name}: " + (", ".join(known) if known else "not OK (the harness gives no details)")
 
 
-def judge(result: RunResult, *, what: str, timeout: float, check: bool = True) -> Verdict:
-    """Classify a run. ``what`` names the item (kernel, case, config, target) in every message."""
+def judge(result: RunResult, *, what: str, timeout: float, check: bool = True,
+          timeout_setting: str = "--rvtune-timeout") -> Verdict:
+    """Classify a run. ``what`` names the item (kernel, case, config, target) in every message;
+    ``timeout_setting`` names where the timeout was set (the option, or a board's own ``timeout``)."""
     output = f"{result.stdout}\n{result.stderr}"
     if result.timed_out:
-        return Verdict("timeout", f"{what}: killed after the {timeout:g} s timeout (--rvtune-timeout); "
+        return Verdict("timeout", f"{what}: killed after the {timeout:g} s timeout ({timeout_setting}); "
                                   f"output tail:\n{_tail(output)}")
     if result.signal is not None:
         return Verdict("crashed", f"{what}: crashed with {_signal_name(result.signal)}; output tail:\n"

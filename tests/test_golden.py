@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -240,6 +241,70 @@ def test_cache_cases_are_generated_on_demand_and_checked(tmp_path):
         golden_set(spec, "emu", spec.configs[0], store)
 
 
+def test_a_corrupted_cache_file_is_regenerated_not_blamed_on_the_module(tmp_path):
+    """Issue 15: a damaged file under the cache (a disk error, a stray edit) failed the item as "differs from
+    the manifest ... the kernel module's inputs or reference may have changed". It is a cache: regenerated."""
+    spec = load_kernel_module(KERNELS / "jacobi.py")
+    store = Store(root=tmp_path / "golden", cache=tmp_path / "cache")
+    generate_case(spec, "emu", store)
+    victim = next((tmp_path / "cache" / "jacobi" / "emu").glob("matrix_*_1.txt"))
+    good = victim.read_bytes()
+    for damage in (good.replace(b"0.", b"9.", 1), b"", good[: len(good) // 2]):  # a flipped digit, empty, torn
+        victim.write_bytes(damage)
+        gs = golden_set(spec, "emu", spec.configs[0], store)
+        assert victim.read_bytes() == good and victim in [f.path for f in gs.files]
+    assert not list(victim.parent.glob(".*.tmp"))
+    # A committed file is not a cache: damage there is still an error naming it (test_verify_detects_...).
+    generate_case(spec, "small", store)
+    committed = next((tmp_path / "golden" / "jacobi" / "small").glob("matrix_*_1.txt"))
+    committed.write_bytes(committed.read_bytes().replace(b"0.", b"9.", 1))
+    with pytest.raises(GoldenError, match=rf"{committed.name} was corrupted"):
+        golden_set(spec, "small", spec.configs[0], store)
+
+
+@pytest.mark.parametrize("thing", ["fifo", "dev-zero", "directory"])
+def test_a_fifo_or_device_in_place_of_a_golden_file_is_named_not_read_forever(tmp_path, thing):
+    """Hostile case: hashing or reading a FIFO (or a link to /dev/zero) where a golden file should be blocked
+    the item forever, outside any run timeout; a directory there gave a bare IsADirectoryError."""
+    spec = load_kernel_module(KERNELS / "jacobi.py")
+    store = Store(root=tmp_path / "golden", cache=tmp_path / "cache")
+    generate_case(spec, "small", store)
+    generate_case(spec, "emu", store)
+    victims = [next((tmp_path / where / "jacobi" / case).glob("matrix_*_1.txt"))
+               for where, case in (("golden", "small"), ("cache", "emu"))]
+    for victim in victims:
+        victim.unlink()
+        if thing == "fifo":
+            os.mkfifo(victim)
+        elif thing == "dev-zero":
+            victim.symlink_to("/dev/zero")
+        else:
+            victim.mkdir()
+    committed, cached = victims
+    with pytest.raises(GoldenError) as named:
+        golden_set(spec, "small", spec.configs[0], store)
+    assert str(named.value) == (f"golden file {committed} is not a regular file (a FIFO, a device or a directory): "
+                                "remove it, then restore it with git or `rvtune golden generate --kernel jacobi "
+                                "--case small`")
+    with pytest.raises(GoldenFormatError, match="not a regular file"):
+        read_txt(committed)
+    manifest = store.manifest_path("jacobi")
+    saved = manifest.read_bytes()
+    manifest.unlink()
+    os.mkfifo(manifest)
+    with pytest.raises(GoldenError, match=rf"golden manifest {manifest}: not a regular file"):
+        golden_set(spec, "emu", spec.configs[0], store)
+    manifest.unlink()
+    manifest.write_bytes(saved)
+    if thing == "directory":  # a cache file cannot replace a directory: named, with what to do
+        with pytest.raises(GoldenError, match=rf"cannot write golden file {cached}: Is a directory; remove the "
+                                              "directory in its place"):
+            golden_set(spec, "emu", spec.configs[0], store)
+    else:  # a cache file: regenerated in its place
+        golden_set(spec, "emu", spec.configs[0], store)
+        assert cached.is_file() and not cached.is_symlink()
+
+
 def test_verify_detects_drift_of_the_module(tmp_path):
     kdir = tmp_path / "kernels"
     kdir.mkdir()
@@ -289,6 +354,14 @@ def test_unrecorded_case_is_generated_once_into_the_cache(tmp_path):
     stamp = gs.files[0].path.stat().st_mtime_ns
     assert golden_set(spec, "small", spec.configs[1], store).sha256 == gs.sha256
     assert gs.files[0].path.stat().st_mtime_ns == stamp  # reused, not regenerated
+    entry_file = tmp_path / "cache" / "softmax" / "small" / ".entry.json"
+    for damaged in (b"[]", b'{"module_sha256": "x"}', b'{"module_sha256": "%s"}' % json.loads(
+            entry_file.read_text())["module_sha256"].encode(), b"\0"):  # cache state: rebuilt, never a crash
+        entry_file.write_bytes(damaged)
+        assert golden_set(spec, "small", spec.configs[0], store).sha256 == gs.sha256
+    entry_file.unlink()
+    os.mkfifo(entry_file)  # reading it would block for ever
+    assert golden_set(spec, "small", spec.configs[0], store).sha256 == gs.sha256 and entry_file.is_file()
     # The module changes: its data is rebuilt from the new source.
     (kdir / "softmax.py").write_text((kdir / "softmax.py").read_text().replace("generator=g) * 4", "generator=g) * 3"))
     changed = golden_set(load_kernel_module(kdir / "softmax.py"), "small", spec.configs[0], store)

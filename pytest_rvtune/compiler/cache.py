@@ -54,7 +54,10 @@ class BuildCache:
             try:
                 build(tmp)
                 os.rename(tmp, final)
-            except BaseException:
+            except BaseException as exc:
                 shutil.rmtree(tmp, ignore_errors=True)
+                if isinstance(exc, OSError) and exc.filename is None:  # write() errors name no file: say where
+                    raise OSError(exc.errno, f"{exc.strerror or exc} (writing build cache entry {final}; make room "
+                                             "or set RVTUNE_CACHE_DIR to another disk)") from exc
                 raise
         return final, False

@@ -8,6 +8,7 @@ Every problem is a :class:`ConfigError` naming the file, the target and the key,
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -230,11 +231,37 @@ def parse_target(name: str, table: Any, source: Path) -> TargetConfig:
     return TargetConfig(name=name, kind="ssh", source=str(source), **values)
 
 
+#: The top-level tables of rvtune.toml: boards here, Triton_RVV projects in compat/project.py.
+RVTUNE_TOML_TABLES = ("targets", "triton_rvv")
+#: The tables under [tool.rvtune] of pyproject.toml.
+PYPROJECT_TABLES = ("targets",)
+
+
+def _check_tables(tables: dict[str, Any], known: tuple[str, ...], source: Path, prefix: str) -> None:
+    """An unknown table is an error naming it: a typo such as [target.board] would otherwise define nothing,
+    and the board would only be missing later ("unknown target") with no word about the file."""
+    for name, value in tables.items():
+        if name in known:
+            continue
+        what = f"table [{prefix}{name}]" if isinstance(value, dict) else f"key {prefix}{name}"
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = ""
+        if close:
+            subs = [f"[{prefix}{close[0]}.{sub}]" for sub in value] if isinstance(value, dict) else []
+            hint = f"; did you mean {', '.join(subs) or f'[{prefix}{close[0]}]'}?"
+        shown = ", ".join(f"[{prefix}{k}]" for k in known)
+        raise ConfigError(f"{source}: unknown {what} (known tables: {shown}){hint}")
+
+
 def _targets_table(data: dict[str, Any], source: Path, pyproject: bool) -> dict[str, Any]:
     if pyproject:
-        table = data.get("tool", {}).get("rvtune", {}).get("targets", {})
+        tool = data.get("tool", {}).get("rvtune", {})
+        if isinstance(tool, dict):
+            _check_tables(tool, PYPROJECT_TABLES, source, "tool.rvtune.")
+        table = tool.get("targets", {}) if isinstance(tool, dict) else {}
         label = "[tool.rvtune.targets]"
     else:
+        _check_tables(data, RVTUNE_TOML_TABLES, source, "")
         table = data.get("targets", {})
         label = "[targets]"
     if not isinstance(table, dict):

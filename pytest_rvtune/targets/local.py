@@ -12,6 +12,7 @@ import contextlib
 import functools
 import os
 import platform
+import selectors
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from pytest_rvtune import paths
 from pytest_rvtune.counters import parse_perf_stat_csv, read_icount_file
@@ -27,6 +29,7 @@ from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.targets.base import RunResult, Target, TimingSource, run_dir_files
 from pytest_rvtune.targets.die_with_parent import with_parent_death
+from pytest_rvtune.targets.output_cap import CappedOutput
 from pytest_rvtune.toolchain import HOST_ISA, QEMU_CPU, RISCV_ISA, RISCV_VLEN, find_tool, tool_version
 
 #: Host events tried by default; used only if this machine's PMU really counts them (see perf_events_that_count).
@@ -34,6 +37,10 @@ DEFAULT_HOST_PERF_EVENTS: tuple[str, ...] = ("cycles", "instructions")
 
 #: After a kill, how long to wait for the pipes to close (a grandchild that left the session may hold them).
 _DRAIN_S = 5.0
+#: After the ELF exited, how long to wait for the rest of its output (a process it left running may hold it).
+_HELD_S = 1.0
+#: How often to look whether the ELF has exited while its output is still open.
+_POLL_S = 0.25
 
 
 class TargetSetupError(RuntimeError):
@@ -50,28 +57,73 @@ class _Completed:
 
 
 def run_process(cmd: Sequence[str], timeout: float, cwd: Path) -> _Completed:
-    """Run ``cmd`` in a new session; at ``timeout`` kill its whole process group and keep what it printed.
-    The group also dies with this process (die_with_parent)."""
+    """Run ``cmd`` in a new session; at ``timeout`` kill its whole process group and keep what it printed
+    (at most the head and tail of each stream: output_cap.py). The group also dies with this process
+    (die_with_parent)."""
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
             with_parent_death(list(cmd)), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True,
+            stderr=subprocess.PIPE, start_new_session=True,
         )
     except OSError as exc:  # not executable, wrong architecture, gone: a failed run, as a shell reports it
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         return _Completed(code, "", f"cannot run {cmd[0]}: {exc}", False, time.monotonic() - start)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        return _Completed(proc.returncode, out, err, False, time.monotonic() - start)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        try:
-            out, err = proc.communicate(timeout=_DRAIN_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        return _Completed(None, out or "", err or "", True, time.monotonic() - start)
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = CappedOutput(), CappedOutput()
+    with proc:  # closes the pipes at the end, also those a grandchild that left the session still holds
+        streams = {proc.stdout: out, proc.stderr: err}
+        pipes = {os.fstat(stream.fileno()).st_ino for stream in streams}
+        finished = _pump(streams, start + timeout, proc)
+        timed_out = not finished and proc.poll() is None
+        if timed_out:
+            _kill_group(proc.pid)
+            if not _pump(streams, time.monotonic() + _DRAIN_S):
+                proc.kill()
+        if streams:  # the ELF is gone, but a process it started in a session of its own holds its output
+            killed = _kill_pipe_holders(pipes)
+            err.add(f"\n[rvtune: killed {killed} process(es) the ELF left running with its output open]\n".encode())
+        returncode = proc.wait()
+    return _Completed(None if timed_out else returncode, out.text(), err.text(), timed_out,
+                      time.monotonic() - start)
+
+
+def _pump(streams: dict[IO[bytes], CappedOutput], deadline: float, proc: subprocess.Popen | None = None) -> bool:
+    """Read the streams into their captures until each is at its end (True) or ``deadline`` passes (False);
+    a stream at its end leaves ``streams``. Once ``proc`` has exited, stop waiting _HELD_S later: a daemon
+    it started (setsid, so outside the group a timeout kills) may hold the pipes open for ever."""
+    with selectors.DefaultSelector() as selector:
+        for stream, capture in streams.items():
+            selector.register(stream, selectors.EVENT_READ, capture)
+        while streams:
+            if proc is not None and proc.poll() is not None:
+                deadline, proc = min(deadline, time.monotonic() + _HELD_S), None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            for key, _ in selector.select(min(left, _POLL_S) if proc is not None else left):
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    key.data.add(chunk)
+                else:
+                    selector.unregister(key.fileobj)
+                    del streams[key.fileobj]  # type: ignore[arg-type]
+    return True
+
+
+def _kill_pipe_holders(pipes: set[int]) -> int:
+    """SIGKILL every other process that holds one of these pipes open (found by inode in /proc/<pid>/fd):
+    what an ELF started and detached from its session is found by what it inherited, our output pipes."""
+    wanted = {f"pipe:[{inode}]" for inode in pipes}
+    killed = 0
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit() or int(pid_dir.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) in wanted for fd in (pid_dir / "fd").iterdir()):
+                os.kill(int(pid_dir.name), signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 def _kill_group(pgid: int) -> None:

@@ -36,12 +36,16 @@ from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.targets.base import RunResult, TimingSource, run_dir_files
 from pytest_rvtune.targets.config import TargetConfig
+from pytest_rvtune.targets.output_cap import CappedOutput
 from pytest_rvtune.targets.remote_cache import RemoteCache, UploadError
 from pytest_rvtune.targets.remote_cmd import (
     KILL_AFTER_S,
     LOCK_BUSY_STATUS,
     NO_RUN_DIR_STATUS,
     NO_WORKDIR_STATUS,
+    RECORD_MARKER,
+    STAT_MARKER,
+    TIMEOUT_STATUS,
     RemoteRun,
     parse_perf_script,
     quote_dir,
@@ -124,6 +128,16 @@ async def _close_connection(conn: asyncssh.SSHClientConnection) -> None:
     the loop noticing a dropped socket (AttributeError from a transport the loop had already torn down)."""
     conn.close()
     await asyncio.wait_for(conn.wait_closed(), 5)
+
+
+async def _capture(proc: asyncssh.SSHClientProcess[bytes], out: CappedOutput, err: CappedOutput) -> None:
+    """Read a remote process's stdout and stderr into bounded captures until both end (a flood of output
+    must not take this process's memory: output_cap.py)."""
+    async def pump(stream: asyncssh.SSHReader[bytes], capture: CappedOutput) -> None:
+        while chunk := await stream.read(1 << 16):
+            capture.add(chunk)
+
+    await asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err))
 
 
 def worker_index(worker_id: str) -> int:
@@ -278,6 +292,13 @@ class SshTarget:
             f"for t in {' '.join(shlex.quote(t) for t in tools)}; do",
             '  command -v "$t" >/dev/null 2>&1 || printf "missing=%s\\n" "$t"',
             "done",
+            # Every run takes this lock: one it cannot open (a missing directory) would fail each item alike,
+            # as flock's exit status 66, so it is tried once here. Held by another run (75) is fine.
+            "if command -v flock >/dev/null 2>&1; then",
+            f"  err=$(flock -n -E {LOCK_BUSY_STATUS} {shlex.quote(cfg.lock_file)} true 2>&1); rc=$?",
+            f"  [ $rc -eq 0 ] || [ $rc -eq {LOCK_BUSY_STATUS} ] ||",
+            '    printf "lock_error=%s\\n" "$(printf %s "$err" | tr "\\n" " ")"',
+            "fi",
         ])
         done = await self._sh(script)
         where = f"target {cfg.name!r}: board {self.label}"
@@ -295,6 +316,10 @@ class SshTarget:
         if done.exit_status != 0 or "work" not in facts:
             raise BoardError(f"{where}: the board check failed (exit {done.exit_status}): "
                              f"{str(done.stderr).strip()[-500:]}")
+        if "lock_error" in facts:
+            raise BoardError(f"{where}: cannot take the board's lock file {cfg.lock_file!r} ({facts['lock_error']}); "
+                             f"set {cfg.where('lock_file')} to a file in a directory that exists and every user of "
+                             "the board can write (the default is /tmp/rvtune-board.lock)")
         if missing:
             raise BoardError(f"{where}: missing on the board: {', '.join(missing)} (install coreutils, "
                              "util-linux, procps, linux-perf as needed, or fix exec_prefix/runner in "
@@ -322,14 +347,30 @@ class SshTarget:
         assert self._cache is not None
         remote = await self._cache.ensure(probe)
         argv = [*self.cfg.exec_prefix, remote]
-        done = await self._sh(f"timeout -k 2 30 {' '.join(shlex.quote(a) for a in argv)}")
-        match = re.search(r"^RVTUNE vlen (\d+)$", str(done.stdout), re.M)
-        if match is None:
+        assert self._conn is not None
+        script = f"timeout -k 2 30 {' '.join(shlex.quote(a) for a in argv)}"
+        proc = await self._conn.create_process("exec /bin/sh -c " + shlex.quote(script), encoding=None)
+        proc.stdin.write_eof()
+        out, err = CappedOutput(), CappedOutput()  # a wrapper that floods its output: bounded here too
+        await asyncio.wait_for(_capture(proc, out, err), 60)
+        status = (await proc.wait(check=False, timeout=30)).exit_status
+        stdout, stderr = out.text(), err.text()
+        # Not anchored at a line start: a wrapper's output without a final newline runs into the probe's line.
+        found = re.findall(r"RVTUNE vlen (\d+)$", stdout, re.M)
+        if not found:
             # One line of printable text: a shell that tried to run the ELF as a script prints binary garbage.
-            detail = "".join(c if c.isprintable() else "?" for c in " ".join(str(done.stderr).split()))[-300:]
-            raise BoardError(f"{where}: the vector probe failed (exit {done.exit_status}: {detail}); "
+            detail = "".join(c if c.isprintable() else "?" for c in " ".join(stderr.split()))[-300:]
+            if status == 0:
+                seen = "".join(c if c.isprintable() else "?" for c in " ".join(stdout.split()))[-200:]
+                raise BoardError(f"{where}: the vector probe exited 0 but its `RVTUNE vlen N` line is not in its "
+                                 f"output ({out.total} bytes on stdout, ending {seen!r}): does exec_prefix print "
+                                 f"over it? Check exec_prefix in {self.cfg.where()}")
+            if status in (TIMEOUT_STATUS, 128 + 9):
+                raise BoardError(f"{where}: the vector probe did not finish within 30 s (exit {status}: {detail}); "
+                                 f"check that exec_prefix in {self.cfg.where()} runs the ELF it is given")
+            raise BoardError(f"{where}: the vector probe failed (exit {status}: {detail}); "
                              "the board has no usable V extension")
-        vlen = int(match.group(1))
+        vlen = int(found[-1])
         if vlen != self.cfg.vlen:
             raise BoardError(f"{where}: VLEN is {vlen} on the board but the target says vlen = {self.cfg.vlen}: "
                              f"{self.cfg.isa} code computes wrong answers at any other VLEN; fix "
@@ -458,10 +499,15 @@ class SshTarget:
         start = time.monotonic()
         # create_process, not run: run() would close our stdin at once, and the wrapper's watchdog reads
         # EOF on stdin as "the client is gone".
-        proc = await self._conn.create_process(spec.command(), encoding="utf-8", errors="replace")
+        proc = await self._conn.create_process(spec.command(), encoding=None)
+        # The ELF's own stderr is capped; perf's sections after their marker are kept whole.
+        marker = STAT_MARKER if perf else RECORD_MARKER if cfg.record_events else None
+        out, err = CappedOutput(), CappedOutput(keep_after=f"\n{marker}\n".encode() if marker else None)
         try:
-            done = await proc.wait(check=False, timeout=cfg.lock_timeout + timeout + KILL_AFTER_S + _CLIENT_SLACK_S)
-        except asyncssh.TimeoutError:
+            await asyncio.wait_for(_capture(proc, out, err),
+                                   cfg.lock_timeout + timeout + KILL_AFTER_S + _CLIENT_SLACK_S)
+            done = await proc.wait(check=False, timeout=_CLIENT_SLACK_S)
+        except (TimeoutError, asyncssh.TimeoutError):
             proc.close()  # EOF for the watchdog: the board kills the run
             raise BoardError(f"target {self.name!r}: board {self.label} did not finish {elf.name} within "
                              f"{timeout:g}s + lock wait; the run was abandoned") from None
@@ -477,9 +523,9 @@ class SshTarget:
             raise BoardError(f"target {self.name!r}: work dir {self.work_dir} vanished on {self.label}")
         if done.exit_status == NO_RUN_DIR_STATUS and links:
             raise BoardError(f"target {self.name!r}: could not make the run directory for {len(links)} file(s) "
-                             f"under {self.work_dir} on {self.label}: {str(done.stderr or '').strip()}")
-        stdout = str(done.stdout or "")
-        stderr, perf_csv, samples = split_perf(str(done.stderr or ""))
+                             f"under {self.work_dir} on {self.label}: {err.text().strip()}")
+        stdout = out.text()
+        stderr, perf_csv, samples = split_perf(err.text())
         signame = done.exit_signal[0] if done.exit_signal else None
         outcome = read_status(done.exit_status, signame, timeout, elapsed)
         parsed = extra.output_format.parse(stdout, stderr)

@@ -125,6 +125,27 @@ def test_file_level_errors(tmp_path: Path):
         load_targets(tmp_path)
 
 
+def test_an_unknown_table_is_named_with_the_table_meant(tmp_path: Path):
+    """Issue 15: `[target.board]` (for `[targets.board]`) defined nothing, and the board was only an "unknown
+    target" later, with no word about the file."""
+    write(tmp_path / "rvtune.toml", '[target.board]\nhost = "k1"\n\n[triton_rvv]\nkernels_dir = "."\n')
+    with pytest.raises(ConfigError) as typo:
+        load_targets(tmp_path)
+    assert str(typo.value) == (f"{tmp_path}/rvtune.toml: unknown table [target] (known tables: [targets], "
+                               "[triton_rvv]); did you mean [targets.board]?")
+    write(tmp_path / "rvtune.toml", 'timeout = 5\n[targets.board]\nhost = "k1"\n')
+    with pytest.raises(ConfigError, match=r"rvtune\.toml: unknown key timeout \(known tables: \[targets\]"):
+        load_targets(tmp_path)
+    write(tmp_path / "rvtune.toml", '[targets.board]\nhost = "k1"\n\n[triton_rvv]\nkernels_dir = "."\n')
+    assert load_targets(tmp_path)["board"].hosts == ("k1",)  # [triton_rvv] is compat/project.py's table
+    (tmp_path / "rvtune.toml").unlink()
+    write(tmp_path / "pyproject.toml", '[tool.rvtune.target.board]\nhost = "k1"\n[tool.ruff]\nline-length = 1\n')
+    with pytest.raises(ConfigError, match=r"pyproject\.toml: unknown table \[tool\.rvtune\.target\] \(known "
+                                          r"tables: \[tool\.rvtune\.targets\]\); did you mean "
+                                          r"\[tool\.rvtune\.targets\.board\]\?"):
+        load_targets(tmp_path)
+
+
 def test_make_target_builds_builtins(tmp_path: Path):
     t = make_target(load_targets(tmp_path)["host"], worker_id="master")
     assert t.name == "host"

@@ -156,3 +156,26 @@ def test_board_lost_mid_session_is_one_error_then_skips(own_sshd: Sshd, tmp_path
     records = [json.loads(line) for line in (tmp_path / "lost.jsonl").read_text().splitlines()]
     assert [r["outcome"] for r in records] == ["passed", "error"]  # the finished item is kept
     assert f"board {cfg.user}@127.0.0.1:{cfg.port} lost" in records[1]["message"]
+
+
+def test_a_lock_file_in_a_missing_directory_is_one_board_error_naming_it(sshd: Sshd, tmp_path: Path):
+    """Issue 15: every item "crashed with status 66" (flock's EX_NOINPUT) and none said why."""
+    lock = tmp_path / "no such dir" / "board.lock"
+    config = write_config(board_config(sshd, tmp_path, lock_file=str(lock)), tmp_path / "rvtune.toml")
+    proc, _ = run_pytest(config, tmp_path, "lock")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "status 66" not in proc.stdout and "crashed" not in proc.stdout and "1 skipped, 1 error" in proc.stdout
+    assert proc.stdout.count("cannot take the board's lock file") == 1  # once; the other item points to it
+    assert (f"target 'laptop': board root@127.0.0.1:{sshd.port}: cannot take the board's lock file '{lock}' (flock: "
+            f"cannot open lock file {lock}: No such file or directory); set {config} [targets.laptop] lock_file "
+            "to a file in a directory that exists") in proc.stdout, proc.stdout[-3000:]
+
+
+def test_a_boards_own_timeout_is_named_as_the_boards_setting(sshd: Sshd, tmp_path: Path):
+    """Issue 15: a board's `timeout = ...` was reported as --rvtune-timeout, which the user never gave."""
+    config = write_config(board_config(sshd, tmp_path), tmp_path / "rvtune.toml")
+    config.write_text(config.read_text() + "timeout = 0.5\n")
+    proc, _ = run_pytest(config, tmp_path, "slow", ITEMS[:1], ("--rvtune-runs", "1000000"))
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert (f"on target laptop: killed after the 0.5 s timeout ({config} [targets.laptop] timeout = 0.5; "
+            "--rvtune-timeout overrides it)") in proc.stdout, proc.stdout[-3000:]
