@@ -21,13 +21,14 @@ This module knows nothing of pytest: the plugin, the golden-data generator and t
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
 import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -557,6 +558,18 @@ def _validate_configs(path: Path, raw: Any, getter: str, kernel: str, constexprs
     return unique_configs(configs, f"kernel module {path}")
 
 
+@contextlib.contextmanager
+def only_this_process() -> Iterator[None]:
+    """Around a module's import-time code: a process it forked ends here, silently, instead of running the rest
+    of the session a second time (duplicate items, duplicate records)."""
+    pid = os.getpid()
+    try:
+        yield
+    finally:
+        if os.getpid() != pid:
+            os._exit(0)  # the fork's copy of the session: nothing it would do is wanted (no cleanup either)
+
+
 def load_kernel_module(path: str | Path) -> KernelSpec:
     """Import ``kernels/<name>.py`` and check it against the kernel-module contract."""
     path = Path(path).resolve()
@@ -569,7 +582,8 @@ def load_kernel_module(path: str | Path) -> KernelSpec:
         assert import_spec is not None and import_spec.loader is not None
         module = importlib.util.module_from_spec(import_spec)
         sys.modules[mod_name] = module  # triton and inspect look functions' modules up by name
-        import_spec.loader.exec_module(module)
+        with only_this_process():
+            import_spec.loader.exec_module(module)
     except KeyboardInterrupt:
         sys.modules.pop(mod_name, None)
         raise

@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_rvtune.compat.triton_config import accepting_num_threads
-from pytest_rvtune.spec import BlockConfig, KernelModuleError, block_config, config_id, unique_configs
+from pytest_rvtune.spec import (
+    BlockConfig,
+    KernelModuleError,
+    block_config,
+    config_id,
+    only_this_process,
+    unique_configs,
+)
 
 #: Module-level calls that exist only in triton-cpu and only select its driver: no-ops here.
 TRITON_CPU_ONLY_CALLS = ("set_active_to_cpu",)
@@ -206,7 +213,8 @@ def load_rvv_module(path: Path) -> types.ModuleType:
     entry = str(path.parent)
     sys.path.insert(0, entry)
     try:
-        exec(code, module.__dict__)
+        with only_this_process():
+            exec(code, module.__dict__)
     except KeyboardInterrupt:
         sys.modules.pop(name, None)
         raise

@@ -103,3 +103,15 @@ def test_num_threads_of_a_config_is_the_thread_count_it_runs_with(project: pytes
     result.assert_outcomes(passed=3)
     threads = {r["config_id"]: r["threads"] for r in read_results(project.path / "t.jsonl")}
     assert threads == {"BLOCK=16-num_threads=2": 2, "BLOCK=32": 1, "BLOCK=32-num_threads=0": 0}
+
+
+def test_a_module_that_forks_at_import_runs_its_items_once(project: pytest.Pytester,
+                                                             add_kernel: Callable[..., Path]) -> None:
+    """os.fork() in a kernel module's import-time code once ran the rest of the session twice: every item twice
+    and two records per item. The fork's copy now ends where the module's import ends."""
+    add_kernel("pv_fork", source="import os\nos.fork()\n" + kernel_source("pv_fork", configs=(16, 32)))
+    # In a subprocess: a fork of this very test process would run the rest of *this* session twice.
+    result = project.runpytest_subprocess("--rvtune-target", "host", "--rvtune-case", "small", "--rvtune-results",
+                                          "f.jsonl", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    assert sorted(r["config_id"] for r in read_results(project.path / "f.jsonl")) == ["BLOCK=16", "BLOCK=32"]
