@@ -179,7 +179,8 @@ def _threads(record: Record) -> int:
 def _run_side(target: Target, rerun: Rerun, options: RunOptions, what: str) -> list[float]:
     result = target.run(rerun.elf, [*options.harness_args(), *rerun.argv], options.timeout,
                         kernel_symbol=rerun.kernel_symbol or None)
-    verdict = judge(result, what=what, timeout=options.timeout, check=options.check)
+    verdict = judge(result, what=what, timeout=options.timeout, check=options.check,
+                    timeout_setting=options.timeout_setting)
     if not verdict.passed:
         raise CannotConfirm(f"re-running it failed: {verdict.message}")
     return [float(s) for s in result.samples_ns]
