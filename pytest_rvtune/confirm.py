@@ -34,6 +34,7 @@ from typing import Any
 from scipy.stats import binomtest
 
 from pytest_rvtune.compare import DEFAULT_CONFIRM_TRIALS, Thresholds, Verdict, format_pct
+from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.item_runner import RunOptions, default_run_options
 from pytest_rvtune.report import format_metric
@@ -57,6 +58,8 @@ class Rerun:
     elf: Path
     argv: list[str | Path]  # Path = a file the ELF reads (uploaded to a board)
     kernel_symbol: str
+    run_files: dict[str, Path] | None = None  # a user's own harness: files at relative paths (Target.run files)
+    output_format: str | None = None  # ... and how it prints (harness/formats); None: our harness, our options
 
     @classmethod
     def of(cls, record: Record, side: str) -> Rerun:
@@ -69,13 +72,14 @@ class Rerun:
         elf = Path(fields["elf"])
         files = set(fields.get("files") or [])
         argv: list[str | Path] = [Path(a) if i in files else str(a) for i, a in enumerate(fields.get("argv") or [])]
-        for path in [elf, *(a for a in argv if isinstance(a, Path))]:
+        run_files = {rel: Path(p) for rel, p in (fields.get("run_files") or {}).items()} or None
+        for path in [elf, *(a for a in argv if isinstance(a, Path)), *(run_files or {}).values()]:
             if not path.is_file():
                 raise CannotConfirm(f"the {side} run's {path} is gone from this machine (build or golden cache "
                                     "cleaned, or the run was made elsewhere)")
         if sha256_file(elf) != record.elf_sha256:
             raise CannotConfirm(f"the {side} run's ELF {elf} has changed since it ran (sha256 differs)")
-        return cls(elf, argv, str(fields.get("kernel_symbol") or ""))
+        return cls(elf, argv, str(fields.get("kernel_symbol") or ""), run_files, fields.get("output_format"))
 
 
 @dataclass
@@ -177,8 +181,12 @@ def _threads(record: Record) -> int:
 
 
 def _run_side(target: Target, rerun: Rerun, options: RunOptions, what: str) -> list[float]:
-    result = target.run(rerun.elf, [*options.harness_args(), *rerun.argv], options.timeout,
-                        kernel_symbol=rerun.kernel_symbol or None)
+    if rerun.output_format is None:
+        result = target.run(rerun.elf, [*options.harness_args(), *rerun.argv], options.timeout,
+                            kernel_symbol=rerun.kernel_symbol or None)
+    else:  # a user's own harness takes none of our options (item_runner.run_item's external mode)
+        result = target.run(rerun.elf, rerun.argv, options.timeout, kernel_symbol=rerun.kernel_symbol or None,
+                            files=rerun.run_files, output_format=OutputFormat.load(rerun.output_format))
     verdict = judge(result, what=what, timeout=options.timeout, check=options.check,
                     timeout_setting=options.timeout_setting)
     if not verdict.passed:
@@ -197,7 +205,8 @@ def confirm(base: Record, new: Record, target: Target, options: RunOptions, thre
     target = getattr(target, "current", None) or target
     _check_same_experiment(base, new, target)
     sides = {"base": Rerun.of(base, "base"), "new": Rerun.of(new, "new")}
-    target.prepare([p for r in sides.values() for p in (r.elf, *r.argv) if isinstance(p, Path)])
+    target.prepare([p for r in sides.values() for p in (r.elf, *r.argv, *(r.run_files or {}).values())
+                    if isinstance(p, Path)])
     trial_options = dataclasses.replace(options, max_time=TRIAL_SECONDS, threads=_threads(new))
     rng = random.Random(seed)
     started = time.perf_counter()

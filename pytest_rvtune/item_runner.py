@@ -121,11 +121,17 @@ def per_launch_counters(counters: dict[str, float], launches: int,
     return per_launch
 
 
-def rerun_field(elf: Path, argv: list[Any], kernel_symbol: str) -> dict[str, Any]:
+def rerun_field(elf: Path, argv: list[Any], kernel_symbol: str, external: ExternalRun | None = None
+                ) -> dict[str, Any]:
     """The record's ``rerun`` field: how to run this ELF again as it ran (confirm.py re-runs the base and new
-    ELFs of a flagged regression). ``files`` indexes the argv entries that are files the ELF reads."""
-    return {"elf": str(elf), "kernel_symbol": kernel_symbol, "argv": [str(a) for a in argv],
-            "files": [i for i, a in enumerate(argv) if isinstance(a, Path)]}
+    ELFs of a flagged regression). ``files`` indexes the argv entries that are files the ELF reads; a user's own
+    harness adds ``run_files`` (relative path -> file) and its ``output_format``."""
+    field = {"elf": str(elf), "kernel_symbol": kernel_symbol, "argv": [str(a) for a in argv],
+             "files": [i for i, a in enumerate(argv) if isinstance(a, Path)]}
+    if external is not None:
+        field |= {"run_files": {rel: str(path) for rel, path in external.files.items()},
+                  "output_format": external.output_format.source}
+    return field
 
 
 def build_failed(work: ItemWork, target: Target | None, message: str, build_seconds: float) -> ItemOutcome:
@@ -209,7 +215,7 @@ def run_item(
         "counts_cached": cached,  # the result of an earlier identical run (count_cache.py): QEMU did not run
         "elf_sha256": elf_sha256,
         "golden_sha256": golden_sha256,
-        "rerun": rerun_field(elf, argv, kernel_symbol),
+        "rerun": rerun_field(elf, argv, kernel_symbol, external),
         "checks": [vars(c) for c in result.checks],
         "run_seconds": run_seconds,
         # Wall-clock span of the run (epoch seconds): shows which runs overlapped across xdist workers.

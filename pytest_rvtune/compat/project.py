@@ -225,6 +225,15 @@ def _entry(project_root: Path, path: Path, name: str, table: Any) -> RvvEntry:
     )
 
 
+def _output_format(root: Path, value: Any, where: str) -> str:
+    """A built-in format's name, or a format file's path made absolute (relative to the project's root)."""
+    if not isinstance(value, str) or not value:
+        raise ProjectError(f"{where}: output_format must be a format name (e.g. \"triton-rvv\") or a .toml path")
+    if "/" in value or value.endswith(".toml"):
+        return str(_existing(root, value, where, "output_format"))
+    return value
+
+
 def read_project(path: Path) -> RvvProject | None:
     """The project described by ``path`` (an rvtune.toml), or None when it has no ``[triton_rvv]`` table."""
     path = Path(path).resolve()
@@ -254,6 +263,6 @@ def read_project(path: Path) -> RvvProject | None:
         support_sources=tuple(_existing(root, s, where, "support_sources")
                               for s in _str_list(table, "support_sources", where)),
         defines=_str_list(table, "defines", where, ("TRITON_KERNEL_ENABLE", "CHECK_ACCURACY")),
-        output_format=str(table.get("output_format", "triton-rvv")),
+        output_format=_output_format(root, table.get("output_format", "triton-rvv"), where),
         entries={name: _entry(root, path, name, t) for name, t in kernels.items()},
     )

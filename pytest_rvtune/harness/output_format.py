@@ -107,12 +107,13 @@ class OutputFormat:
 
     name: str
     rules: dict[str, Rule] | None = None
+    source: str = ""  # what load() takes to give this format again: a built-in's name, or a file's absolute path
 
     @classmethod
     def load(cls, name_or_path: str | Path) -> OutputFormat:
         """A built-in format by name (``rvtune``, ``triton-rvv``) or a format file by path."""
         if name_or_path == RVTUNE:
-            return cls(RVTUNE)
+            return cls(RVTUNE, source=RVTUNE)
         is_path = isinstance(name_or_path, Path) or "/" in name_or_path or name_or_path.endswith(".toml")
         path = Path(name_or_path) if is_path else FORMATS_DIR / f"{name_or_path}.toml"
         if not path.is_file():
@@ -135,7 +136,7 @@ class OutputFormat:
         if "mismatch" in rules and rules["mismatch"].stream != rules["check_bad"].stream:
             raise OutputFormatError(f"{path}: [mismatch].stream must be [check_bad]'s ({rules['check_bad'].stream}):"
                                     " mismatches are counted up to the check line that follows them")
-        return cls(path.stem, rules)
+        return cls(path.stem, rules, str(path.resolve()) if is_path else path.stem)
 
     def parse(self, stdout: str, stderr: str = "") -> HarnessOutput:
         """Samples, checks, errors and launches of one run's output."""

@@ -99,3 +99,25 @@ def test_two_block_pointer_kernels_in_one_harness_with_a_sized_getter(tmp_path, 
     assert sorted(r["config_id"] for r in records) == ["BLOCK_SIZE_M=2-COLS=16-num_threads=1",
                                                        "BLOCK_SIZE_M=4-COLS=16-num_threads=1"]
     assert all(r["outcome"] == "passed" for r in records)
+
+
+def test_a_flagged_project_item_can_be_rerun_interleaved_as_it_ran(tmp_path, cache, capsys):
+    """confirm.py re-runs a regression's ELFs: a Triton_RVV harness must get its own argv, its files at their
+    relative paths and its output format again (not our harness options)."""
+    from pytest_rvtune.compare import Thresholds
+    from pytest_rvtune.confirm import confirm
+    from pytest_rvtune.item_runner import RunOptions
+    from pytest_rvtune.runs import load_run
+    from pytest_rvtune.targets.local import HostTarget
+
+    root = make_tree(tmp_path / "repo")
+    assert main(["import", str(root)]) == 0
+    capsys.readouterr()
+    proc, records = _run_pytest(root, cache, "--rvtune-target", "host", "-k", "BLOCK_SIZE_M=4 and BLOCK_SIZE_N=8")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert records[0]["rerun"]["output_format"] == "triton-rvv"
+    assert set(records[0]["rerun"]["run_files"]) == {"scale/run/test_data/matrix_8x12_1.txt",
+                                                     "scale/run/test_data/matrix_8x12_2.txt"}
+    (record,) = load_run(root / "results.jsonl").records
+    confirmation = confirm(record, record, HostTarget(), RunOptions(), Thresholds(alpha=0.01), trials=7, seed=1)
+    assert confirmation.trials == 7 and all(r > 0 for r in confirmation.ratios)
