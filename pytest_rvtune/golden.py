@@ -184,6 +184,13 @@ def read_txt(path: Path | str, dtype: str = "fp32") -> np.ndarray:
     if len(header) != 2 or not all(h.isdigit() for h in header):
         raise GoldenFormatError(path, 1, f"the first line must be `rows cols`, got {lines[0][:60]!r}")
     rows, cols = int(header[0]), int(header[1])
+    # Check the header against the text before allocating: `100000000 100000000` must be a clear error, not an
+    # attempt at 35 PiB. Every value takes at least one character and one separator.
+    room = len(text) // 2 + 1
+    if rows > len(lines) - 1 or rows * cols > room:
+        raise GoldenFormatError(path, 1, f"`{rows} {cols}` declares {rows * cols} values in {rows} rows, but the "
+                                         f"file has {len(lines) - 1} more lines and room for at most {room} values: "
+                                         "the header does not match the data")
     out = np.empty((rows, cols), dtype=np_dtype)
     is_float = np.issubdtype(np_dtype, np.floating)
     parse = float if is_float else int

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
+import tomlkit.exceptions
 
 from pytest_rvtune.compat.import_scan import CaseSpec, Scan, scan
 from pytest_rvtune.compat.project import PROJECT_FILE, TABLE, ProjectError, read_project
@@ -69,8 +70,17 @@ def config_counts(result: Scan) -> dict[str, str]:
     return counts
 
 
+class _UnreadableProjectFile(Exception):
+    pass
+
+
 def _document(path: Path, table: dict[str, Any]) -> tomlkit.TOMLDocument:
-    doc = tomlkit.parse(path.read_text()) if path.is_file() else tomlkit.document()
+    try:
+        doc = tomlkit.parse(path.read_text()) if path.is_file() else tomlkit.document()
+    except (tomlkit.exceptions.ParseError, UnicodeDecodeError) as exc:
+        # Never overwrite a file we cannot read: it may hold the user's boards.
+        raise _UnreadableProjectFile(f"{path} is not valid TOML ({exc}): fix it (or move it away) and run "
+                                     "`rvtune import` again; nothing was written") from None
     if TABLE not in doc:
         doc.add(tomlkit.comment("Written by `rvtune import`: this checkout as a pytest-rvtune project (the "
                                 "[triton_rvv] tables point at its files in place; edit freely, re-import to refresh)."))
@@ -98,7 +108,11 @@ def run(args: argparse.Namespace) -> int:
         print("nothing to import: no kernel module with a config getter and a harness", file=sys.stderr)
         return 1
     target = root / PROJECT_FILE
-    doc = _document(target, result.table)
+    try:
+        doc = _document(target, result.table)
+    except _UnreadableProjectFile as exc:
+        print(f"rvtune import: {exc}", file=sys.stderr)
+        return 2
     if args.dry_run:
         print(tomlkit.dumps(doc))
         return 0

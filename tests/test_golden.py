@@ -376,3 +376,12 @@ def test_an_output_the_kernel_never_gets_is_an_error(tmp_path):
     spec = load_kernel_module(tmp_path / "jacobi.py")
     with pytest.raises(GoldenError, match="reference output 'extra' is not passed to the kernel"):
         generate_case(spec, "small", Store(root=tmp_path / "golden", cache=tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("header", ["100000000 100000000", "2 100000000000"])
+def test_a_header_declaring_more_values_than_the_file_holds_is_refused_before_allocating(tmp_path, header):
+    path = tmp_path / "bomb.txt"
+    path.write_text(f"{header}\n1 2 3\n4 5 6\n")
+    with pytest.raises(GoldenFormatError, match="the header does not match the data") as info:
+        read_txt(path)
+    assert f"{path}:1" in str(info.value)

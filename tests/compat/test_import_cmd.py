@@ -75,3 +75,12 @@ def test_not_a_checkout_exits_non_zero_with_the_reason(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "not a Triton_RVV-style checkout" in captured.out
     assert "nothing to import" in captured.err
+
+
+def test_an_unreadable_rvtune_toml_is_named_and_left_alone(tmp_path, capsys):
+    root = make_tree(tmp_path / "repo")
+    (root / "rvtune.toml").write_text("[targets.laptop\n")
+    assert main(["import", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert f"{root / 'rvtune.toml'} is not valid TOML" in err and "nothing was written" in err
+    assert (root / "rvtune.toml").read_text() == "[targets.laptop\n"
