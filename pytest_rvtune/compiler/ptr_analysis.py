@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import dot_kernel
-from .lower import _HANDLERS, Val, _contig, _Func, keep_out_of_carried_home
+from .lower import _HANDLERS, Val, _contig, _Func, fill_stmt, keep_out_of_carried_home
 from .lower_ops import c_type
 from .ttir import Block, Op, Type, parse_int_array
 
@@ -459,11 +459,15 @@ def _segments(op: Op, names: int) -> list[int]:
 
 def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, elem_ptr_type: str,
                  inner: Callable[[str, str, list[str]], str], outside: Callable[[str, list[str]], str] | None,
-                 what: str, row_copy: Callable[[str, list[str]], str] | None = None) -> None:
+                 what: str, row_copy: Callable[[str, list[str]], str] | None = None,
+                 row_fill: Callable[[str, str], str | None] | None = None) -> None:
     """Loops over a structured block: ``inner(elem, flat, idx)`` for every element inside the mask (``elem``
     is the C lvalue of the element in memory), ``outside(flat, idx)`` for the others (loads: ``other``).
     ``row_copy(stride, idx)``, when given, is one statement doing ``inner`` for q in [lo_, hi_) of a row
-    (rv_copy_e*: vle/vlse on RVV) and is used when no per-element condition or offset is left."""
+    (rv_copy_e*: vle/vlse on RVV) and is used when no per-element condition or offset is left.
+    ``row_fill(first, count)``, when given, is one statement doing ``outside`` for ``count`` elements from flat
+    index ``first`` (rv_fill_*: a constant ``other``), so no plain fill loop is left for clang to make a memset
+    call of."""
     rank = len(shape)
     last = rank - 1
     n = shape[last]
@@ -502,10 +506,19 @@ def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, el
             with f.block("for (int64_t q_ = lo_; q_ < hi_; ++q_)"):
                 f.emit(body)
 
+        def outside_range(first: str, end: str) -> None:
+            start, count = (f"o_ + {first}", f"{end} - {first}") if first != "0" else ("o_", end)
+            fill = row_fill(start, count) if row_fill else None
+            if fill is not None:
+                f.emit(fill)
+                return
+            assert outside is not None
+            with f.block(f"for (int64_t q_ = {first}; q_ < {end}; ++q_)"):
+                f.emit(outside("o_ + q_", idx))
+
         with f.block(f"if ({cond})") if cond != "1" else contextlib.nullcontext():
-            if outside is not None and (lo_raw is not None or hi_raw is not None):
-                with f.block("for (int64_t q_ = 0; q_ < lo_; ++q_)"):
-                    f.emit(outside("o_ + q_", idx))
+            if outside is not None and lo_raw is not None:
+                outside_range("0", "lo_")
             if row_copy is not None and not col_cond and not col_vecs:
                 f.emit(row_copy(stride, idx))
             elif _const(stride) is not None:
@@ -515,12 +528,11 @@ def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, el
                     middle("1")
                 with f.block("else"):
                     middle(stride)
-            if outside is not None and (lo_raw is not None or hi_raw is not None):
-                with f.block(f"for (int64_t q_ = hi_; q_ < {n}; ++q_)"):
-                    f.emit(outside("o_ + q_", idx))
+            if outside is not None and hi_raw is not None:
+                outside_range("hi_", str(n))
         if cond != "1" and outside is not None:
-            with f.block("else"), f.block(f"for (int64_t q_ = 0; q_ < {n}; ++q_)"):
-                f.emit(outside("o_ + q_", idx))
+            with f.block("else"):
+                outside_range("0", str(n))
     f.depth -= 1
     f.emit("}")
 
@@ -563,9 +575,14 @@ def op_load(f: _Func, op: Op) -> bool:
     def copy(stride: str, _idx: list[str]) -> str:
         return f"rv_copy_e{width}({out.expr} + o_ + lo_, 1, row_ + lo_ * {stride}, {stride}, hi_ - lo_);"
 
+    def fill_row(first: str, count: str) -> str | None:
+        if other is not None and other.kind not in ("scalar", "splat"):
+            return None
+        return fill_stmt(t, f"{out.expr} + {first}", fill, count)
+
     block_access(f, shape, ptr_v.sym, mask, "const " + c_type(op.operand_types[0]),
                  lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}",
-                 copy if width else None)
+                 copy if width else None, fill_row)
     f.values[op.results[0]] = out
     return True
 

@@ -66,6 +66,49 @@ RV_DEF_COPY(16)
 RV_DEF_COPY(32)
 RV_DEF_COPY(64)
 
+/* Tile fills (tl.zeros / tl.full, a masked load's ``other`` outside the mask): n contiguous elements set
+ * to one value. RVV: one vmv.v.x and a vse per 8 registers' worth; clang would turn the plain loop into a
+ * call to glibc's memset (scalar on riscv64, and outside the counted kernel). Elsewhere: the plain loop. */
+#if defined(__riscv_v)
+#define RV_DEF_FILL_BITS(W)                                                                              \
+    RV_INLINE void rv_fill_e##W(void *dst, uint##W##_t bits, int64_t n) {                                \
+        uint##W##_t *d = (uint##W##_t *)dst;                                                            \
+        const vuint##W##m8_t v = __riscv_vmv_v_x_u##W##m8(bits, __riscv_vsetvlmax_e##W##m8());          \
+        for (size_t vl; n > 0; n -= (int64_t)vl, d += vl) {                                              \
+            vl = __riscv_vsetvl_e##W##m8((size_t)n);                                                     \
+            __riscv_vse##W##_v_u##W##m8(d, v, vl);                                                       \
+        }                                                                                                \
+    }
+#else
+#define RV_DEF_FILL_BITS(W)                                                                              \
+    RV_INLINE void rv_fill_e##W(void *dst, uint##W##_t bits, int64_t n) {                                \
+        rv_copy_u##W *d = (rv_copy_u##W *)dst;                                                          \
+        for (int64_t i = 0; i < n; ++i) d[i] = bits;                                                     \
+    }
+#endif
+RV_DEF_FILL_BITS(8)
+RV_DEF_FILL_BITS(16)
+RV_DEF_FILL_BITS(32)
+RV_DEF_FILL_BITS(64)
+#undef RV_DEF_FILL_BITS
+
+/* Typed fills: the generated C passes the value in the tile's own element type. */
+#define RV_DEF_FILL(NAME, T, W)                                                                          \
+    RV_INLINE void rv_fill_##NAME(void *dst, T value, int64_t n) {                                       \
+        union { T v; uint##W##_t u; } b;                                                                 \
+        b.v = value;                                                                                     \
+        rv_fill_e##W(dst, b.u, n);                                                                       \
+    }
+RV_DEF_FILL(f32, float, 32)
+RV_DEF_FILL(f64, double, 64)
+RV_DEF_FILL(i8, int8_t, 8)
+RV_DEF_FILL(u8, uint8_t, 8)
+RV_DEF_FILL(i16, int16_t, 16)
+RV_DEF_FILL(u16, uint16_t, 16)
+RV_DEF_FILL(i32, int32_t, 32)
+RV_DEF_FILL(i64, int64_t, 64)
+#undef RV_DEF_FILL
+
 /* exp(x) in fp32 without libm, branch-free so that clang vectorises a loop of it (glibc's expf is a scalar
  * call: a quarter of flash attention's time). k = round(x / ln 2) by the 1.5 * 2^23 trick (the integer is
  * read from the float's bits: no float -> int conversion, which QEMU 7.2 mishandles when vectorised),
