@@ -2,8 +2,8 @@
  * index clamps for structured loads and tt.dot on fp32 tiles as a register-blocked micro-kernel.
  *
  * C[M x N] += A[M x K] * B[K x N]. B rows are contiguous (ldb apart), C is contiguous (ldc apart), A may
- * have any strides. The work is cut into RV_MR x (RV_NV * RV_VW) register tiles: the accumulators are
- * GCC vector values that never leave registers while k runs (i-k-j order, a broadcast of A[i][k] times a
+ * have any strides. The work is cut into register tiles (MR rows x a panel of columns, chosen per ISA and
+ * panel width, see RV_DOT_TILE below): the accumulators are GCC vector values that never leave registers while k runs (i-k-j order, a broadcast of A[i][k] times a
  * row of B), so clang emits one vfmacc.vf / vfmadd per vector and k step. M, N and K are compile-time
  * constants at every call site (always_inline), so clang unrolls the tile loops and drops the
  * remainder paths a config does not need. The sum over k is in order, one fused multiply-add per step:
@@ -136,32 +136,30 @@ RV_INLINE float rv_expf(float x) {
     return x != x ? x + x : y;
 }
 
-/* Vector width (floats) and register tile per ISA: the tile's accumulators + one B row fit the
- * vector register file (RVV at VLEN 256: LMUL 4 groups, 4 + 1 of 8; AVX-512: 16 + 2 of 32 zmm). */
-#if defined(__riscv_v)
-#define RV_VW 32
-#define RV_MR 4
-#define RV_NV 1
-#elif defined(__AVX512F__)
-#define RV_VW 16
-#define RV_MR 8
-#define RV_NV 2
-#else
-#define RV_VW 8
-#define RV_MR 4
-#define RV_NV 2
-#endif
-
-typedef float rv_vf __attribute__((vector_size(RV_VW * 4), aligned(4)));
+/* The register tiles. A tile is MR rows x NV vectors of VT (a GCC vector of W floats); its MR * NV
+ * accumulators plus NV vectors of one B row fit the vector register file, so they never leave registers
+ * while k runs. Per k step: NV vector loads of B, MR scalar loads of A, MR * NV fused multiply-adds.
+ * Wider tiles spend fewer instructions per FLOP, so each column panel takes the widest tile that fits.
+ *   RVV, VLEN 256 (32 registers of 8 floats): 64 floats = one LMUL-8 group, 3 rows (3 + 1 of 4 groups);
+ *     32 floats = LMUL 4, 7 rows (7 + 1 of 8 groups); 16 floats = LMUL 2, 8 rows; 8 floats = LMUL 1.
+ *   AVX-512 (32 zmm of 16 floats): 2 zmm x 8 rows, then 1 zmm x 8 rows, then 8 floats x 8 rows.
+ *   other: 2 x 8 floats x 4 rows, then 8 floats x 4 rows. */
+typedef float rv_vf64 __attribute__((vector_size(256), aligned(4)));
+typedef float rv_vf32 __attribute__((vector_size(128), aligned(4)));
+typedef float rv_vf16 __attribute__((vector_size(64), aligned(4)));
 typedef float rv_vf8 __attribute__((vector_size(32), aligned(4)));
 
-#define RV_DOT_TILE(NAME, VT, NV)                                                                         \
+/* C[0..mr) x [0..NV*W) += A[0..mr) x [0..K) * B[0..K) x [0..NV*W), mr <= MR. The k loop is unrolled by 4
+ * (one loop branch and pointer step per 4 steps; the A loads then use constant offsets). */
+#define RV_PRAGMA(x) _Pragma(#x)
+#define RV_DOT_TILE(NAME, VT, MR, NV, UNROLL)                                                                   \
     RV_INLINE void NAME(int mr, int K, const float *A, long sam, long sak, const float *B, long ldb,     \
                         float *C, long ldc) {                                                            \
         enum { W = (int)(sizeof(VT) / sizeof(float)) };                                                  \
-        VT acc[RV_MR][NV];                                                                               \
+        VT acc[MR][NV];                                                                                  \
         for (int r = 0; r < mr; ++r)                                                                     \
             for (int v = 0; v < NV; ++v) memcpy(&acc[r][v], C + r * ldc + v * W, sizeof(VT));            \
+        RV_PRAGMA(clang loop unroll_count(UNROLL))                                                       \
         for (int k = 0; k < K; ++k) {                                                                    \
             VT b[NV];                                                                                    \
             for (int v = 0; v < NV; ++v) memcpy(&b[v], B + k * ldb + v * W, sizeof(VT));                 \
@@ -174,27 +172,51 @@ typedef float rv_vf8 __attribute__((vector_size(32), aligned(4)));
             for (int v = 0; v < NV; ++v) memcpy(C + r * ldc + v * W, &acc[r][v], sizeof(VT));            \
     }
 
-RV_DOT_TILE(rv_dot_tile_wide, rv_vf, RV_NV)
-RV_DOT_TILE(rv_dot_tile_one, rv_vf, 1)
-RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 1)
-
-/* One column panel of width ``w`` (RV_NV * RV_VW, RV_VW or 8) over all rows: full RV_MR tiles, then
- * the remaining rows one call with a constant row count each (a switch clang folds for constant M). */
-#define RV_DOT_PANEL(TILE)                                                                                \
+/* One column panel, all rows: full MR-row tiles, then the rows left over as one tile (M is a constant
+ * at every call site, so clang specialises the tile for that row count). The tile loop stays a loop:
+ * fully unrolled, clang's scheduler hoists the next tile's loads into this one's and spills registers. */
+#define RV_DOT_PANEL(TILE, MR)                                                                            \
     do {                                                                                                 \
         int i = 0;                                                                                       \
-        for (; i + RV_MR <= M; i += RV_MR)                                                               \
-            TILE(RV_MR, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);                      \
-        for (; i < M; ++i) TILE(1, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);          \
+        RV_PRAGMA(clang loop unroll(disable))                                                            \
+        for (; i + (MR) <= M; i += (MR))                                                                 \
+            TILE(MR, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);                         \
+        if (i < M) TILE(M - i, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);              \
     } while (0)
 
+#if defined(__riscv_v)
+RV_DOT_TILE(rv_dot_tile_64, rv_vf64, 3, 1, 1)
+RV_DOT_TILE(rv_dot_tile_32, rv_vf32, 6, 1, 2)
+RV_DOT_TILE(rv_dot_tile_16, rv_vf16, 8, 1, 4)
+RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 8, 1, 4)
+#define RV_DOT_PANELS                                                                                     \
+    for (; j + 64 <= N; j += 64) RV_DOT_PANEL(rv_dot_tile_64, 3);                                        \
+    for (; j + 32 <= N; j += 32) RV_DOT_PANEL(rv_dot_tile_32, 6);                                        \
+    for (; j + 16 <= N; j += 16) RV_DOT_PANEL(rv_dot_tile_16, 8);                                        \
+    for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8, 8);
+#elif defined(__AVX512F__)
+RV_DOT_TILE(rv_dot_tile_2x16, rv_vf16, 8, 2, 4)
+RV_DOT_TILE(rv_dot_tile_16, rv_vf16, 8, 1, 4)
+RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 8, 1, 4)
+#define RV_DOT_PANELS                                                                                     \
+    for (; j + 32 <= N; j += 32) RV_DOT_PANEL(rv_dot_tile_2x16, 8);                                      \
+    for (; j + 16 <= N; j += 16) RV_DOT_PANEL(rv_dot_tile_16, 8);                                        \
+    for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8, 8);
+#else
+RV_DOT_TILE(rv_dot_tile_2x8, rv_vf8, 4, 2, 4)
+RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 4, 1, 4)
+#define RV_DOT_PANELS                                                                                     \
+    for (; j + 16 <= N; j += 16) RV_DOT_PANEL(rv_dot_tile_2x8, 4);                                       \
+    for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8, 4);
+#endif
+
+/* C[M x N] += A[M x K] * B[K x N]: column panels of the widest tile that fits, then the columns left over
+ * (N not a multiple of 8) in plain i-k order. */
 RV_INLINE void rv_dot_f32(int M, int N, int K, const float *A, long sam, long sak, const float *B, long ldb,
                           float *C, long ldc) {
     int j = 0;
-    for (; j + RV_NV * RV_VW <= N; j += RV_NV * RV_VW) RV_DOT_PANEL(rv_dot_tile_wide);
-    for (; j + RV_VW <= N; j += RV_VW) RV_DOT_PANEL(rv_dot_tile_one);
-    for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8);
-    for (; j < N; ++j) /* columns left over (N not a multiple of 8): plain i-k order */
+    RV_DOT_PANELS
+    for (; j < N; ++j)
         for (int i = 0; i < M; ++i) {
             float acc = C[i * ldc + j];
             for (int k = 0; k < K; ++k) acc += A[i * sam + k * sak] * B[k * ldb + j];
