@@ -136,6 +136,58 @@ RV_INLINE float rv_expf(float x) {
     return x != x ? x + x : y;
 }
 
+/* out[i] = rv_expf(in[i]) for n elements (out == in is fine): what fusion.py emits for an fp32 tl.exp.
+ * RVV: the same operations as rv_expf, in the same order and with the same fused multiply-adds (so the
+ * same bits), on LMUL-4 groups with every constant a scalar operand (.vf forms, or one vfmv.v.f just
+ * before its use). Left to clang, the loop of rv_expf is vectorised at LMUL 2 with its constants hoisted
+ * into vector registers, which then spill and reload inside the loop. */
+#if defined(__riscv_v)
+RV_INLINE void rv_exp_f32(float *out, const float *in, int64_t n) {
+    /* The coefficients as opaque f-register values: inlined into a big kernel, clang would otherwise
+     * reload each one from the constant pool (auipc + flw) inside the loop. */
+    float c0 = 1.9875691500e-4f, c1 = 1.3981999507e-3f, c2 = 8.3334519073e-3f, c3 = 4.1665795894e-2f,
+          c4 = 1.6666665459e-1f, c5 = 5.0000001201e-1f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f,
+          log2e = 1.44269504088896341f;
+    __asm__("" : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3), "+f"(c4), "+f"(c5), "+f"(ln2_hi), "+f"(ln2_lo),
+            "+f"(log2e));
+    for (size_t vl; n > 0; n -= (int64_t)vl, in += vl, out += vl) {
+        vl = __riscv_vsetvl_e32m4((size_t)n);
+        const vfloat32m4_t x = __riscv_vle32_v_f32m4(in, vl);
+        const vfloat32m4_t xc = __riscv_vfmin_vf_f32m4(__riscv_vfmax_vf_f32m4(x, -104.0f, vl), 89.0f, vl);
+        const vfloat32m4_t kf = __riscv_vfmacc_vf_f32m4(__riscv_vfmv_v_f_f32m4(12582912.0f, vl), log2e, xc, vl);
+        const vint32m4_t k = __riscv_vsub_vx_i32m4(__riscv_vreinterpret_v_f32m4_i32m4(kf), 0x4B400000, vl);
+        const vfloat32m4_t kr = __riscv_vfsub_vf_f32m4(kf, 12582912.0f, vl);
+        vfloat32m4_t r = __riscv_vfnmsac_vf_f32m4(xc, ln2_hi, kr, vl);
+        r = __riscv_vfnmsac_vf_f32m4(r, ln2_lo, kr, vl);
+        vfloat32m4_t p = __riscv_vfmv_v_f_f32m4(c0, vl);
+        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c1, vl), p, r, vl);
+        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c2, vl), p, r, vl);
+        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c3, vl), p, r, vl);
+        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c4, vl), p, r, vl);
+        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c5, vl), p, r, vl);
+        /* e = (p * r * r + r) + 1 */
+        const vfloat32m4_t e =
+            __riscv_vfadd_vf_f32m4(__riscv_vfmadd_vv_f32m4(__riscv_vfmul_vv_f32m4(p, r, vl), r, r, vl), 1.0f, vl);
+        /* 2^k as two halves, k1 = k / 2 rounded toward zero */
+        const vint32m4_t k1 = __riscv_vsra_vx_i32m4(
+            __riscv_vadd_vv_i32m4(k, __riscv_vreinterpret_v_u32m4_i32m4(__riscv_vsrl_vx_u32m4(
+                                         __riscv_vreinterpret_v_i32m4_u32m4(k), 31, vl)), vl), 1, vl);
+        const vint32m4_t k2 = __riscv_vsub_vv_i32m4(k, k1, vl);
+        const vfloat32m4_t s1 = __riscv_vreinterpret_v_i32m4_f32m4(
+            __riscv_vsll_vx_i32m4(__riscv_vadd_vx_i32m4(k1, 127, vl), 23, vl));
+        const vfloat32m4_t s2 = __riscv_vreinterpret_v_i32m4_f32m4(
+            __riscv_vsll_vx_i32m4(__riscv_vadd_vx_i32m4(k2, 127, vl), 23, vl));
+        vfloat32m4_t y = __riscv_vfmul_vv_f32m4(__riscv_vfmul_vv_f32m4(e, s1, vl), s2, vl);
+        y = __riscv_vfadd_vv_f32m4_mu(__riscv_vmfne_vv_f32m4_b8(x, x, vl), y, x, x, vl); /* NaN: x + x */
+        __riscv_vse32_v_f32m4(out, y, vl);
+    }
+}
+#else
+RV_INLINE void rv_exp_f32(float *out, const float *in, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = rv_expf(in[i]);
+}
+#endif
+
 /* The register tiles. A tile is MR rows x NV vectors of VT (a GCC vector of W floats); its MR * NV
  * accumulators plus NV vectors of one B row fit the vector register file, so they never leave registers
  * while k runs. Per k step: NV vector loads of B, MR scalar loads of A, MR * NV fused multiply-adds.

@@ -20,6 +20,20 @@
 
 #define RV_INLINE static inline __attribute__((always_inline))
 
+/* Put before a fused element-wise loop (compiler/fusion.py). assume_safety: the result tile never overlaps
+ * a leaf except element for element, which clang cannot prove for arena offsets. On RVV the width is
+ * pinned: 64 floats (LMUL 8) for short chains over at most 3 tiles (_WIDE), else 32 (LMUL 4). Left alone,
+ * clang picks LMUL 2 and fully unrolls constant trip counts, keeping every unrolled address live in a
+ * register or on the stack. */
+#if defined(__riscv_v)
+#define RV_VECTORIZE_FUSED _Pragma("clang loop vectorize(assume_safety) vectorize_width(32) interleave_count(1)")
+#define RV_VECTORIZE_FUSED_WIDE                                                                          \
+    _Pragma("clang loop vectorize(assume_safety) vectorize_width(64) interleave_count(1)")
+#else
+#define RV_VECTORIZE_FUSED _Pragma("clang loop vectorize(assume_safety)")
+#define RV_VECTORIZE_FUSED_WIDE _Pragma("clang loop vectorize(assume_safety)")
+#endif
+
 /* Tiles live in one stack arena whose bytes are reused by liveness for values of different types. C's
  * effective-type rules would make that undefined (clang's type-based alias analysis really does move a
  * float store past an int load of the same bytes at -O3), so every arena access goes through one of these
