@@ -422,7 +422,8 @@ def _reduce_rows(f: _Func, op: Op, helper: str) -> None:
     outer, n = shape[:-1], shape[-1]
     res, t = op.results[0], op.result_types[0]
     idx = [f"r{d}_" for d in range(len(outer))]
-    row = "&" + f.access(src, [*idx, "0"], "").replace(" + 0]", "]")
+    first = f.access(src, [*idx, "0"], "").replace(" + 0]", "]")
+    row = first.removesuffix("[0]") if first.endswith("[0]") else "&" + first
     call = f"rv_reduce_{helper}({row}, {n})"
     f.emit(f"/* reduce over the last axis: a vector reduction per row (rv_reduce_{helper}, rvtune_rt.h) */")
     if not t.is_tensor:
