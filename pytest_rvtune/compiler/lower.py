@@ -193,6 +193,8 @@ class _Func:
         self.cfgs: list[_CFG] = []
         self.pending_comment = ""
         self.arena_bytes = 0
+        #: loaded tiles a tt.dot may read in place in global memory (dot_kernel.InPlaceB), by SSA name
+        self.in_place_b: dict[str, Any] = {}
 
     # ---- errors ---------------------------------------------------------------------------------------
     def where(self, op: Op | None = None) -> str:

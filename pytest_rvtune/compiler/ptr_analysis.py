@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from . import dot_kernel
 from .lower import _HANDLERS, Val, _contig, _Func, fill_stmt, keep_out_of_carried_home
-from .lower_ops import c_type
+from .lower_ops import c_type, is_elementwise
 from .ttir import Block, Op, Type, parse_int_array
 
 #: The handlers this module wraps: it falls back to them whenever a pattern is not recognised.
@@ -575,16 +575,56 @@ def op_load(f: _Func, op: Op) -> bool:
     def copy(stride: str, _idx: list[str]) -> str:
         return f"rv_copy_e{width}({out.expr} + o_ + lo_, 1, row_ + lo_ * {stride}, {stride}, hi_ - lo_);"
 
+    skip = _in_place_for_dot(f, op, ptr_v.sym, mask, shape)
+
     def fill_row(first: str, count: str) -> str | None:
         if other is not None and other.kind not in ("scalar", "splat"):
             return None
         return fill_stmt(t, f"{out.expr} + {first}", fill, count)
 
-    block_access(f, shape, ptr_v.sym, mask, "const " + c_type(op.operand_types[0]),
-                 lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}",
-                 copy if width else None, fill_row)
+    with f.block(f"if (!{skip})") if skip else contextlib.nullcontext():
+        block_access(f, shape, ptr_v.sym, mask, "const " + c_type(op.operand_types[0]),
+                     lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}",
+                     copy if width else None, fill_row)
     f.values[op.results[0]] = out
     return True
+
+
+def _block_of(f: _Func, op: Op) -> Block | None:
+    def walk(parent: Op) -> Block | None:
+        for region in parent.regions:
+            for block in region.blocks:
+                if any(o is op for o in block.ops):
+                    return block
+                for inner in block.ops:
+                    found = walk(inner)
+                    if found is not None:
+                        return found
+        return None
+    return walk(f.func)
+
+
+def _in_place_for_dot(f: _Func, op: Op, ptr: Affine, mask: Bounds, shape: tuple[int, ...]) -> str | None:
+    """For a B tile only a dot reads (dot_kernel.b_read_in_place): a C flag, true at run time when the block
+    lies wholly inside its mask with unit-stride rows; then the dot reads it in place and the copy is
+    skipped (B is read once per row of A tiles: the copy costs as much as a tenth of the dot)."""
+    block = _block_of(f, op)
+    if ptr.vecs or mask.conds or block is None or not dot_kernel.b_read_in_place(f, op, block, is_elementwise):
+        return None
+    terms = [mask.guard] if mask.guard != "1" else []
+    for lo, hi, n in zip(mask.lo, mask.hi, shape, strict=True):
+        terms += [f"{lo} <= 0"] if lo is not None else []
+        terms += [f"{hi} >= {n}"] if hi is not None else []
+    if _const(ptr.strides[1]) != 1:
+        terms.append(f"{ptr.strides[1]} == 1")
+    flag = f.temp("in_place")
+    at = c_add(ptr.base, ptr.offset_expr(["0", "0"], skip_base=True)) if ptr.ptr else None
+    if at is None:
+        return None
+    f.emit("/* the dot below reads this tile in place when it lies wholly inside the mask */")
+    f.emit(f"const int {flag} = {' && '.join(f'({x})' for x in terms) or '1'};")
+    f.in_place_b[op.results[0]] = dot_kernel.InPlaceB(flag, at, ptr.strides[0])
+    return flag
 
 
 @_wrap("tt.store")

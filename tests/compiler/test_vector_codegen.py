@@ -86,10 +86,36 @@ def masked_fill_kernel(x_ptr, out_ptr, n, BM: tl.constexpr, BN: tl.constexpr):
     tl.store(out_ptr + rm[:, None] * BN + rn[None, :], acc)
 
 
+@triton.jit
+def masked_dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_bk, stride_bn,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros([BM, BN], tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
+                    other=0.0)
+        b = tl.load(b_ptr + (k + rk)[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")  # B read in place when its block is whole
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def overwritten_b_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    a = tl.load(a_ptr + r[:, None] * B + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * B + r[None, :])
+    tl.store(b_ptr + r[:, None] * B + r[None, :], a)  # B's memory changes before the dot: the tile must be used
+    tl.store(c_ptr + r[:, None] * B + r[None, :], tl.dot(a, b, input_precision="ieee"))
+
+
 _F_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "total_ptr": "*fp32"}
 _I_SIG = {"x_ptr": "*i32", "out_ptr": "*i32"}
 _DOT_SIG = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"}
 _FILL_SIG = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
+_MASKED_DOT_SIG = {**_DOT_SIG, "M": "i32", "N": "i32", "K": "i32", "stride_bk": "i32", "stride_bn": "i32"}
 #: (M, N, K): every RVV panel width (64, 32, 16, 8 columns), several of them in one N, and row counts that
 #: leave remainders for the 3-, 6- and 8-row tiles
 DOT_SHAPES = [(64, 128, 16), (32, 32, 8), (16, 16, 32), (8, 8, 4), (4, 64, 2), (32, 8, 16), (2, 16, 8)]
@@ -119,6 +145,18 @@ def launches() -> dict[str, KernelCall]:
         args = [rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32),
                 rng.standard_normal((m, n)).astype(np.float32)]
         calls[f"dot {m}x{n}x{k}"] = KernelCall(dot_kernel, _DOT_SIG, {"M": m, "N": n, "K": k}, args, (1,))
+    m_, n_, k_ = 40, 72, 48  # 16 x 32 x 16 blocks: whole ones (B read in place) and ragged ones (copied)
+    for layout in ("row-major", "transposed"):
+        a = rng.standard_normal((m_, k_)).astype(np.float32)
+        b = rng.standard_normal((k_, n_)).astype(np.float32)
+        b_mem, strides = (b, (n_, 1)) if layout == "row-major" else (np.ascontiguousarray(b.T), (1, k_))
+        calls[f"masked dot, B {layout}"] = KernelCall(
+            masked_dot_kernel, _MASKED_DOT_SIG, {"BM": 16, "BN": 32, "BK": 16},
+            [a, b_mem, np.zeros((m_, n_), np.float32), m_, n_, k_, *strides], (3, 3))
+    calls["overwritten B"] = KernelCall(overwritten_b_kernel, _DOT_SIG, {"B": 16},
+                                        [rng.standard_normal((16, 16)).astype(np.float32),
+                                         rng.standard_normal((16, 16)).astype(np.float32),
+                                         np.zeros((16, 16), np.float32)], (1,))
     for n in (0, 5, 16):
         calls[f"masked fill n={n}"] = KernelCall(masked_fill_kernel, _FILL_SIG, {"BM": 16, "BN": 16},
                                                  [rng.standard_normal((16, 16)).astype(np.float32),
@@ -149,6 +187,17 @@ def test_reductions_are_one_helper_call_per_row() -> None:
     c = lower_kernel(int_rows_kernel, _I_SIG, {"BM": 4, "BN": 256}).c_source
     for helper in ("sum", "maxsi", "minsi", "maxui", "minui", "and", "xor"):
         assert f"rv_reduce_{helper}_i32(" in c, helper
+
+
+def test_dot_reads_b_in_place_only_when_nothing_writes_it_first() -> None:
+    c = lower_kernel(masked_dot_kernel, _MASKED_DOT_SIG, {"BM": 16, "BN": 32, "BK": 16}).c_source
+    flag = re.search(r"const int (in_place\w*) = .*\(\(int64_t\)stride_bn\) == 1\);", c)
+    assert flag, "no run-time in-place condition for B"
+    assert f"if (!{flag.group(1)})" in c  # the copy is skipped then
+    assert re.search(rf"rv_dot_f32\(16, 32, 16, \w+, 16, 1, \({flag.group(1)} \? \(*b_ptr .* : b_\w+\), "
+                     rf"\({flag.group(1)} \? \(\(int64_t\)stride_bk\) : 32\), ", c)
+    c = lower_kernel(overwritten_b_kernel, _DOT_SIG, {"B": 16}).c_source
+    assert "in_place" not in c
 
 
 def test_kernels_call_no_libc_for_tiles(tmp_path) -> None:
