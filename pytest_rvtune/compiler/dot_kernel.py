@@ -2,9 +2,12 @@
 
 The operands are arena tiles: A may have any strides (a transposed view is fine: its elements are read as
 scalars and broadcast), B must have contiguous rows (a transposed B is copied once), the result is a
-contiguous tile. Buffer reuse: a loop-carried accumulator (``acc = tl.dot(a, b, acc)``) gets the result
-placed in its own memory by lower_struct.assign, so nothing is copied per iteration. Other element types and
-batched dots keep the generic i-k-j loops of lower_struct.op_dot.
+contiguous tile. A B tile loaded only for this dot may instead be read where it lies in memory (InPlaceB:
+ptr_analysis decides at run time, per block, and skips the copy then). A stays a copy: packed, its rows
+are a compile-time stride apart, which keeps the micro-kernel at one address step per k. Buffer reuse: a
+loop-carried accumulator (``acc = tl.dot(a, b, acc)``) gets the result placed in its own memory by
+lower_struct.assign, so nothing is copied per iteration. Other element types and batched dots keep the
+generic i-k-j loops of lower_struct.op_dot.
 """
 
 from __future__ import annotations

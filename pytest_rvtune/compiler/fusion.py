@@ -1,4 +1,4 @@
-"""Fusion of element-wise chains: ``exp(qk * scale - m[:, None])`` is one loop, not three tiles.
+"""Fusion of element-wise chains: ``qk * scale - m[:, None]`` is one loop, not two tiles.
 
 An element-wise op whose result has exactly one use, by an op of the same block that reads it element
 for element (another element-wise op, a store, a reduce, a dot), is not computed where it is defined:
@@ -9,8 +9,10 @@ with several uses is computed once into a tile, as before, so nothing is evaluat
 
 Expressions are pure C over their leaves, and a leaf's liveness is extended to the point of use, so the
 arena never reuses a leaf's memory before the chain is computed. Every float element-wise tile is written
-here, by a loop nest whose innermost loop carries ``vectorize(assume_safety)`` (arena offsets in a loop nest
-defeat clang's dependence analysis), and fp32 ``exp`` is ``rv_expf`` (rvtune_dot.h), which vectorises.
+here, by a loop nest whose innermost loop carries ``RV_VECTORIZE_FUSED[_WIDE]`` (rvtune_rt.h:
+``vectorize(assume_safety)``, as arena offsets in a loop nest defeat clang's dependence analysis, and on
+RVV a pinned LMUL). An fp32 ``exp`` ends a chain: the chain below it is computed into the exp's tile and
+``rv_exp_f32`` (rvtune_dot.h, RVV intrinsics) runs there in place; its consumers read that tile.
 """
 
 from __future__ import annotations
