@@ -606,8 +606,8 @@ def _block_of(f: _Func, op: Op) -> Block | None:
 
 def _in_place_for_dot(f: _Func, op: Op, ptr: Affine, mask: Bounds, shape: tuple[int, ...]) -> str | None:
     """For a B tile only a dot reads (dot_kernel.b_read_in_place): a C flag, true at run time when the block
-    lies wholly inside its mask with unit-stride rows; then the dot reads it in place and the copy is
-    skipped (B is read once per row of A tiles: the copy costs as much as a tenth of the dot)."""
+    lies wholly inside its mask with unit-stride rows (and the ISA wants it: RV_DOT_B_IN_PLACE, rvtune_dot.h);
+    then the dot reads it in place and the copy is skipped (on RVV the copy costs up to a tenth of the dot)."""
     block = _block_of(f, op)
     if ptr.vecs or mask.conds or block is None or not dot_kernel.b_read_in_place(f, op, block, is_elementwise):
         return None
@@ -622,7 +622,7 @@ def _in_place_for_dot(f: _Func, op: Op, ptr: Affine, mask: Bounds, shape: tuple[
     if at is None:
         return None
     f.emit("/* the dot below reads this tile in place when it lies wholly inside the mask */")
-    f.emit(f"const int {flag} = {' && '.join(f'({x})' for x in terms) or '1'};")
+    f.emit(f"const int {flag} = {' && '.join(['RV_DOT_B_IN_PLACE', *(f'({x})' for x in terms)])};")
     f.in_place_b[op.results[0]] = dot_kernel.InPlaceB(flag, at, ptr.strides[0])
     return flag
 

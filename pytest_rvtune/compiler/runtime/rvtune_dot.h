@@ -1,12 +1,13 @@
 /* rvtune_dot.h: what the fast paths of the generated kernel C call (compiler/ptr_analysis.py, dot_kernel.py):
- * index clamps for structured loads and tt.dot on fp32 tiles as a register-blocked micro-kernel.
+ * index clamps, row copies and fills of structured loads, the vector exp, and tt.dot on fp32 tiles as a
+ * register-blocked micro-kernel.
  *
  * C[M x N] += A[M x K] * B[K x N]. B rows are contiguous (ldb apart), C is contiguous (ldc apart), A may
  * have any strides. The work is cut into register tiles (MR rows x a panel of columns, chosen per ISA and
- * panel width, see RV_DOT_TILE below): the accumulators are GCC vector values that never leave registers while k runs (i-k-j order, a broadcast of A[i][k] times a
- * row of B), so clang emits one vfmacc.vf / vfmadd per vector and k step. M, N and K are compile-time
- * constants at every call site (always_inline), so clang unrolls the tile loops and drops the
- * remainder paths a config does not need. The sum over k is in order, one fused multiply-add per step:
+ * panel width, see RV_DOT_TILE below): the accumulators are GCC vector values that never leave registers
+ * while k runs (i-k-j order, a broadcast of A[i][k] times a row of B), so clang emits one vfmacc.vf /
+ * vfmadd per vector and k step. M, N and K are compile-time constants at every call site (always_inline),
+ * so clang specialises the tiles and drops the remainder paths a config does not need. The sum over k is in order, one fused multiply-add per step:
  * the same rounding as a scalar i-k-j loop compiled with -ffp-contract=on.
  */
 #ifndef RVTUNE_DOT_H
@@ -201,17 +202,25 @@ typedef float rv_vf32 __attribute__((vector_size(128), aligned(4)));
 typedef float rv_vf16 __attribute__((vector_size(64), aligned(4)));
 typedef float rv_vf8 __attribute__((vector_size(32), aligned(4)));
 
-/* C[0..mr) x [0..NV*W) += A[0..mr) x [0..K) * B[0..K) x [0..NV*W), mr <= MR. The k loop is unrolled by 4
- * (one loop branch and pointer step per 4 steps; the A loads then use constant offsets). */
+/* C[0..mr) x [0..NV*W) += A[0..mr) x [0..K) * B[0..K) x [0..NV*W), mr <= MR. The k loop is unrolled UNROLL
+ * times on RVV (one loop branch and pointer step per UNROLL steps) where registers are left for the next
+ * steps' B rows: not for the LMUL-8 tile (all four groups in use: clang would spill). */
 #define RV_PRAGMA(x) _Pragma(#x)
-#define RV_DOT_TILE(NAME, VT, MR, NV, UNROLL)                                                                   \
+#if defined(__riscv_v)
+#define RV_UNROLL_K(N) RV_PRAGMA(clang loop unroll_count(N))
+#define RV_TILE_LOOP RV_PRAGMA(clang loop unroll(disable)) /* see RV_DOT_PANEL */
+#else /* clang's own choices: any unroll hint made the AVX-512 tiles slower */
+#define RV_UNROLL_K(N)
+#define RV_TILE_LOOP
+#endif
+#define RV_DOT_TILE(NAME, VT, MR, NV, UNROLL)                                                             \
     RV_INLINE void NAME(int mr, int K, const float *A, long sam, long sak, const float *B, long ldb,     \
                         float *C, long ldc) {                                                            \
         enum { W = (int)(sizeof(VT) / sizeof(float)) };                                                  \
         VT acc[MR][NV];                                                                                  \
         for (int r = 0; r < mr; ++r)                                                                     \
             for (int v = 0; v < NV; ++v) memcpy(&acc[r][v], C + r * ldc + v * W, sizeof(VT));            \
-        RV_PRAGMA(clang loop unroll_count(UNROLL))                                                       \
+        RV_UNROLL_K(UNROLL)                                                                              \
         for (int k = 0; k < K; ++k) {                                                                    \
             VT b[NV];                                                                                    \
             for (int v = 0; v < NV; ++v) memcpy(&b[v], B + k * ldb + v * W, sizeof(VT));                 \
@@ -225,12 +234,13 @@ typedef float rv_vf8 __attribute__((vector_size(32), aligned(4)));
     }
 
 /* One column panel, all rows: full MR-row tiles, then the rows left over as one tile (M is a constant
- * at every call site, so clang specialises the tile for that row count). The tile loop stays a loop:
- * fully unrolled, clang's scheduler hoists the next tile's loads into this one's and spills registers. */
+ * at every call site, so clang specialises the tile for that row count). On RVV the tile loop stays a
+ * loop: fully unrolled, clang's scheduler hoists the next tile's loads into this one's and spills LMUL-8
+ * registers (on x86 the unrolled loop is the faster one). */
 #define RV_DOT_PANEL(TILE, MR)                                                                            \
     do {                                                                                                 \
         int i = 0;                                                                                       \
-        RV_PRAGMA(clang loop unroll(disable))                                                            \
+        RV_TILE_LOOP                                                                                     \
         for (; i + (MR) <= M; i += (MR))                                                                 \
             TILE(MR, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);                         \
         if (i < M) TILE(M - i, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);              \
@@ -247,19 +257,28 @@ RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 8, 1, 4)
     for (; j + 16 <= N; j += 16) RV_DOT_PANEL(rv_dot_tile_16, 8);                                        \
     for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8, 8);
 #elif defined(__AVX512F__)
-RV_DOT_TILE(rv_dot_tile_2x16, rv_vf16, 8, 2, 4)
-RV_DOT_TILE(rv_dot_tile_16, rv_vf16, 8, 1, 4)
-RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 8, 1, 4)
+RV_DOT_TILE(rv_dot_tile_2x16, rv_vf16, 8, 2, 1)
+RV_DOT_TILE(rv_dot_tile_16, rv_vf16, 8, 1, 1)
+RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 8, 1, 1)
 #define RV_DOT_PANELS                                                                                     \
     for (; j + 32 <= N; j += 32) RV_DOT_PANEL(rv_dot_tile_2x16, 8);                                      \
     for (; j + 16 <= N; j += 16) RV_DOT_PANEL(rv_dot_tile_16, 8);                                        \
     for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8, 8);
 #else
-RV_DOT_TILE(rv_dot_tile_2x8, rv_vf8, 4, 2, 4)
-RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 4, 1, 4)
+RV_DOT_TILE(rv_dot_tile_2x8, rv_vf8, 4, 2, 1)
+RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 4, 1, 1)
 #define RV_DOT_PANELS                                                                                     \
     for (; j + 16 <= N; j += 16) RV_DOT_PANEL(rv_dot_tile_2x8, 4);                                       \
     for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8, 4);
+#endif
+
+/* Whether a whole B block is read in place instead of copied (dot_kernel.InPlaceB, decided per block at run
+ * time): on RVV the copy is instructions the dot does not need; on x86 the copy is worth its cost (a packed
+ * panel: B rows of a large matrix are a power of two apart and evict each other from L1). */
+#if defined(__riscv_v)
+#define RV_DOT_B_IN_PLACE 1
+#else
+#define RV_DOT_B_IN_PLACE 0
 #endif
 
 /* C[M x N] += A[M x K] * B[K x N]: column panels of the widest tile that fits, then the columns left over
