@@ -7,8 +7,9 @@
  * panel width, see RV_DOT_TILE below): the accumulators are GCC vector values that never leave registers
  * while k runs (i-k-j order, a broadcast of A[i][k] times a row of B), so clang emits one vfmacc.vf /
  * vfmadd per vector and k step. M, N and K are compile-time constants at every call site (always_inline),
- * so clang specialises the tiles and drops the remainder paths a config does not need. The sum over k is in order, one fused multiply-add per step:
- * the same rounding as a scalar i-k-j loop compiled with -ffp-contract=on.
+ * so clang specialises the tiles and drops the remainder paths a config does not need. The sum over k is
+ * in order, one fused multiply-add per step: the same rounding as a scalar i-k-j loop compiled with
+ * -ffp-contract=on.
  */
 #ifndef RVTUNE_DOT_H
 #define RVTUNE_DOT_H
