@@ -582,12 +582,31 @@ def op_load(f: _Func, op: Op) -> bool:
             return None
         return fill_stmt(t, f"{out.expr} + {first}", fill, count)
 
+    whole = _whole_block(ptr_v.sym, mask, shape) if width and len(shape) == 2 else None
     with f.block(f"if (!{skip})") if skip else contextlib.nullcontext():
-        block_access(f, shape, ptr_v.sym, mask, "const " + c_type(op.operand_types[0]),
-                     lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}",
-                     copy if width else None, fill_row)
+        if whole is not None:  # the common case, a block wholly inside its mask: one call copies its rows
+            at = c_add(ptr_v.sym.base, ptr_v.sym.offset_expr(["0", "0"], skip_base=True))
+            sld, ss = ptr_v.sym.strides
+            with f.block(f"if ({whole})"):
+                f.emit(f"rv_copy_rows_e{width}({out.expr}, {shape[1]}, {at}, {sld}, {ss}, {shape[0]}, {shape[1]});")
+        with f.block("else") if whole is not None else contextlib.nullcontext():
+            block_access(f, shape, ptr_v.sym, mask, "const " + c_type(op.operand_types[0]),
+                         lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}",
+                         copy if width else None, fill_row)
     f.values[op.results[0]] = out
     return True
+
+
+def _whole_block(ptr: Affine, mask: Bounds, shape: tuple[int, ...]) -> str | None:
+    """The C condition under which every element of a pointer block is inside its mask (None: the mask has
+    per-element conditions, or no bounds at all, so block_access checks nothing per row anyway)."""
+    if ptr.vecs or mask.conds or not ptr.ptr:
+        return None
+    terms = [mask.guard] if mask.guard != "1" else []
+    for lo, hi, n in zip(mask.lo, mask.hi, shape, strict=True):
+        terms += [f"{lo} <= 0"] if lo is not None else []
+        terms += [f"{hi} >= {n}"] if hi is not None else []
+    return " && ".join(f"({x})" for x in terms) if terms else None
 
 
 def _block_of(f: _Func, op: Op) -> Block | None:
@@ -611,10 +630,8 @@ def _in_place_for_dot(f: _Func, op: Op, ptr: Affine, mask: Bounds, shape: tuple[
     block = _block_of(f, op)
     if ptr.vecs or mask.conds or block is None or not dot_kernel.b_read_in_place(f, op, block, is_elementwise):
         return None
-    terms = [mask.guard] if mask.guard != "1" else []
-    for lo, hi, n in zip(mask.lo, mask.hi, shape, strict=True):
-        terms += [f"{lo} <= 0"] if lo is not None else []
-        terms += [f"{hi} >= {n}"] if hi is not None else []
+    whole = _whole_block(ptr, mask, shape)
+    terms = [whole] if whole is not None else []
     if _const(ptr.strides[1]) != 1:
         terms.append(f"{ptr.strides[1]} == 1")
     flag = f.temp("in_place")

@@ -68,6 +68,42 @@ RV_DEF_COPY(16)
 RV_DEF_COPY(32)
 RV_DEF_COPY(64)
 
+/* The rows of a 2-D block wholly inside its mask, into a contiguous tile: rows x cols elements, source rows
+ * sld apart with column stride ss, destination rows dld apart. On RVV one vsetvl serves every row when a
+ * row fits one LMUL-8 group (a vle/vlse + vse and two pointer steps per row); the masked path pays a bounds
+ * check, a row copy call and a fill per row instead. */
+#if defined(__riscv_v)
+#define RV_DEF_COPY_ROWS(W)                                                                              \
+    RV_INLINE void rv_copy_rows_e##W(void *dst, int64_t dld, const void *src, int64_t sld, int64_t ss,  \
+                                     int64_t rows, int64_t cols) {                                       \
+        uint##W##_t *d = (uint##W##_t *)dst;                                                            \
+        const uint##W##_t *s = (const uint##W##_t *)src;                                                \
+        if (cols > (int64_t)__riscv_vsetvlmax_e##W##m8()) {                                              \
+            for (int64_t r = 0; r < rows; ++r) rv_copy_e##W(d + r * dld, 1, s + r * sld, ss, cols);      \
+            return;                                                                                      \
+        }                                                                                                \
+        const size_t vl = __riscv_vsetvl_e##W##m8((size_t)cols);                                         \
+        if (ss == 1)                                                                                     \
+            for (int64_t r = 0; r < rows; ++r, s += sld, d += dld)                                       \
+                __riscv_vse##W##_v_u##W##m8(d, __riscv_vle##W##_v_u##W##m8(s, vl), vl);                  \
+        else                                                                                             \
+            for (int64_t r = 0; r < rows; ++r, s += sld, d += dld)                                       \
+                __riscv_vse##W##_v_u##W##m8(d, __riscv_vlse##W##_v_u##W##m8(s, ss * (W / 8), vl), vl);   \
+    }
+#else
+#define RV_DEF_COPY_ROWS(W)                                                                              \
+    RV_INLINE void rv_copy_rows_e##W(void *dst, int64_t dld, const void *src, int64_t sld, int64_t ss,  \
+                                     int64_t rows, int64_t cols) {                                       \
+        for (int64_t r = 0; r < rows; ++r)                                                               \
+            rv_copy_e##W((rv_copy_u##W *)dst + r * dld, 1, (const rv_copy_u##W *)src + r * sld, ss, cols); \
+    }
+#endif
+RV_DEF_COPY_ROWS(8)
+RV_DEF_COPY_ROWS(16)
+RV_DEF_COPY_ROWS(32)
+RV_DEF_COPY_ROWS(64)
+#undef RV_DEF_COPY_ROWS
+
 /* Tile fills (tl.zeros / tl.full, a masked load's ``other`` outside the mask): n contiguous elements set
  * to one value. RVV: one vmv.v.x and a vse per 8 registers' worth; clang would turn the plain loop into a
  * call to glibc's memset (scalar on riscv64, and outside the counted kernel). Elsewhere: the plain loop. */
