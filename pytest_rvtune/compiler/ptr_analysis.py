@@ -503,6 +503,8 @@ def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, el
                 cc = " && ".join(f"({_Func.access(c, idx, '')})" for c in col_cond)
                 els = outside("o_ + q_", idx) if outside else ""
                 body = f"if ({cc}) {{ {body} }}" + (f" else {{ {els} }}" if els else "")
+            if step == "1":  # distinct addresses in global memory, the other side arena tiles: no overlap
+                f.emit("RV_VECTORIZE_FUSED")
             with f.block("for (int64_t q_ = lo_; q_ < hi_; ++q_)"):
                 f.emit(body)
 
