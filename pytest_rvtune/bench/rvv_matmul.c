@@ -3,8 +3,9 @@
  * C[n x n] = A[n x n] * B[n x n], row-major, two register tilings (vsetvl handles the column tail):
  *   rvv_matmul     4 rows x one LMUL-4 vector of columns (32 floats at VLEN 256): per k one vle32 of B's
  *                  row and four vfmacc.vf (A's elements as scalars); 4 + 1 of the 8 LMUL-4 groups.
- *   rvv_matmul_3x8 3 rows x one LMUL-8 vector (64 floats): per k one vle32 and three vfmacc.vf; 3 + 1 of
- *                  the 4 LMUL-8 groups, the fewest instructions per FLOP a register tile reaches here.
+ *   rvv_matmul_3x8 3 rows x one LMUL-8 vector (64 floats), A's 3-row panel packed k-major: per k one vle32,
+ *                  three flw at constant offsets and three vfmacc.vf; 3 + 1 of the 4 LMUL-8 groups, the
+ *                  fewest instructions per FLOP a register tile reaches here.
  * Built with the generated kernels' flags (toolchain.py); run: rvv_matmul.elf N REPS [4x4|3x8]. It checks
  * itself against a scalar i-k-j product and exits 1 on a mismatch.
  */
@@ -48,17 +49,20 @@ __attribute__((noinline)) void rvv_matmul(int n, const float *A, const float *B,
 }
 
 __attribute__((noinline)) void rvv_matmul_3x8(int n, const float *A, const float *B, float *C) {
+    static float packed[3 * 4096]; /* A's 3-row panel, k-major: the 3 scalars of a k step are adjacent */
     int i = 0;
-    for (; i + 3 <= n; i += 3) {
+    for (; i + 3 <= n && n <= 4096; i += 3) {
+        for (int k = 0; k < n; ++k)
+            for (int r = 0; r < 3; ++r) packed[3 * k + r] = A[(size_t)(i + r) * n + k];
         for (int j = 0; j < n;) {
             size_t vl = __riscv_vsetvl_e32m8((size_t)(n - j));
             vfloat32m8_t c0 = __riscv_vfmv_v_f_f32m8(0.0f, vl), c1 = c0, c2 = c0;
-            const float *a = A + (size_t)i * n, *b = B + j;
-            for (int k = 0; k < n; ++k) {
+            const float *a = packed, *b = B + j;
+            for (int k = 0; k < n; ++k, a += 3) {
                 vfloat32m8_t bv = __riscv_vle32_v_f32m8(b + (size_t)k * n, vl);
-                c0 = __riscv_vfmacc_vf_f32m8(c0, a[k], bv, vl);
-                c1 = __riscv_vfmacc_vf_f32m8(c1, a[n + k], bv, vl);
-                c2 = __riscv_vfmacc_vf_f32m8(c2, a[2 * n + k], bv, vl);
+                c0 = __riscv_vfmacc_vf_f32m8(c0, a[0], bv, vl);
+                c1 = __riscv_vfmacc_vf_f32m8(c1, a[1], bv, vl);
+                c2 = __riscv_vfmacc_vf_f32m8(c2, a[2], bv, vl);
             }
             float *c = C + (size_t)i * n + j;
             __riscv_vse32_v_f32m8(c, c0, vl);
