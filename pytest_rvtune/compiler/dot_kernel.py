@@ -2,15 +2,61 @@
 
 The operands are arena tiles: A may have any strides (a transposed view is fine: its elements are read as
 scalars and broadcast), B must have contiguous rows (a transposed B is copied once), the result is a
-contiguous tile. Buffer reuse: a loop-carried accumulator (``acc = tl.dot(a, b, acc)``) gets the result
-placed in its own memory by lower_struct.assign, so nothing is copied per iteration. Other element types and
-batched dots keep the generic i-k-j loops of lower_struct.op_dot.
+contiguous tile. A B tile loaded only for this dot may instead be read where it lies in memory (InPlaceB:
+ptr_analysis decides at run time, per block, and skips the copy then). A stays a copy: packed, its rows
+are a compile-time stride apart, which keeps the micro-kernel at one address step per k. Buffer reuse: a
+loop-carried accumulator (``acc = tl.dot(a, b, acc)``) gets the result placed in its own memory by
+lower_struct.assign, so nothing is copied per iteration. Other element types and batched dots keep the
+generic i-k-j loops of lower_struct.op_dot.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from .lower import _contig, _Func
-from .ttir import Op
+from .ttir import Block, Op
+
+#: Ops that write no memory and run no other code: a tile loaded before them may be read in place after.
+_NO_WRITES = frozenset({"tt.load", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.make_range", "tt.addptr",
+                        "tt.trans", "tt.reshape", "arith.constant", "tt.get_program_id", "tt.get_num_programs",
+                        "tt.dot"})
+
+
+@dataclass(frozen=True)
+class InPlaceB:
+    """A loaded B tile the dot may read where it lies in memory: when ``flag`` (a C int) is true at run time,
+    the load skipped its copy and the block starts at ``at`` with rows ``ld`` elements apart (unit columns)."""
+
+    flag: str
+    at: str
+    ld: str
+
+
+def b_read_in_place(f: _Func, load: Op, block: Block, is_pure: Callable[[str], bool]) -> bool:
+    """May the fp32 tile of ``load`` be read in place by the dot that uses it? Yes when its only use is as B
+    of an fp32 rank-2 tt.dot later in the same block and every op in between writes no memory."""
+    res = load.results[0]
+    t = load.result_types[0]
+    if t.element.elem != "f32" or len(t.shape or ()) != 2 or load.attr("isVolatile") not in (None, "false"):
+        return False
+    ops = block.ops
+    k = ops.index(load)
+    users = [o for o in ops if res in o.operands]
+    if len(users) != 1 or users[0].name != "tt.dot" or list(users[0].operands).count(res) != 1 \
+            or users[0].operands[1] != res or _used_in_regions(ops, res):
+        return False
+    dot = users[0]
+    if [ty.element.elem for ty in (*dot.operand_types[:3], dot.result_types[0])] != ["f32"] * 4:
+        return False
+    return all(o.name in _NO_WRITES or is_pure(o.name) for o in ops[k + 1:ops.index(dot)])
+
+
+def _used_in_regions(ops: list[Op], ssa: str) -> bool:
+    def walk(op: Op) -> bool:
+        return any(ssa in inner.operands or walk(inner) for r in op.regions for b in r.blocks for inner in b.ops)
+    return any(walk(o) for o in ops)
 
 
 def lower_dot(f: _Func, op: Op) -> bool:
@@ -20,6 +66,7 @@ def lower_dot(f: _Func, op: Op) -> bool:
         return False
     c_sym = f.values.get(op.operands[2])
     fused_c = c_sym is not None and hasattr(c_sym.sym, "code")  # fusion.Expr, e.g. ``acc * alpha[:, None]``
+    in_place = f.in_place_b.get(op.operands[1])
     a, b = (f.get(o) for o in op.operands[:2])
     c = c_sym if fused_c else f.get(op.operands[2])
     m, n = t.shape or ()
@@ -41,8 +88,12 @@ def lower_dot(f: _Func, op: Op) -> bool:
         f.copy_into(out, c)
     a_ptr = a.expr if a.offset == 0 else f"{a.expr} + {a.offset}"
     b_ptr = b.expr if b.offset == 0 else f"{b.expr} + {b.offset}"
+    ldb = str(b.strides[0])
+    if in_place is not None and b.offset == 0 and b.strides == _contig(b.shape):
+        # B where it lies in memory when its load skipped the copy (ptr_analysis: wholly inside its mask)
+        b_ptr, ldb = f"({in_place.flag} ? {in_place.at} : {b_ptr})", f"({in_place.flag} ? {in_place.ld} : {ldb})"
     f.emit(f"/* {out.expr} += dot({m}x{k}, {k}x{n}): register-blocked micro-kernel (rvtune_dot.h) */")
-    f.emit(f"rv_dot_f32({m}, {n}, {k}, {a_ptr}, {a.strides[0]}, {a.strides[1]}, {b_ptr}, {b.strides[0]}, "
+    f.emit(f"rv_dot_f32({m}, {n}, {k}, {a_ptr}, {a.strides[0]}, {a.strides[1]}, {b_ptr}, {ldb}, "
            f"{out.expr}, {n});")
     f.values[op.results[0]] = out
     return True

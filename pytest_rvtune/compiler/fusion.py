@@ -1,4 +1,4 @@
-"""Fusion of element-wise chains: ``exp(qk * scale - m[:, None])`` is one loop, not three tiles.
+"""Fusion of element-wise chains: ``qk * scale - m[:, None]`` is one loop, not two tiles.
 
 An element-wise op whose result has exactly one use, by an op of the same block that reads it element
 for element (another element-wise op, a store, a reduce, a dot), is not computed where it is defined:
@@ -9,8 +9,10 @@ with several uses is computed once into a tile, as before, so nothing is evaluat
 
 Expressions are pure C over their leaves, and a leaf's liveness is extended to the point of use, so the
 arena never reuses a leaf's memory before the chain is computed. Every float element-wise tile is written
-here, by a loop nest whose innermost loop carries ``vectorize(assume_safety)`` (arena offsets in a loop nest
-defeat clang's dependence analysis), and fp32 ``exp`` is ``rv_expf`` (rvtune_dot.h), which vectorises.
+here, by a loop nest whose innermost loop carries ``RV_VECTORIZE_FUSED[_WIDE]`` (rvtune_rt.h:
+``vectorize(assume_safety)``, as arena offsets in a loop nest defeat clang's dependence analysis, and on
+RVV a pinned LMUL). An fp32 ``exp`` ends a chain: the chain below it is computed into the exp's tile and
+``rv_exp_f32`` (rvtune_dot.h, RVV intrinsics) runs there in place; its consumers read that tile.
 """
 
 from __future__ import annotations
@@ -42,6 +44,15 @@ class Expr:
             out += c.parts() if isinstance(c, Expr) else [c]
         return out
 
+    def size(self) -> int:
+        """Ops in the chain."""
+        return 1 + sum(c.size() for c in self.children if isinstance(c, Expr))
+
+    def small(self) -> bool:
+        """Few enough tiles read and ops for a loop at LMUL 8 (4 register groups) without spills."""
+        tiles = {(x.expr, x.offset, x.strides) for x in self.parts() if x.kind == "buf" and x.strides[-1:] != (0,)}
+        return len(tiles) <= 3 and self.size() <= 8
+
     def code(self, at: Callable[[Val], str]) -> str:
         args = [c.code(at) if isinstance(c, Expr) else at(c) for c in self.children]
         if _vector_exp(self.op):
@@ -57,7 +68,7 @@ class Expr:
         keep_out_of_carried_home(out, leaves)
         # assume_safety: the result tile never overlaps a leaf except element for element (an in-place
         # loop-carried home), which clang's dependence analysis cannot prove for arena offsets in a nest
-        pragma = "#pragma clang loop vectorize(assume_safety)"
+        pragma = "RV_VECTORIZE_FUSED_WIDE" if self.small() else "RV_VECTORIZE_FUSED"  # rvtune_rt.h
         if all(f.flat_ok(x, shape) for x in (out, *leaves)):
             f.emit(pragma)
             with f.block(f"for (int32_t i_ = 0; i_ < {_prod(shape)}; ++i_)"):
@@ -111,6 +122,27 @@ def _vector_exp(op: Op) -> bool:
     return op.name == "math.exp" and op.result_types[0].element.elem == "f32"
 
 
+def _exp_tile(f: _Func, op: Op, arg: Val | Expr) -> Val:
+    """An fp32 exp tile by one call of rv_exp_f32 (rvtune_dot.h: RVV intrinsics at LMUL 4, no spills) on a
+    contiguous tile of its argument: the chain below the exp is computed into the result tile first, and
+    the exp is done there in place. The exp ends the fused chain: its consumers read the tile."""
+    rt = op.result_types[0]
+    if isinstance(arg, Expr):
+        out = arg.materialize(f, Val(rt, "sym", "", (), 0, None, arg), op.results[0])
+        src = out
+    elif arg.kind == "buf" and f.flat_ok(arg, rt.shape or ()):
+        out, src = f.new_buf(op.results[0], rt), arg
+        keep_out_of_carried_home(out, [arg])
+    else:  # a view (broadcast, transposed) or an iota: copied into the result tile first
+        out = f.new_buf(op.results[0], rt)
+        keep_out_of_carried_home(out, [arg])
+        f.copy_into(out, arg)
+        src = out
+    src_ptr = src.expr if src.offset == 0 else f"{src.expr} + {src.offset}"
+    f.emit(f"rv_exp_f32({out.expr}, {src_ptr}, {_prod(rt.shape or ())});")
+    return out
+
+
 def fuse_elementwise(f: _Func, op: Op) -> bool:
     """The element-wise hook of lower._Func.op_elementwise: True when this op was handled here."""
     rt = op.result_types[0] if op.result_types else None
@@ -133,6 +165,9 @@ def fuse_elementwise(f: _Func, op: Op) -> bool:
             children.append(f.get(o))  # ordinary values; other symbolic ones are materialised
     if all(isinstance(c, Val) and c.kind in ("scalar", "splat") for c in children):
         return False  # computed once as a scalar by the ordinary path
+    if _vector_exp(op):
+        f.values[op.results[0]] = _exp_tile(f, op, children[0])
+        return True
     expr = Expr(op, children)
     value = Val(rt, "sym", "", (), 0, None, expr)
     too_long = len(expr.code(lambda v: "x" * 12)) > MAX_EXPR_CHARS

@@ -26,7 +26,7 @@ from .lower_ops import OpSemanticsError, c_type, scalar_expr
 from .ttir import Block, Op, Region, TTIRParseError, Type, parse_function_type, parse_module
 
 #: Bump whenever the generated C changes for the same TTIR (it is part of the compile cache key).
-LOWERING_VERSION = "10"
+LOWERING_VERSION = "11"
 
 #: Directory holding rvtune_rt.h: compile generated kernels with ``-I RUNTIME_DIR``.
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -85,6 +85,17 @@ def _triton_type(t: Type) -> str:
     if t.pointee is not None:
         return "*" + _triton_type(t.pointee)
     return _TRITON_TYPE.get(t.elem or "", t.elem or "?")
+
+
+#: rv_fill_<suffix> (rvtune_dot.h) per C element type: tile fills without a libc memset call.
+_FILL_SUFFIX = {"float": "f32", "double": "f64", "int8_t": "i8", "uint8_t": "u8", "int16_t": "i16",
+                "uint16_t": "u16", "int32_t": "i32", "int64_t": "i64"}
+
+
+def fill_stmt(t: Type, dst: str, value: str, count: str) -> str | None:
+    """``count`` elements of type ``t``'s element at ``dst`` set to ``value`` (None: no helper for that type)."""
+    suffix = _FILL_SUFFIX.get(c_type(t.element))
+    return f"rv_fill_{suffix}({dst}, {value}, {count});" if suffix else None
 
 
 def _contig(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -182,6 +193,8 @@ class _Func:
         self.cfgs: list[_CFG] = []
         self.pending_comment = ""
         self.arena_bytes = 0
+        #: loaded tiles a tt.dot may read in place in global memory (dot_kernel.InPlaceB), by SSA name
+        self.in_place_b: dict[str, Any] = {}
 
     # ---- errors ---------------------------------------------------------------------------------------
     def where(self, op: Op | None = None) -> str:
@@ -318,6 +331,12 @@ class _Func:
             self.emit(body(lambda v: self.access(v, idx, flat), flat))
 
     def copy_into(self, dst: Val, src: Val) -> None:
+        if src.kind in ("scalar", "splat") and dst.kind == "buf" and dst.strides == _contig(dst.shape):
+            start = dst.expr if dst.offset == 0 else f"{dst.expr} + {dst.offset}"
+            fill = fill_stmt(dst.type, start, src.expr, str(_prod(dst.shape)))
+            if fill is not None:
+                self.emit(fill)
+                return
         self.loop(dst.shape, [dst, src], lambda at, flat: f"{at(dst)} = {at(src)};")
 
     def materialize(self, v: Val, hint: str = "tmp") -> Val:

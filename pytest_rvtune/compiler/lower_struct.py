@@ -386,9 +386,65 @@ def _reduce_tree(f: _Func, op: Op) -> None:
             f.values[res] = f.scalar(res, t, f"{w.expr}[0]")
 
 
+#: One-op combiners with a vector reduction in rvtune_rt.h: (op, element type) -> rv_reduce_<name>.
+_ROW_REDUCTIONS = {
+    ("arith.addf", "f32"): "sum_f32", ("arith.maxnumf", "f32"): "maxnum_f32",
+    ("arith.minnumf", "f32"): "minnum_f32", ("arith.maximumf", "f32"): "maximum_f32",
+    ("arith.minimumf", "f32"): "minimum_f32", ("arith.addi", "i32"): "sum_i32", ("arith.andi", "i32"): "and_i32",
+    ("arith.ori", "i32"): "or_i32", ("arith.xori", "i32"): "xor_i32", ("arith.maxsi", "i32"): "maxsi_i32",
+    ("arith.minsi", "i32"): "minsi_i32", ("arith.maxui", "i32"): "maxui_i32", ("arith.minui", "i32"): "minui_i32",
+}
+
+
+def _row_reduction(op: Op) -> str | None:
+    """The rv_reduce_* helper for a one-operand tt.reduce over the last axis whose combiner is one
+    commutative op of the two region arguments (tl.sum, tl.max, ...); None for anything else."""
+    shape = op.operand_types[0].shape or ()
+    if len(op.operands) != 1 or not shape or op.int_attr("axis") != len(shape) - 1:
+        return None
+    block = op.regions[0].blocks[0]
+    if len(block.ops) != 2:
+        return None
+    comb, ret = block.ops
+    args = {ssa for ssa, _t, _l in block.args}
+    if ret.name != "tt.reduce.return" or list(ret.operands) != list(comb.results) or set(comb.operands) != args \
+            or len(comb.operands) != 2:
+        return None
+    return _ROW_REDUCTIONS.get((comb.name, op.operand_types[0].element.elem or ""))
+
+
+def _reduce_rows(f: _Func, op: Op, helper: str) -> None:
+    """One vector reduction (rv_reduce_*, rvtune_rt.h: vfredusum / vfredmax ... on RVV) per row."""
+    src = f.get(op.operands[0])
+    if src.kind != "buf" or src.strides[-1] != 1:
+        src = f.materialize(src, "rows")
+    shape = src.shape
+    outer, n = shape[:-1], shape[-1]
+    res, t = op.results[0], op.result_types[0]
+    idx = [f"r{d}_" for d in range(len(outer))]
+    first = f.access(src, [*idx, "0"], "").replace(" + 0]", "]")
+    row = first.removesuffix("[0]") if first.endswith("[0]") else "&" + first
+    call = f"rv_reduce_{helper}({row}, {n})"
+    f.emit(f"/* reduce over the last axis: a vector reduction per row (rv_reduce_{helper}, rvtune_rt.h) */")
+    if not t.is_tensor:
+        f.values[res] = f.scalar(res, t, call)
+        return
+    out = f.new_buf(res, t)
+    flat = " + ".join(f"{i} * {st}" if st != 1 else i for i, st in zip(idx, _contig(outer), strict=True))
+    with contextlib.ExitStack() as stack:
+        for i, size in zip(idx, outer, strict=True):
+            stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {size}; ++{i})"))
+        f.emit(f"{out.expr}[{flat}] = {call};")
+    f.values[res] = out
+
+
 @handles("tt.reduce", "tt.scan")
 def op_reduce(f: _Func, op: Op) -> None:
     length = (op.operand_types[0].shape or ())[op.int_attr("axis")]
+    helper = _row_reduction(op) if op.name == "tt.reduce" else None
+    if helper is not None and length >= 2:
+        _reduce_rows(f, op, helper)
+        return
     if op.name == "tt.reduce" and length >= 4 and length & (length - 1) == 0:
         _reduce_tree(f, op)
         return

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import dot_kernel
-from .lower import _HANDLERS, Val, _contig, _Func, keep_out_of_carried_home
-from .lower_ops import c_type
+from .lower import _HANDLERS, Val, _contig, _Func, fill_stmt, keep_out_of_carried_home
+from .lower_ops import c_type, is_elementwise
 from .ttir import Block, Op, Type, parse_int_array
 
 #: The handlers this module wraps: it falls back to them whenever a pattern is not recognised.
@@ -459,11 +459,15 @@ def _segments(op: Op, names: int) -> list[int]:
 
 def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, elem_ptr_type: str,
                  inner: Callable[[str, str, list[str]], str], outside: Callable[[str, list[str]], str] | None,
-                 what: str, row_copy: Callable[[str, list[str]], str] | None = None) -> None:
+                 what: str, row_copy: Callable[[str, list[str]], str] | None = None,
+                 row_fill: Callable[[str, str], str | None] | None = None) -> None:
     """Loops over a structured block: ``inner(elem, flat, idx)`` for every element inside the mask (``elem``
     is the C lvalue of the element in memory), ``outside(flat, idx)`` for the others (loads: ``other``).
     ``row_copy(stride, idx)``, when given, is one statement doing ``inner`` for q in [lo_, hi_) of a row
-    (rv_copy_e*: vle/vlse on RVV) and is used when no per-element condition or offset is left."""
+    (rv_copy_e*: vle/vlse on RVV) and is used when no per-element condition or offset is left.
+    ``row_fill(first, count)``, when given, is one statement doing ``outside`` for ``count`` elements from flat
+    index ``first`` (rv_fill_*: a constant ``other``), so no plain fill loop is left for clang to make a memset
+    call of."""
     rank = len(shape)
     last = rank - 1
     n = shape[last]
@@ -499,13 +503,24 @@ def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, el
                 cc = " && ".join(f"({_Func.access(c, idx, '')})" for c in col_cond)
                 els = outside("o_ + q_", idx) if outside else ""
                 body = f"if ({cc}) {{ {body} }}" + (f" else {{ {els} }}" if els else "")
+            if step == "1":  # distinct addresses in global memory, the other side arena tiles: no overlap
+                f.emit("RV_VECTORIZE_FUSED")
             with f.block("for (int64_t q_ = lo_; q_ < hi_; ++q_)"):
                 f.emit(body)
 
+        def outside_range(first: str, end: str) -> None:
+            start, count = (f"o_ + {first}", f"{end} - {first}") if first != "0" else ("o_", end)
+            fill = row_fill(start, count) if row_fill else None
+            if fill is not None:
+                f.emit(fill)
+                return
+            assert outside is not None
+            with f.block(f"for (int64_t q_ = {first}; q_ < {end}; ++q_)"):
+                f.emit(outside("o_ + q_", idx))
+
         with f.block(f"if ({cond})") if cond != "1" else contextlib.nullcontext():
-            if outside is not None and (lo_raw is not None or hi_raw is not None):
-                with f.block("for (int64_t q_ = 0; q_ < lo_; ++q_)"):
-                    f.emit(outside("o_ + q_", idx))
+            if outside is not None and lo_raw is not None:
+                outside_range("0", "lo_")
             if row_copy is not None and not col_cond and not col_vecs:
                 f.emit(row_copy(stride, idx))
             elif _const(stride) is not None:
@@ -515,12 +530,11 @@ def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, el
                     middle("1")
                 with f.block("else"):
                     middle(stride)
-            if outside is not None and (lo_raw is not None or hi_raw is not None):
-                with f.block(f"for (int64_t q_ = hi_; q_ < {n}; ++q_)"):
-                    f.emit(outside("o_ + q_", idx))
+            if outside is not None and hi_raw is not None:
+                outside_range("hi_", str(n))
         if cond != "1" and outside is not None:
-            with f.block("else"), f.block(f"for (int64_t q_ = 0; q_ < {n}; ++q_)"):
-                f.emit(outside("o_ + q_", idx))
+            with f.block("else"):
+                outside_range("0", str(n))
     f.depth -= 1
     f.emit("}")
 
@@ -563,11 +577,73 @@ def op_load(f: _Func, op: Op) -> bool:
     def copy(stride: str, _idx: list[str]) -> str:
         return f"rv_copy_e{width}({out.expr} + o_ + lo_, 1, row_ + lo_ * {stride}, {stride}, hi_ - lo_);"
 
-    block_access(f, shape, ptr_v.sym, mask, "const " + c_type(op.operand_types[0]),
-                 lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}",
-                 copy if width else None)
+    skip = _in_place_for_dot(f, op, ptr_v.sym, mask, shape)
+
+    def fill_row(first: str, count: str) -> str | None:
+        if other is not None and other.kind not in ("scalar", "splat"):
+            return None
+        return fill_stmt(t, f"{out.expr} + {first}", fill, count)
+
+    whole = _whole_block(ptr_v.sym, mask, shape) if width and len(shape) == 2 else None
+    with f.block(f"if (!{skip})") if skip else contextlib.nullcontext():
+        if whole is not None:  # the common case, a block wholly inside its mask: one call copies its rows
+            at = c_add(ptr_v.sym.base, ptr_v.sym.offset_expr(["0", "0"], skip_base=True))
+            sld, ss = ptr_v.sym.strides
+            with f.block(f"if ({whole})"):
+                f.emit(f"rv_copy_rows_e{width}({out.expr}, {shape[1]}, {at}, {sld}, {ss}, {shape[0]}, {shape[1]});")
+        with f.block("else") if whole is not None else contextlib.nullcontext():
+            block_access(f, shape, ptr_v.sym, mask, "const " + c_type(op.operand_types[0]),
+                         lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}",
+                         copy if width else None, fill_row)
     f.values[op.results[0]] = out
     return True
+
+
+def _whole_block(ptr: Affine, mask: Bounds, shape: tuple[int, ...]) -> str | None:
+    """The C condition under which every element of a pointer block is inside its mask (None: the mask has
+    per-element conditions, or no bounds at all, so block_access checks nothing per row anyway)."""
+    if ptr.vecs or mask.conds or not ptr.ptr:
+        return None
+    terms = [mask.guard] if mask.guard != "1" else []
+    for lo, hi, n in zip(mask.lo, mask.hi, shape, strict=True):
+        terms += [f"{lo} <= 0"] if lo is not None else []
+        terms += [f"{hi} >= {n}"] if hi is not None else []
+    return " && ".join(f"({x})" for x in terms) if terms else None
+
+
+def _block_of(f: _Func, op: Op) -> Block | None:
+    def walk(parent: Op) -> Block | None:
+        for region in parent.regions:
+            for block in region.blocks:
+                if any(o is op for o in block.ops):
+                    return block
+                for inner in block.ops:
+                    found = walk(inner)
+                    if found is not None:
+                        return found
+        return None
+    return walk(f.func)
+
+
+def _in_place_for_dot(f: _Func, op: Op, ptr: Affine, mask: Bounds, shape: tuple[int, ...]) -> str | None:
+    """For a B tile only a dot reads (dot_kernel.b_read_in_place): a C flag, true at run time when the block
+    lies wholly inside its mask with unit-stride rows (and the ISA wants it: RV_DOT_B_IN_PLACE, rvtune_dot.h);
+    then the dot reads it in place and the copy is skipped (on RVV the copy costs up to a tenth of the dot)."""
+    block = _block_of(f, op)
+    if ptr.vecs or mask.conds or block is None or not dot_kernel.b_read_in_place(f, op, block, is_elementwise):
+        return None
+    whole = _whole_block(ptr, mask, shape)
+    terms = [whole] if whole is not None else []
+    if _const(ptr.strides[1]) != 1:
+        terms.append(f"{ptr.strides[1]} == 1")
+    flag = f.temp("in_place")
+    at = c_add(ptr.base, ptr.offset_expr(["0", "0"], skip_base=True)) if ptr.ptr else None
+    if at is None:
+        return None
+    f.emit("/* the dot below reads this tile in place when it lies wholly inside the mask */")
+    f.emit(f"const int {flag} = {' && '.join(['RV_DOT_B_IN_PLACE', *(f'({x})' for x in terms)])};")
+    f.in_place_b[op.results[0]] = dot_kernel.InPlaceB(flag, at, ptr.strides[0])
+    return flag
 
 
 @_wrap("tt.store")

@@ -20,7 +20,7 @@ def chain_kernel(x_ptr, m_ptr, out_ptr, scale, BM: tl.constexpr, BN: tl.constexp
     rm, rn = tl.arange(0, BM), tl.arange(0, BN)
     x = tl.load(x_ptr + rm[:, None] * BN + rn[None, :])
     m = tl.load(m_ptr + rm)
-    p = tl.exp(x * scale - m[:, None])  # one use: fused into the store
+    p = tl.exp(x * scale - m[:, None])  # the chain below the exp: one loop; the exp: one vector call
     tl.store(out_ptr + rm[:, None] * BN + rn[None, :], p)
     q = x * 2.0 + 1.0  # two uses: computed once
     tl.store(out_ptr + BM * BN + rm[:, None] * BN + rn[None, :], q + tl.sum(q, 1)[:, None])
@@ -57,11 +57,14 @@ _CHAIN_SIG = {"x_ptr": "*fp32", "m_ptr": "*fp32", "out_ptr": "*fp32", "scale": "
 _ACC_SIG = {"a_ptr": "*fp32", "b_ptr": "*fp32", "alpha_ptr": "*fp32", "out_ptr": "*fp32"}
 
 
-def test_single_use_chain_is_computed_in_the_store() -> None:
+def test_single_use_chain_is_one_loop_and_exp_one_vector_call() -> None:
     c = lower_kernel(chain_kernel, _CHAIN_SIG, {"BM": 8, "BN": 16}).c_source
-    assert re.search(r"row_\[q_\] = rv_expf\(\(\(x_\w+\[.*\] \* scale\) - m_\w+\[", c)
-    assert not re.search(r"\*p_\w+ = ", c)  # no tile for p
+    # x * scale - m[:, None] is one loop into p's tile, and the exp runs there in place (rv_exp_f32)
+    assert re.search(r"(p_\w+)\[.*\] = \(\(x_\w+\[.*\] \* scale\) - m_\w+\[", c)
+    assert re.search(r"rv_exp_f32\((p_\w+), \1, 128\);", c)
+    assert len(re.findall(r"\*p_\w+ = \(rv_float \*\)", c)) == 1  # no tile for x * scale
     assert len(re.findall(r"\*q_\w+ = \(rv_float \*\)", c)) == 1  # q (two uses) has its own tile
+    assert re.search(r"row_\[q_\] = \(q_\w+\[.*\] \+ v\w+\[p0_\]\);", c)  # q + sum(q): in the store
 
 
 def test_dot_accumulator_chain_goes_straight_into_the_result() -> None:

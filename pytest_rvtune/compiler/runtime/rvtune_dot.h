@@ -1,13 +1,15 @@
 /* rvtune_dot.h: what the fast paths of the generated kernel C call (compiler/ptr_analysis.py, dot_kernel.py):
- * index clamps for structured loads and tt.dot on fp32 tiles as a register-blocked micro-kernel.
+ * index clamps, row copies and fills of structured loads, the vector exp, and tt.dot on fp32 tiles as a
+ * register-blocked micro-kernel.
  *
  * C[M x N] += A[M x K] * B[K x N]. B rows are contiguous (ldb apart), C is contiguous (ldc apart), A may
- * have any strides. The work is cut into RV_MR x (RV_NV * RV_VW) register tiles: the accumulators are
- * GCC vector values that never leave registers while k runs (i-k-j order, a broadcast of A[i][k] times a
- * row of B), so clang emits one vfmacc.vf / vfmadd per vector and k step. M, N and K are compile-time
- * constants at every call site (always_inline), so clang unrolls the tile loops and drops the
- * remainder paths a config does not need. The sum over k is in order, one fused multiply-add per step:
- * the same rounding as a scalar i-k-j loop compiled with -ffp-contract=on.
+ * have any strides. The work is cut into register tiles (MR rows x a panel of columns, chosen per ISA and
+ * panel width, see RV_DOT_TILE below): the accumulators are GCC vector values that never leave registers
+ * while k runs (i-k-j order, a broadcast of A[i][k] times a row of B), so clang emits one vfmacc.vf /
+ * vfmadd per vector and k step. M, N and K are compile-time constants at every call site (always_inline),
+ * so clang specialises the tiles and drops the remainder paths a config does not need. The sum over k is
+ * in order, one fused multiply-add per step: the same rounding as a scalar i-k-j loop compiled with
+ * -ffp-contract=on.
  */
 #ifndef RVTUNE_DOT_H
 #define RVTUNE_DOT_H
@@ -66,6 +68,85 @@ RV_DEF_COPY(16)
 RV_DEF_COPY(32)
 RV_DEF_COPY(64)
 
+/* The rows of a 2-D block wholly inside its mask, into a contiguous tile: rows x cols elements, source rows
+ * sld apart with column stride ss, destination rows dld apart. On RVV one vsetvl serves every row when a
+ * row fits one LMUL-8 group (a vle/vlse + vse and two pointer steps per row); the masked path pays a bounds
+ * check, a row copy call and a fill per row instead. */
+#if defined(__riscv_v)
+#define RV_DEF_COPY_ROWS(W)                                                                              \
+    RV_INLINE void rv_copy_rows_e##W(void *dst, int64_t dld, const void *src, int64_t sld, int64_t ss,  \
+                                     int64_t rows, int64_t cols) {                                       \
+        uint##W##_t *d = (uint##W##_t *)dst;                                                            \
+        const uint##W##_t *s = (const uint##W##_t *)src;                                                \
+        if (cols > (int64_t)__riscv_vsetvlmax_e##W##m8()) {                                              \
+            for (int64_t r = 0; r < rows; ++r) rv_copy_e##W(d + r * dld, 1, s + r * sld, ss, cols);      \
+            return;                                                                                      \
+        }                                                                                                \
+        const size_t vl = __riscv_vsetvl_e##W##m8((size_t)cols);                                         \
+        if (ss == 1)                                                                                     \
+            for (int64_t r = 0; r < rows; ++r, s += sld, d += dld)                                       \
+                __riscv_vse##W##_v_u##W##m8(d, __riscv_vle##W##_v_u##W##m8(s, vl), vl);                  \
+        else                                                                                             \
+            for (int64_t r = 0; r < rows; ++r, s += sld, d += dld)                                       \
+                __riscv_vse##W##_v_u##W##m8(d, __riscv_vlse##W##_v_u##W##m8(s, ss * (W / 8), vl), vl);   \
+    }
+#else
+#define RV_DEF_COPY_ROWS(W)                                                                              \
+    RV_INLINE void rv_copy_rows_e##W(void *dst, int64_t dld, const void *src, int64_t sld, int64_t ss,  \
+                                     int64_t rows, int64_t cols) {                                       \
+        for (int64_t r = 0; r < rows; ++r)                                                               \
+            rv_copy_e##W((rv_copy_u##W *)dst + r * dld, 1, (const rv_copy_u##W *)src + r * sld, ss, cols); \
+    }
+#endif
+RV_DEF_COPY_ROWS(8)
+RV_DEF_COPY_ROWS(16)
+RV_DEF_COPY_ROWS(32)
+RV_DEF_COPY_ROWS(64)
+#undef RV_DEF_COPY_ROWS
+
+/* Tile fills (tl.zeros / tl.full, a masked load's ``other`` outside the mask): n contiguous elements set
+ * to one value. RVV: one vmv.v.x and a vse per 8 registers' worth; clang would turn the plain loop into a
+ * call to glibc's memset (scalar on riscv64, and outside the counted kernel). Elsewhere: the plain loop. */
+#if defined(__riscv_v)
+#define RV_DEF_FILL_BITS(W)                                                                              \
+    RV_INLINE void rv_fill_e##W(void *dst, uint##W##_t bits, int64_t n) {                                \
+        uint##W##_t *d = (uint##W##_t *)dst;                                                            \
+        const vuint##W##m8_t v = __riscv_vmv_v_x_u##W##m8(bits, __riscv_vsetvlmax_e##W##m8());          \
+        for (size_t vl; n > 0; n -= (int64_t)vl, d += vl) {                                              \
+            vl = __riscv_vsetvl_e##W##m8((size_t)n);                                                     \
+            __riscv_vse##W##_v_u##W##m8(d, v, vl);                                                       \
+        }                                                                                                \
+    }
+#else
+#define RV_DEF_FILL_BITS(W)                                                                              \
+    RV_INLINE void rv_fill_e##W(void *dst, uint##W##_t bits, int64_t n) {                                \
+        rv_copy_u##W *d = (rv_copy_u##W *)dst;                                                          \
+        for (int64_t i = 0; i < n; ++i) d[i] = bits;                                                     \
+    }
+#endif
+RV_DEF_FILL_BITS(8)
+RV_DEF_FILL_BITS(16)
+RV_DEF_FILL_BITS(32)
+RV_DEF_FILL_BITS(64)
+#undef RV_DEF_FILL_BITS
+
+/* Typed fills: the generated C passes the value in the tile's own element type. */
+#define RV_DEF_FILL(NAME, T, W)                                                                          \
+    RV_INLINE void rv_fill_##NAME(void *dst, T value, int64_t n) {                                       \
+        union { T v; uint##W##_t u; } b;                                                                 \
+        b.v = value;                                                                                     \
+        rv_fill_e##W(dst, b.u, n);                                                                       \
+    }
+RV_DEF_FILL(f32, float, 32)
+RV_DEF_FILL(f64, double, 64)
+RV_DEF_FILL(i8, int8_t, 8)
+RV_DEF_FILL(u8, uint8_t, 8)
+RV_DEF_FILL(i16, int16_t, 16)
+RV_DEF_FILL(u16, uint16_t, 16)
+RV_DEF_FILL(i32, int32_t, 32)
+RV_DEF_FILL(i64, int64_t, 64)
+#undef RV_DEF_FILL
+
 /* exp(x) in fp32 without libm, branch-free so that clang vectorises a loop of it (glibc's expf is a scalar
  * call: a quarter of flash attention's time). k = round(x / ln 2) by the 1.5 * 2^23 trick (the integer is
  * read from the float's bits: no float -> int conversion, which QEMU 7.2 mishandles when vectorised),
@@ -93,32 +174,90 @@ RV_INLINE float rv_expf(float x) {
     return x != x ? x + x : y;
 }
 
-/* Vector width (floats) and register tile per ISA: the tile's accumulators + one B row fit the
- * vector register file (RVV at VLEN 256: LMUL 4 groups, 4 + 1 of 8; AVX-512: 16 + 2 of 32 zmm). */
+/* out[i] = rv_expf(in[i]) for n elements (out == in is fine): what fusion.py emits for an fp32 tl.exp.
+ * RVV: the same operations as rv_expf, in the same order and with the same fused multiply-adds (so the
+ * same bits), on LMUL-4 groups with every constant a scalar operand (.vf forms, or one vfmv.v.f just
+ * before its use). Left to clang, the loop of rv_expf is vectorised at LMUL 2 with its constants hoisted
+ * into vector registers, which then spill and reload inside the loop. */
 #if defined(__riscv_v)
-#define RV_VW 32
-#define RV_MR 4
-#define RV_NV 1
-#elif defined(__AVX512F__)
-#define RV_VW 16
-#define RV_MR 8
-#define RV_NV 2
+RV_INLINE void rv_exp_f32(float *out, const float *in, int64_t n) {
+    /* The coefficients as opaque f-register values: inlined into a big kernel, clang would otherwise
+     * reload each one from the constant pool (auipc + flw) inside the loop. */
+    float c0 = 1.9875691500e-4f, c1 = 1.3981999507e-3f, c2 = 8.3334519073e-3f, c3 = 4.1665795894e-2f,
+          c4 = 1.6666665459e-1f, c5 = 5.0000001201e-1f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f,
+          log2e = 1.44269504088896341f;
+    __asm__("" : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3), "+f"(c4), "+f"(c5), "+f"(ln2_hi), "+f"(ln2_lo),
+            "+f"(log2e));
+    for (size_t vl; n > 0; n -= (int64_t)vl, in += vl, out += vl) {
+        vl = __riscv_vsetvl_e32m4((size_t)n);
+        const vfloat32m4_t x = __riscv_vle32_v_f32m4(in, vl);
+        const vfloat32m4_t xc = __riscv_vfmin_vf_f32m4(__riscv_vfmax_vf_f32m4(x, -104.0f, vl), 89.0f, vl);
+        const vfloat32m4_t kf = __riscv_vfmacc_vf_f32m4(__riscv_vfmv_v_f_f32m4(12582912.0f, vl), log2e, xc, vl);
+        const vint32m4_t k = __riscv_vsub_vx_i32m4(__riscv_vreinterpret_v_f32m4_i32m4(kf), 0x4B400000, vl);
+        const vfloat32m4_t kr = __riscv_vfsub_vf_f32m4(kf, 12582912.0f, vl);
+        vfloat32m4_t r = __riscv_vfnmsac_vf_f32m4(xc, ln2_hi, kr, vl);
+        r = __riscv_vfnmsac_vf_f32m4(r, ln2_lo, kr, vl);
+        vfloat32m4_t p = __riscv_vfmv_v_f_f32m4(c0, vl);
+        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c1, vl), p, r, vl);
+        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c2, vl), p, r, vl);
+        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c3, vl), p, r, vl);
+        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c4, vl), p, r, vl);
+        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c5, vl), p, r, vl);
+        /* e = (p * r * r + r) + 1 */
+        const vfloat32m4_t e =
+            __riscv_vfadd_vf_f32m4(__riscv_vfmadd_vv_f32m4(__riscv_vfmul_vv_f32m4(p, r, vl), r, r, vl), 1.0f, vl);
+        /* 2^k as two halves, k1 = k / 2 rounded toward zero */
+        const vint32m4_t k1 = __riscv_vsra_vx_i32m4(
+            __riscv_vadd_vv_i32m4(k, __riscv_vreinterpret_v_u32m4_i32m4(__riscv_vsrl_vx_u32m4(
+                                         __riscv_vreinterpret_v_i32m4_u32m4(k), 31, vl)), vl), 1, vl);
+        const vint32m4_t k2 = __riscv_vsub_vv_i32m4(k, k1, vl);
+        const vfloat32m4_t s1 = __riscv_vreinterpret_v_i32m4_f32m4(
+            __riscv_vsll_vx_i32m4(__riscv_vadd_vx_i32m4(k1, 127, vl), 23, vl));
+        const vfloat32m4_t s2 = __riscv_vreinterpret_v_i32m4_f32m4(
+            __riscv_vsll_vx_i32m4(__riscv_vadd_vx_i32m4(k2, 127, vl), 23, vl));
+        vfloat32m4_t y = __riscv_vfmul_vv_f32m4(__riscv_vfmul_vv_f32m4(e, s1, vl), s2, vl);
+        y = __riscv_vfadd_vv_f32m4_mu(__riscv_vmfne_vv_f32m4_b8(x, x, vl), y, x, x, vl); /* NaN: x + x */
+        __riscv_vse32_v_f32m4(out, y, vl);
+    }
+}
 #else
-#define RV_VW 8
-#define RV_MR 4
-#define RV_NV 2
+RV_INLINE void rv_exp_f32(float *out, const float *in, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = rv_expf(in[i]);
+}
 #endif
 
-typedef float rv_vf __attribute__((vector_size(RV_VW * 4), aligned(4)));
+/* The register tiles. A tile is MR rows x NV vectors of VT (a GCC vector of W floats); its MR * NV
+ * accumulators plus NV vectors of one B row fit the vector register file, so they never leave registers
+ * while k runs. Per k step: NV vector loads of B, MR scalar loads of A, MR * NV fused multiply-adds.
+ * Wider tiles spend fewer instructions per FLOP, so each column panel takes the widest tile that fits.
+ *   RVV, VLEN 256 (32 registers of 8 floats): 64 floats = one LMUL-8 group, 3 rows (3 + 1 of 4 groups);
+ *     32 floats = LMUL 4, 7 rows (7 + 1 of 8 groups); 16 floats = LMUL 2, 8 rows; 8 floats = LMUL 1.
+ *   AVX-512 (32 zmm of 16 floats): 2 zmm x 8 rows, then 1 zmm x 8 rows, then 8 floats x 8 rows.
+ *   other: 2 x 8 floats x 4 rows, then 8 floats x 4 rows. */
+typedef float rv_vf64 __attribute__((vector_size(256), aligned(4)));
+typedef float rv_vf32 __attribute__((vector_size(128), aligned(4)));
+typedef float rv_vf16 __attribute__((vector_size(64), aligned(4)));
 typedef float rv_vf8 __attribute__((vector_size(32), aligned(4)));
 
-#define RV_DOT_TILE(NAME, VT, NV)                                                                         \
+/* C[0..mr) x [0..NV*W) += A[0..mr) x [0..K) * B[0..K) x [0..NV*W), mr <= MR. The k loop is unrolled UNROLL
+ * times on RVV (one loop branch and pointer step per UNROLL steps) where registers are left for the next
+ * steps' B rows: not for the LMUL-8 tile (all four groups in use: clang would spill). */
+#define RV_PRAGMA(x) _Pragma(#x)
+#if defined(__riscv_v)
+#define RV_UNROLL_K(N) RV_PRAGMA(clang loop unroll_count(N))
+#define RV_TILE_LOOP RV_PRAGMA(clang loop unroll(disable)) /* see RV_DOT_PANEL */
+#else /* clang's own choices: any unroll hint made the AVX-512 tiles slower */
+#define RV_UNROLL_K(N)
+#define RV_TILE_LOOP
+#endif
+#define RV_DOT_TILE(NAME, VT, MR, NV, UNROLL)                                                             \
     RV_INLINE void NAME(int mr, int K, const float *A, long sam, long sak, const float *B, long ldb,     \
                         float *C, long ldc) {                                                            \
         enum { W = (int)(sizeof(VT) / sizeof(float)) };                                                  \
-        VT acc[RV_MR][NV];                                                                               \
+        VT acc[MR][NV];                                                                                  \
         for (int r = 0; r < mr; ++r)                                                                     \
             for (int v = 0; v < NV; ++v) memcpy(&acc[r][v], C + r * ldc + v * W, sizeof(VT));            \
+        RV_UNROLL_K(UNROLL)                                                                              \
         for (int k = 0; k < K; ++k) {                                                                    \
             VT b[NV];                                                                                    \
             for (int v = 0; v < NV; ++v) memcpy(&b[v], B + k * ldb + v * W, sizeof(VT));                 \
@@ -131,27 +270,61 @@ typedef float rv_vf8 __attribute__((vector_size(32), aligned(4)));
             for (int v = 0; v < NV; ++v) memcpy(C + r * ldc + v * W, &acc[r][v], sizeof(VT));            \
     }
 
-RV_DOT_TILE(rv_dot_tile_wide, rv_vf, RV_NV)
-RV_DOT_TILE(rv_dot_tile_one, rv_vf, 1)
-RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 1)
-
-/* One column panel of width ``w`` (RV_NV * RV_VW, RV_VW or 8) over all rows: full RV_MR tiles, then
- * the remaining rows one call with a constant row count each (a switch clang folds for constant M). */
-#define RV_DOT_PANEL(TILE)                                                                                \
+/* One column panel, all rows: full MR-row tiles, then the rows left over as one tile (M is a constant
+ * at every call site, so clang specialises the tile for that row count). On RVV the tile loop stays a
+ * loop: fully unrolled, clang's scheduler hoists the next tile's loads into this one's and spills LMUL-8
+ * registers (on x86 the unrolled loop is the faster one). */
+#define RV_DOT_PANEL(TILE, MR)                                                                            \
     do {                                                                                                 \
         int i = 0;                                                                                       \
-        for (; i + RV_MR <= M; i += RV_MR)                                                               \
-            TILE(RV_MR, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);                      \
-        for (; i < M; ++i) TILE(1, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);          \
+        RV_TILE_LOOP                                                                                     \
+        for (; i + (MR) <= M; i += (MR))                                                                 \
+            TILE(MR, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);                         \
+        if (i < M) TILE(M - i, K, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc);              \
     } while (0)
 
+#if defined(__riscv_v)
+RV_DOT_TILE(rv_dot_tile_64, rv_vf64, 3, 1, 1)
+RV_DOT_TILE(rv_dot_tile_32, rv_vf32, 6, 1, 2)
+RV_DOT_TILE(rv_dot_tile_16, rv_vf16, 8, 1, 4)
+RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 8, 1, 4)
+#define RV_DOT_PANELS                                                                                     \
+    for (; j + 64 <= N; j += 64) RV_DOT_PANEL(rv_dot_tile_64, 3);                                        \
+    for (; j + 32 <= N; j += 32) RV_DOT_PANEL(rv_dot_tile_32, 6);                                        \
+    for (; j + 16 <= N; j += 16) RV_DOT_PANEL(rv_dot_tile_16, 8);                                        \
+    for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8, 8);
+#elif defined(__AVX512F__)
+RV_DOT_TILE(rv_dot_tile_2x16, rv_vf16, 8, 2, 1)
+RV_DOT_TILE(rv_dot_tile_16, rv_vf16, 8, 1, 1)
+RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 8, 1, 1)
+#define RV_DOT_PANELS                                                                                     \
+    for (; j + 32 <= N; j += 32) RV_DOT_PANEL(rv_dot_tile_2x16, 8);                                      \
+    for (; j + 16 <= N; j += 16) RV_DOT_PANEL(rv_dot_tile_16, 8);                                        \
+    for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8, 8);
+#else
+RV_DOT_TILE(rv_dot_tile_2x8, rv_vf8, 4, 2, 1)
+RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 4, 1, 1)
+#define RV_DOT_PANELS                                                                                     \
+    for (; j + 16 <= N; j += 16) RV_DOT_PANEL(rv_dot_tile_2x8, 4);                                       \
+    for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8, 4);
+#endif
+
+/* Whether a whole B block is read in place instead of copied (dot_kernel.InPlaceB, decided per block at run
+ * time): on RVV the copy is instructions the dot does not need; on x86 the copy is worth its cost (a packed
+ * panel: B rows of a large matrix are a power of two apart and evict each other from L1). */
+#if defined(__riscv_v)
+#define RV_DOT_B_IN_PLACE 1
+#else
+#define RV_DOT_B_IN_PLACE 0
+#endif
+
+/* C[M x N] += A[M x K] * B[K x N]: column panels of the widest tile that fits, then the columns left over
+ * (N not a multiple of 8) in plain i-k order. */
 RV_INLINE void rv_dot_f32(int M, int N, int K, const float *A, long sam, long sak, const float *B, long ldb,
                           float *C, long ldc) {
     int j = 0;
-    for (; j + RV_NV * RV_VW <= N; j += RV_NV * RV_VW) RV_DOT_PANEL(rv_dot_tile_wide);
-    for (; j + RV_VW <= N; j += RV_VW) RV_DOT_PANEL(rv_dot_tile_one);
-    for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8);
-    for (; j < N; ++j) /* columns left over (N not a multiple of 8): plain i-k order */
+    RV_DOT_PANELS
+    for (; j < N; ++j)
         for (int i = 0; i < M; ++i) {
             float acc = C[i * ldc + j];
             for (int k = 0; k < K; ++k) acc += A[i * sam + k * sak] * B[k * ldb + j];

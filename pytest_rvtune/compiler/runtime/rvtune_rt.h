@@ -20,6 +20,20 @@
 
 #define RV_INLINE static inline __attribute__((always_inline))
 
+/* Put before a fused element-wise loop (compiler/fusion.py). assume_safety: the result tile never overlaps
+ * a leaf except element for element, which clang cannot prove for arena offsets. On RVV the width is
+ * pinned: 64 floats (LMUL 8) for short chains over at most 3 tiles (_WIDE), else 32 (LMUL 4). Left alone,
+ * clang picks LMUL 2 and fully unrolls constant trip counts, keeping every unrolled address live in a
+ * register or on the stack. */
+#if defined(__riscv_v)
+#define RV_VECTORIZE_FUSED _Pragma("clang loop vectorize(assume_safety) vectorize_width(32) interleave_count(1)")
+#define RV_VECTORIZE_FUSED_WIDE                                                                          \
+    _Pragma("clang loop vectorize(assume_safety) vectorize_width(64) interleave_count(1)")
+#else
+#define RV_VECTORIZE_FUSED _Pragma("clang loop vectorize(assume_safety)")
+#define RV_VECTORIZE_FUSED_WIDE _Pragma("clang loop vectorize(assume_safety)")
+#endif
+
 /* Tiles live in one stack arena whose bytes are reused by liveness for values of different types. C's
  * effective-type rules would make that undefined (clang's type-based alias analysis really does move a
  * float store past an int load of the same bytes at -O3), so every arena access goes through one of these
@@ -223,6 +237,133 @@ RV_INLINE double rv_minimum(double a, double b) {
     if (a == b) return signbit(a) ? a : b;
     return a < b ? a : b;
 }
+
+/* ---- row reductions: tt.reduce over a contiguous last axis with a one-op combiner -----------------------
+ * rv_reduce_<combiner>_<type>(x, n) combines x[0..n), n >= 1; compiler/lower_struct.py emits one call per
+ * row. Triton leaves the combining order of tl.sum / tl.max free (GPUs reduce in butterflies), so:
+ *  - RVV: the row is folded into one LMUL-8 register group lane by lane (lane l combines x[l], x[l + 64],
+ *    ... at VLEN 256), then ONE vfredusum / vfredmax / vredsum ... combines the lanes. vfredusum is the
+ *    unordered sum (the hardware picks the tree; QEMU adds in order), so a row's sum may differ from a
+ *    sequential sum in the last bits, as it does on a GPU. vfredosum (ordered) is not used: it is slow on
+ *    real hardware and the order it pins is not Triton's either. Sums start from -0.0 (the identity of
+ *    +: a row of -0.0 sums to -0.0); idempotent combiners start from x[0].
+ *  - elsewhere: the same fold over 16 lanes in plain C (clang vectorises it), then a halving tree.
+ * maxnum / minnum are arith.maxnumf / minnumf (what tl.max / tl.min emit: a NaN loses unless all are NaN,
+ * exactly vfmax / vfmin); maximum / minimum are arith.maximumf / minimumf (a NaN wins). Both order
+ * -0.0 < +0.0, as RISC-V does. Integer sums wrap. */
+RV_INLINE float rv_comb_sum_f32(float a, float b) { return a + b; }
+RV_INLINE float rv_comb_maxnum_f32(float a, float b) { return fmaxf(a, b); }
+RV_INLINE float rv_comb_minnum_f32(float a, float b) { return fminf(a, b); }
+RV_INLINE float rv_comb_maximum_f32(float a, float b) { return rv_maximumf(a, b); }
+RV_INLINE float rv_comb_minimum_f32(float a, float b) { return rv_minimumf(a, b); }
+RV_INLINE int32_t rv_comb_sum_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+RV_INLINE int32_t rv_comb_and_i32(int32_t a, int32_t b) { return a & b; }
+RV_INLINE int32_t rv_comb_or_i32(int32_t a, int32_t b) { return a | b; }
+RV_INLINE int32_t rv_comb_xor_i32(int32_t a, int32_t b) { return a ^ b; }
+RV_INLINE int32_t rv_comb_maxsi_i32(int32_t a, int32_t b) { return a > b ? a : b; }
+RV_INLINE int32_t rv_comb_minsi_i32(int32_t a, int32_t b) { return a < b ? a : b; }
+RV_INLINE int32_t rv_comb_maxui_i32(int32_t a, int32_t b) { return (uint32_t)a > (uint32_t)b ? a : b; }
+RV_INLINE int32_t rv_comb_minui_i32(int32_t a, int32_t b) { return (uint32_t)a < (uint32_t)b ? a : b; }
+
+#if defined(__riscv_v)
+#include <riscv_vector.h>
+/* Lane-wise fold of x[0..n) into one m8 group (returned), vl0 = the lanes in use. The _tu fold leaves the
+ * lanes past a short last chunk as they were. */
+#define RV_FOLD_M8(VT, SFX, FOLD)                                                                        \
+    size_t vl0 = __riscv_vsetvl_e32m8((size_t)n);                                                       \
+    VT acc = __riscv_vle32_v_##SFX##m8(x, vl0);                                                         \
+    for (int64_t i = (int64_t)vl0; i < n;) {                                                            \
+        const size_t vl = __riscv_vsetvl_e32m8((size_t)(n - i));                                        \
+        acc = FOLD(acc, acc, __riscv_vle32_v_##SFX##m8(x + i, vl), vl);                                 \
+        i += (int64_t)vl;                                                                               \
+    }
+
+#define RV_REDUCE_F32(NAME, FOLD, RED, START)                                                            \
+    RV_INLINE float rv_reduce_##NAME##_f32(const float *x, int64_t n) {                                 \
+        RV_FOLD_M8(vfloat32m8_t, f32, FOLD)                                                             \
+        return __riscv_vfmv_f_s_f32m1_f32(RED(acc, __riscv_vfmv_s_f_f32m1(START, 1), vl0));             \
+    }
+RV_REDUCE_F32(sum, __riscv_vfadd_vv_f32m8_tu, __riscv_vfredusum_vs_f32m8_f32m1, -0.0f)
+RV_REDUCE_F32(maxnum, __riscv_vfmax_vv_f32m8_tu, __riscv_vfredmax_vs_f32m8_f32m1, x[0])
+RV_REDUCE_F32(minnum, __riscv_vfmin_vv_f32m8_tu, __riscv_vfredmin_vs_f32m8_f32m1, x[0])
+#undef RV_REDUCE_F32
+
+/* maximum / minimum: maxnum / minnum, unless the row holds a NaN (then that NaN). */
+RV_INLINE float rv_first_nan_f32(const float *x, int64_t n) {
+    for (int64_t i = 0; i < n;) {
+        const size_t vl = __riscv_vsetvl_e32m8((size_t)(n - i));
+        const vfloat32m8_t v = __riscv_vle32_v_f32m8(x + i, vl);
+        const long k = __riscv_vfirst_m_b4(__riscv_vmfne_vv_f32m8_b4(v, v, vl), vl);
+        if (k >= 0) return x[i + k];
+        i += (int64_t)vl;
+    }
+    return 0.0f; /* no NaN */
+}
+RV_INLINE float rv_reduce_maximum_f32(const float *x, int64_t n) {
+    const float r = rv_reduce_maxnum_f32(x, n), nan = rv_first_nan_f32(x, n);
+    return nan != nan ? nan : r;
+}
+RV_INLINE float rv_reduce_minimum_f32(const float *x, int64_t n) {
+    const float r = rv_reduce_minnum_f32(x, n), nan = rv_first_nan_f32(x, n);
+    return nan != nan ? nan : r;
+}
+
+#define RV_REDUCE_I32(NAME, FOLD, RED, START)                                                            \
+    RV_INLINE int32_t rv_reduce_##NAME##_i32(const int32_t *x, int64_t n) {                             \
+        RV_FOLD_M8(vint32m8_t, i32, FOLD)                                                               \
+        return __riscv_vmv_x_s_i32m1_i32(RED(acc, __riscv_vmv_s_x_i32m1(START, 1), vl0));               \
+    }
+RV_REDUCE_I32(sum, __riscv_vadd_vv_i32m8_tu, __riscv_vredsum_vs_i32m8_i32m1, 0)
+RV_REDUCE_I32(and, __riscv_vand_vv_i32m8_tu, __riscv_vredand_vs_i32m8_i32m1, x[0])
+RV_REDUCE_I32(or, __riscv_vor_vv_i32m8_tu, __riscv_vredor_vs_i32m8_i32m1, 0)
+RV_REDUCE_I32(xor, __riscv_vxor_vv_i32m8_tu, __riscv_vredxor_vs_i32m8_i32m1, 0)
+RV_REDUCE_I32(maxsi, __riscv_vmax_vv_i32m8_tu, __riscv_vredmax_vs_i32m8_i32m1, x[0])
+RV_REDUCE_I32(minsi, __riscv_vmin_vv_i32m8_tu, __riscv_vredmin_vs_i32m8_i32m1, x[0])
+#undef RV_REDUCE_I32
+
+#define RV_REDUCE_U32(NAME, FOLD, RED)                                                                   \
+    RV_INLINE int32_t rv_reduce_##NAME##_i32(const int32_t *xs, int64_t n) {                            \
+        const uint32_t *x = (const uint32_t *)xs;                                                       \
+        RV_FOLD_M8(vuint32m8_t, u32, FOLD)                                                              \
+        return (int32_t)__riscv_vmv_x_s_u32m1_u32(RED(acc, __riscv_vmv_s_x_u32m1(x[0], 1), vl0));       \
+    }
+RV_REDUCE_U32(maxui, __riscv_vmaxu_vv_u32m8_tu, __riscv_vredmaxu_vs_u32m8_u32m1)
+RV_REDUCE_U32(minui, __riscv_vminu_vv_u32m8_tu, __riscv_vredminu_vs_u32m8_u32m1)
+#undef RV_REDUCE_U32
+#undef RV_FOLD_M8
+
+#else
+#define RV_LANES 16
+#define RV_REDUCE_PORTABLE(NAME, T)                                                                      \
+    RV_INLINE T rv_reduce_##NAME(const T *x, int64_t n) {                                               \
+        T lane[RV_LANES];                                                                               \
+        const int64_t used = n < RV_LANES ? n : RV_LANES;                                               \
+        int64_t i = 0;                                                                                  \
+        for (; i < used; ++i) lane[i] = x[i];                                                           \
+        for (; i + RV_LANES <= n; i += RV_LANES)                                                        \
+            for (int l = 0; l < RV_LANES; ++l) lane[l] = rv_comb_##NAME(lane[l], x[i + l]);             \
+        for (int l = 0; i < n; ++i, ++l) lane[l] = rv_comb_##NAME(lane[l], x[i]);                       \
+        for (int w = RV_LANES / 2; w >= 1; w /= 2) /* lane k joins lane k - w, w the top power of 2 <= k */ \
+            for (int l = 0; l < w; ++l)                                                                 \
+                if (l + w < used) lane[l] = rv_comb_##NAME(lane[l], lane[l + w]);                       \
+        return lane[0];                                                                                 \
+    }
+RV_REDUCE_PORTABLE(sum_f32, float)
+RV_REDUCE_PORTABLE(maxnum_f32, float)
+RV_REDUCE_PORTABLE(minnum_f32, float)
+RV_REDUCE_PORTABLE(maximum_f32, float)
+RV_REDUCE_PORTABLE(minimum_f32, float)
+RV_REDUCE_PORTABLE(sum_i32, int32_t)
+RV_REDUCE_PORTABLE(and_i32, int32_t)
+RV_REDUCE_PORTABLE(or_i32, int32_t)
+RV_REDUCE_PORTABLE(xor_i32, int32_t)
+RV_REDUCE_PORTABLE(maxsi_i32, int32_t)
+RV_REDUCE_PORTABLE(minsi_i32, int32_t)
+RV_REDUCE_PORTABLE(maxui_i32, int32_t)
+RV_REDUCE_PORTABLE(minui_i32, int32_t)
+#undef RV_REDUCE_PORTABLE
+#undef RV_LANES
+#endif
 
 /* tt.clampf: propagate_nan=none returns the bound for NaN (like fmax/fmin), =all returns NaN. */
 RV_INLINE float rv_clampf(float x, float lo, float hi, int propagate_nan) {
