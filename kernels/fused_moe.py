@@ -96,8 +96,10 @@ def make_inputs(case, seed):
     # A router: softmax over expert logits, top-k experts per token (distinct), renormalised weights.
     logits = torch.randn((M, E), generator=g)
     logits[:, list(case["idle_experts"])] = float("-inf")
-    weights, topk_ids = torch.topk(torch.softmax(logits, dim=-1), top_k, dim=-1)
-    weights = weights / weights.sum(dim=-1, keepdim=True)
+    # In float64, rounded once at the end: torch's float32 softmax differs in the last bit between CPUs (its exp
+    # depends on the SIMD path), and golden data must be the same bytes on every machine that generates it.
+    weights, topk_ids = torch.topk(torch.softmax(logits.double(), dim=-1), top_k, dim=-1)
+    weights = (weights / weights.sum(dim=-1, keepdim=True)).float()
     sorted_token_ids, expert_ids, num_tokens_post_padded = moe_align_block_size(topk_ids, case["BLOCK_SIZE_M"], E)
     return {
         "a": a,
