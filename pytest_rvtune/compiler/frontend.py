@@ -40,13 +40,20 @@ def _backend() -> Any:
     return make_backend(_target())
 
 
+#: The fp8 types the lowering handles: none (no C representation). Triton's frontend then refuses an fp8 kernel
+#: where the user wrote it, as the CPU driver's backend options do, instead of the lowering failing later.
+SUPPORTED_FP8_DTYPES: tuple[str, ...] = ()
+
+
 def ttir_options() -> Any:
-    """The backend options the frontend runs with: no overflow sanitizer, IEEE fp32 ``tl.dot``."""
+    """The backend options the frontend runs with: no overflow sanitizer, IEEE fp32 ``tl.dot``, no fp8."""
     import triton
 
     # fp32 tl.dot defaults to tf32 on this target; we compute real fp32 on the CPU.
     triton.knobs.language.fp32_default = "ieee"
-    return _backend().parse_options({"sanitize_overflow": False, "default_dot_input_precision": "ieee"})
+    return _backend().parse_options({"sanitize_overflow": False, "default_dot_input_precision": "ieee",
+                                     "supported_fp8_dtypes": SUPPORTED_FP8_DTYPES,
+                                     "deprecated_fp8_dot_operand_dtypes": ()})
 
 
 def codegen_functions(options: Any) -> dict[str, Any]:
@@ -122,6 +129,14 @@ def _where(fn: Any, err: Any) -> str:
     return f"{getattr(fn, 'file_name', '?')}:{first + lineno - 1}: "
 
 
+def _advice(err: Any) -> str:
+    """What to do about a frontend refusal our options cause (fp8 types); empty for any other error."""
+    if "not supported in this architecture" in str(err) and "fp8" in str(err):
+        return ("\nthe rvtune backend has no fp8 types: load fp16/bf16/fp32 data (convert fp8 tensors with "
+                "torch's .to() before the launch)")
+    return ""
+
+
 def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, object], *,
                    block_pointers: bool = True) -> str:
     """Generic-form TTIR text of ``fn`` specialised on ``constexprs``, with loc info (kernel lines).
@@ -144,6 +159,6 @@ def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, obj
         try:
             mod = src.make_ir(_target(), options, codegen_functions(options), module_map(block_pointers), ctx)
         except CompilationError as e:
-            raise FrontendError(f"{_where(fn, e)}in {getattr(fn, '__name__', 'kernel')}: {e}") from e
+            raise FrontendError(f"{_where(fn, e)}in {getattr(fn, '__name__', 'kernel')}: {e}{_advice(e)}") from e
         run_ttir_passes(mod)
         return mod.str()
