@@ -105,3 +105,31 @@ def test_sample_in_process(tmp_path):
     proc, results = run(tmp_path, "--sample", "3", "--seed", "4", "--workers", "0", "-k", "test_add or other")
     assert len(results) == 3, proc.stdout
     assert "(sample of 3, seed 4)" in proc.stdout
+
+
+def test_a_kernel_crash_under_qemu_is_other_and_named_even_behind_the_tests_own_assert():
+    # Triton's tests wrap some launches in ``try: ... except BaseException: assert False``; the verdict and the
+    # reason must come from the crash, not from that assert (nor count it as a refusal of ours).
+    sys.path.insert(0, str(paths.REPO_ROOT / "benchmarks"))
+    try:
+        import triton_conformance_plugin as plugin
+    finally:
+        sys.path.pop(0)
+    import numpy as np
+
+    from pytest_rvtune.cpu_driver.launch import KernelCrashError, LaunchError
+
+    def fail_after(error: Exception) -> AssertionError:
+        try:
+            try:
+                raise error
+            except BaseException:
+                np.testing.assert_(False)  # as Triton's test does: the error stays the assert's __context__
+        except AssertionError as e:
+            return e
+
+    crashed = fail_after(KernelCrashError("kernel k: the kernel crashed under QEMU (SIGSEGV; ...)"))
+    assert plugin.classify(crashed) == ("other", True)
+    assert plugin.reason_of(crashed).startswith("KernelCrashError: kernel k: the kernel crashed under QEMU")
+    refused = fail_after(LaunchError("kernel k: argument 'x' is on device meta"))
+    assert plugin.classify(refused) == ("refused", True)
