@@ -82,15 +82,37 @@ def run_ttir_passes(mod: Any) -> None:
 
 
 @functools.cache
-def _enable_generic_printing() -> None:
-    """Make every module print in MLIR's generic form (the only form ttir.py parses); once per process."""
+def _printer_options() -> Any:
+    """libtriton with MLIR's printer options registered as LLVM command-line options (once per process)."""
     import triton
 
     lib = ctypes.CDLL(str(pathlib.Path(triton.__file__).parent / "_C" / "libtriton.so"), mode=ctypes.RTLD_GLOBAL)
     lib._ZN4mlir27registerAsmPrinterCLOptionsEv()
-    flags = (b"rvtune", b"--mlir-print-op-generic", b"--mlir-print-local-scope")
     lib.LLVMParseCommandLineOptions.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p]
-    lib.LLVMParseCommandLineOptions(len(flags), (ctypes.c_char_p * len(flags))(*flags), b"rvtune")
+    return lib
+
+
+def _set_generic_printing(on: bool) -> None:
+    value = b"true" if on else b"false"
+    flags = (b"rvtune", b"--mlir-print-op-generic=" + value, b"--mlir-print-local-scope=" + value)
+    _printer_options().LLVMParseCommandLineOptions(len(flags), (ctypes.c_char_p * len(flags))(*flags), b"rvtune")
+
+
+_print_lock = threading.Lock()
+
+
+def generic_text(mod: Any) -> str:
+    """``mod`` in MLIR's generic form with locations inline (the only form ttir.py parses).
+
+    The printer flags are process-global, so they are on only while this prints: everything else (Triton's
+    ``compiled.asm["ttir"]``, which users and Triton's own tests read) keeps MLIR's usual pretty form.
+    """
+    with _print_lock:
+        _set_generic_printing(True)
+        try:
+            return mod.str()
+        finally:
+            _set_generic_printing(False)
 
 
 def full_signature(fn: Any, signature: dict[str, str], constexprs: dict[str, object]) -> dict[str, str]:
@@ -150,7 +172,6 @@ def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, obj
 
     sig = full_signature(fn, signature, constexprs)
     with _lock:  # the MLIR context and knobs are process-global state
-        _enable_generic_printing()
         options = ttir_options()
         ctx = ir.context()
         ir.load_dialects(ctx)
@@ -161,4 +182,4 @@ def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, obj
         except CompilationError as e:
             raise FrontendError(f"{_where(fn, e)}in {getattr(fn, '__name__', 'kernel')}: {e}{_advice(e)}") from e
         run_ttir_passes(mod)
-        return mod.str()
+        return generic_text(mod)
