@@ -179,9 +179,19 @@ def classify(exc: BaseException) -> tuple[str, bool]:
         return "refused", True
     if any(isinstance(e, CompilationError) and _FRONTEND_REFUSALS.search(str(e)) for e in chain):
         return "refused", False
-    if isinstance(exc, AssertionError):
+    if isinstance(exc, AssertionError) and not _torch_internal(exc):
         return "wrong", False
     return "other", False
+
+
+def _torch_internal(exc: BaseException) -> bool:
+    """An assert inside torch itself (``Torch not compiled with CUDA enabled``), not a comparison of results
+    (``torch.testing`` raises its mismatches from inside torch too: those stay comparisons)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = tb.tb_frame.f_code.co_filename.replace("\\", "/") if tb is not None else ""
+    return "/torch/" in where and "/torch/testing/" not in where
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -133,3 +133,28 @@ def test_a_kernel_crash_under_qemu_is_other_and_named_even_behind_the_tests_own_
     assert plugin.reason_of(crashed).startswith("KernelCrashError: kernel k: the kernel crashed under QEMU")
     refused = fail_after(LaunchError("kernel k: argument 'x' is on device meta"))
     assert plugin.classify(refused) == ("refused", True)
+
+
+def test_an_assert_inside_torch_is_other_but_torch_testing_mismatches_are_wrong():
+    # Triton's tests create CUDA tensors in some parametrisations: torch's own "not compiled with CUDA" assert is
+    # not a wrong result; torch.testing.assert_close (raised from inside torch as well) is one.
+    import torch
+
+    sys.path.insert(0, str(paths.REPO_ROOT / "benchmarks"))
+    try:
+        import triton_conformance_plugin as plugin
+    finally:
+        sys.path.pop(0)
+
+    def raised(fn) -> BaseException:
+        try:
+            fn()
+        except BaseException as e:  # whatever the call raises is the subject
+            return e
+        raise AssertionError(f"{fn} raised nothing")
+
+    no_cuda = raised(lambda: torch.zeros(1, device="cuda"))
+    assert isinstance(no_cuda, AssertionError) and "CUDA" in str(no_cuda)
+    assert plugin.classify(no_cuda) == ("other", False)
+    mismatch = raised(lambda: torch.testing.assert_close(torch.ones(2), torch.zeros(2)))
+    assert plugin.classify(mismatch) == ("wrong", False)
