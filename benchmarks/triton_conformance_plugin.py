@@ -8,7 +8,8 @@ verdict to the controller in the report's ``user_properties``, which writes one 
 
 Verdicts: ``pass``; ``wrong`` (an AssertionError: Triton's tests compare results with numpy/torch asserts);
 ``refused`` (the rvtune compiler or driver, or Triton's frontend on our options, refused the kernel with a
-named error); ``other`` (any other failure, a crashed worker included); ``skipped`` (the test skipped itself).
+named error); ``other`` (any other failure, a crashed kernel included: a crashed worker on the host, a
+``KernelCrashError`` under QEMU); ``skipped`` (the test skipped itself).
 An item *reached our lowering* when it compiled or launched a kernel through the driver, or our compiler or
 driver refused it: the issue's pass rate is taken over those.
 """
@@ -145,6 +146,10 @@ def reason_of(exc: BaseException) -> str:
     the source excerpt); an assertion's first two (numpy puts the tolerance and the mismatch count there)."""
     from triton.compiler.errors import CompilationError
 
+    from pytest_rvtune.cpu_driver.launch import KernelCrashError
+
+    # A test that catches every exception and asserts may hide the crash that made it fail: show the crash.
+    exc = next((e for e in _chain(exc) if isinstance(e, KernelCrashError)), exc)
     lines = _lines(str(exc))
     if isinstance(exc, CompilationError):
         text = lines[-1] if lines else ""
@@ -162,19 +167,31 @@ def classify(exc: BaseException) -> tuple[str, bool]:
     from pytest_rvtune.compiler.api import CompileError
     from pytest_rvtune.compiler.lower import LoweringError
     from pytest_rvtune.compiler.lower_ops import OpSemanticsError
-    from pytest_rvtune.cpu_driver.launch import LaunchError
+    from pytest_rvtune.cpu_driver.launch import KernelCrashError, LaunchError
     from pytest_rvtune.cpu_driver.loader import LoadError
 
     chain = list(_chain(exc))
+    if any(isinstance(e, KernelCrashError) for e in chain):  # as a crashed worker on the host: not a refusal
+        return "other", True
     if any(isinstance(e, LoweringError | OpSemanticsError) for e in chain):
         return "refused", True
     if any(isinstance(e, LaunchError | LoadError | CompileError) for e in chain):
         return "refused", True
     if any(isinstance(e, CompilationError) and _FRONTEND_REFUSALS.search(str(e)) for e in chain):
         return "refused", False
-    if isinstance(exc, AssertionError):
+    if isinstance(exc, AssertionError) and not _torch_internal(exc):
         return "wrong", False
     return "other", False
+
+
+def _torch_internal(exc: BaseException) -> bool:
+    """An assert inside torch itself (``Torch not compiled with CUDA enabled``), not a comparison of results
+    (``torch.testing`` raises its mismatches from inside torch too: those stay comparisons)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = tb.tb_frame.f_code.co_filename.replace("\\", "/") if tb is not None else ""
+    return "/torch/" in where and "/torch/testing/" not in where
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -145,12 +145,11 @@ class RVTuneBackend(BaseBackend):
 
     @staticmethod
     def make_c(mod: Any, metadata: dict, options: RVTuneOptions) -> bytes:
-        from pytest_rvtune.compiler.frontend import _enable_generic_printing
+        from pytest_rvtune.compiler.frontend import generic_text
         from pytest_rvtune.compiler.lower import lower_ttir
 
         # The lowering reads MLIR's generic form (with locations); the frontend owns that printer switch.
-        _enable_generic_printing()
-        lowered = lower_ttir(mod.str())
+        lowered = lower_ttir(generic_text(mod))
         metadata["name"] = lowered.name
         metadata["shared"] = 0
         metadata["params"] = [[p.name, p.c_type, p.triton_type] for p in lowered.params]

@@ -40,13 +40,20 @@ def _backend() -> Any:
     return make_backend(_target())
 
 
+#: The fp8 types the lowering handles: none (no C representation). Triton's frontend then refuses an fp8 kernel
+#: where the user wrote it, as the CPU driver's backend options do, instead of the lowering failing later.
+SUPPORTED_FP8_DTYPES: tuple[str, ...] = ()
+
+
 def ttir_options() -> Any:
-    """The backend options the frontend runs with: no overflow sanitizer, IEEE fp32 ``tl.dot``."""
+    """The backend options the frontend runs with: no overflow sanitizer, IEEE fp32 ``tl.dot``, no fp8."""
     import triton
 
     # fp32 tl.dot defaults to tf32 on this target; we compute real fp32 on the CPU.
     triton.knobs.language.fp32_default = "ieee"
-    return _backend().parse_options({"sanitize_overflow": False, "default_dot_input_precision": "ieee"})
+    return _backend().parse_options({"sanitize_overflow": False, "default_dot_input_precision": "ieee",
+                                     "supported_fp8_dtypes": SUPPORTED_FP8_DTYPES,
+                                     "deprecated_fp8_dot_operand_dtypes": ()})
 
 
 def codegen_functions(options: Any) -> dict[str, Any]:
@@ -75,15 +82,37 @@ def run_ttir_passes(mod: Any) -> None:
 
 
 @functools.cache
-def _enable_generic_printing() -> None:
-    """Make every module print in MLIR's generic form (the only form ttir.py parses); once per process."""
+def _printer_options() -> Any:
+    """libtriton with MLIR's printer options registered as LLVM command-line options (once per process)."""
     import triton
 
     lib = ctypes.CDLL(str(pathlib.Path(triton.__file__).parent / "_C" / "libtriton.so"), mode=ctypes.RTLD_GLOBAL)
     lib._ZN4mlir27registerAsmPrinterCLOptionsEv()
-    flags = (b"rvtune", b"--mlir-print-op-generic", b"--mlir-print-local-scope")
     lib.LLVMParseCommandLineOptions.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p]
-    lib.LLVMParseCommandLineOptions(len(flags), (ctypes.c_char_p * len(flags))(*flags), b"rvtune")
+    return lib
+
+
+def _set_generic_printing(on: bool) -> None:
+    value = b"true" if on else b"false"
+    flags = (b"rvtune", b"--mlir-print-op-generic=" + value, b"--mlir-print-local-scope=" + value)
+    _printer_options().LLVMParseCommandLineOptions(len(flags), (ctypes.c_char_p * len(flags))(*flags), b"rvtune")
+
+
+_print_lock = threading.Lock()
+
+
+def generic_text(mod: Any) -> str:
+    """``mod`` in MLIR's generic form with locations inline (the only form ttir.py parses).
+
+    The printer flags are process-global, so they are on only while this prints: everything else (Triton's
+    ``compiled.asm["ttir"]``, which users and Triton's own tests read) keeps MLIR's usual pretty form.
+    """
+    with _print_lock:
+        _set_generic_printing(True)
+        try:
+            return mod.str()
+        finally:
+            _set_generic_printing(False)
 
 
 def full_signature(fn: Any, signature: dict[str, str], constexprs: dict[str, object]) -> dict[str, str]:
@@ -122,6 +151,14 @@ def _where(fn: Any, err: Any) -> str:
     return f"{getattr(fn, 'file_name', '?')}:{first + lineno - 1}: "
 
 
+def _advice(err: Any) -> str:
+    """What to do about a frontend refusal our options cause (fp8 types); empty for any other error."""
+    if "not supported in this architecture" in str(err) and "fp8" in str(err):
+        return ("\nthe rvtune backend has no fp8 types: load fp16/bf16/fp32 data (convert fp8 tensors with "
+                "torch's .to() before the launch)")
+    return ""
+
+
 def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, object], *,
                    block_pointers: bool = True) -> str:
     """Generic-form TTIR text of ``fn`` specialised on ``constexprs``, with loc info (kernel lines).
@@ -135,7 +172,6 @@ def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, obj
 
     sig = full_signature(fn, signature, constexprs)
     with _lock:  # the MLIR context and knobs are process-global state
-        _enable_generic_printing()
         options = ttir_options()
         ctx = ir.context()
         ir.load_dialects(ctx)
@@ -144,6 +180,6 @@ def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, obj
         try:
             mod = src.make_ir(_target(), options, codegen_functions(options), module_map(block_pointers), ctx)
         except CompilationError as e:
-            raise FrontendError(f"{_where(fn, e)}in {getattr(fn, '__name__', 'kernel')}: {e}") from e
+            raise FrontendError(f"{_where(fn, e)}in {getattr(fn, '__name__', 'kernel')}: {e}{_advice(e)}") from e
         run_ttir_passes(mod)
-        return mod.str()
+        return generic_text(mod)

@@ -36,6 +36,12 @@ class LaunchError(RuntimeError):
     """An argument the CPU driver cannot pass to the kernel; names the kernel and the parameter."""
 
 
+class KernelCrashError(LaunchError):
+    """The kernel itself died while running (a signal, e.g. an out-of-bounds access, or no end in time): not a
+    refusal of the driver but a failure of this launch. Only the QEMU mode can report it; in the host mode the
+    crash takes the process with it."""
+
+
 def _fp16_bits(value: float) -> int:
     return struct.unpack("<H", struct.pack("<e", value))[0]
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import signal
 import struct
 import subprocess
 import tempfile
@@ -24,7 +25,7 @@ from typing import Any
 
 from pytest_rvtune.compiler import launcher
 from pytest_rvtune.cpu_driver import loader
-from pytest_rvtune.cpu_driver.launch import KernelCall, LaunchError, checked_tensor, count_launch
+from pytest_rvtune.cpu_driver.launch import KernelCall, KernelCrashError, LaunchError, checked_tensor, count_launch
 from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, qemu_command
 
 MAGIC = 0x51445652  # "RVDQ"
@@ -143,6 +144,13 @@ def _storage_of(kernel: str, param: str, tensor: Any) -> Any:
     return tensor.untyped_storage()
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 class QemuLauncher:
     """``launcher_cls`` of the rvtune driver in QEMU mode: ``function`` is the kernel's rv64 object."""
 
@@ -210,8 +218,12 @@ class QemuLauncher:
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
-            raise LaunchError(f"kernel {self.call.name}: the rv64 run under QEMU took more than "
-                              f"{RUN_TIMEOUT_S} s ({elf})") from None
+            raise KernelCrashError(f"kernel {self.call.name}: the rv64 run under QEMU took more than "
+                                   f"{RUN_TIMEOUT_S} s ({elf})") from None
+        if proc.returncode < 0:  # qemu-user dies of the guest's signal: the kernel crashed, not the harness
+            raise KernelCrashError(f"kernel {self.call.name}: the kernel crashed under QEMU ("
+                                   f"{_signal_name(-proc.returncode)}; an access outside the tensors' memory?), "
+                                   f"{elf}")
         if proc.returncode != 0:
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-10:])
             raise LaunchError(f"kernel {self.call.name}: the rv64 run under QEMU failed (exit status "

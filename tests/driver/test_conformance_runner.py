@@ -105,3 +105,56 @@ def test_sample_in_process(tmp_path):
     proc, results = run(tmp_path, "--sample", "3", "--seed", "4", "--workers", "0", "-k", "test_add or other")
     assert len(results) == 3, proc.stdout
     assert "(sample of 3, seed 4)" in proc.stdout
+
+
+def test_a_kernel_crash_under_qemu_is_other_and_named_even_behind_the_tests_own_assert():
+    # Triton's tests wrap some launches in ``try: ... except BaseException: assert False``; the verdict and the
+    # reason must come from the crash, not from that assert (nor count it as a refusal of ours).
+    sys.path.insert(0, str(paths.REPO_ROOT / "benchmarks"))
+    try:
+        import triton_conformance_plugin as plugin
+    finally:
+        sys.path.pop(0)
+    import numpy as np
+
+    from pytest_rvtune.cpu_driver.launch import KernelCrashError, LaunchError
+
+    def fail_after(error: Exception) -> AssertionError:
+        try:
+            try:
+                raise error
+            except BaseException:
+                np.testing.assert_(False)  # as Triton's test does: the error stays the assert's __context__
+        except AssertionError as e:
+            return e
+
+    crashed = fail_after(KernelCrashError("kernel k: the kernel crashed under QEMU (SIGSEGV; ...)"))
+    assert plugin.classify(crashed) == ("other", True)
+    assert plugin.reason_of(crashed).startswith("KernelCrashError: kernel k: the kernel crashed under QEMU")
+    refused = fail_after(LaunchError("kernel k: argument 'x' is on device meta"))
+    assert plugin.classify(refused) == ("refused", True)
+
+
+def test_an_assert_inside_torch_is_other_but_torch_testing_mismatches_are_wrong():
+    # Triton's tests create CUDA tensors in some parametrisations: torch's own "not compiled with CUDA" assert is
+    # not a wrong result; torch.testing.assert_close (raised from inside torch as well) is one.
+    import torch
+
+    sys.path.insert(0, str(paths.REPO_ROOT / "benchmarks"))
+    try:
+        import triton_conformance_plugin as plugin
+    finally:
+        sys.path.pop(0)
+
+    def raised(fn) -> BaseException:
+        try:
+            fn()
+        except BaseException as e:  # whatever the call raises is the subject
+            return e
+        raise AssertionError(f"{fn} raised nothing")
+
+    no_cuda = raised(lambda: torch.zeros(1, device="cuda"))
+    assert isinstance(no_cuda, AssertionError) and "CUDA" in str(no_cuda)
+    assert plugin.classify(no_cuda) == ("other", False)
+    mismatch = raised(lambda: torch.testing.assert_close(torch.ones(2), torch.zeros(2)))
+    assert plugin.classify(mismatch) == ("wrong", False)

@@ -10,7 +10,7 @@ import triton.language as tl
 from triton.runtime.driver import driver
 
 import pytest_rvtune.cpu_driver as cpu_driver
-from pytest_rvtune.cpu_driver.launch import LaunchError
+from pytest_rvtune.cpu_driver.launch import KernelCrashError, LaunchError
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
 DRIVER_MODE = cpu_driver.QEMU_MODE
@@ -125,3 +125,16 @@ def test_reinterpreted_unsigned_tensors():
     out = triton.reinterpret(torch.zeros(4, dtype=torch.int32), tl.uint32)
     axpy_kernel_u32[(1,)](x, out, BLOCK=4)
     assert out.base.tolist() == (x.base * 2).tolist()
+
+
+@triton.jit
+def far_store_kernel(out_ptr, elements_away):
+    # One store far outside the tensor's memory: the kernel itself crashes (SIGSEGV in the guest).
+    tl.store(out_ptr + elements_away, 1.0)
+
+
+def test_crashing_kernel_is_reported_as_a_crash_not_a_refusal():
+    out = torch.zeros(4)
+    with pytest.raises(KernelCrashError, match=r"kernel far_store_kernel: the kernel crashed under QEMU \(SIGSEGV"):
+        far_store_kernel[(1,)](out, 2**40)
+    assert out.tolist() == [0.0] * 4  # nothing copied back from a crashed run

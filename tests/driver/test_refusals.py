@@ -1,0 +1,57 @@
+"""Kernels rvtune cannot run are refused with an error that names the kernel, its config and the line, on both
+roads into the lowering: ``compile_kernel`` (the pytest plugin and ``rvtune compile``) and the CPU driver.
+
+fp8 has no C type in the lowering: Triton's frontend refuses it where the kernel uses it (our options list no
+fp8 type), so it never reaches the lowering as an fp8 pointer parameter (which used to escape from
+``compile_kernel`` as a bare ``OpSemanticsError`` without kernel or config).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+from triton.compiler.errors import CompilationError
+
+from pytest_rvtune.compiler.api import CompileError, compile_kernel
+from pytest_rvtune.toolchain import HOST_ISA
+
+
+@triton.jit
+def fp8_copy(src, dst, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs))
+
+
+@triton.jit
+def fp8_round_trip(src, dst, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs).to(tl.float8e5).to(tl.float32))
+
+
+@pytest.mark.parametrize("kernel, signature, line", [
+    (fp8_copy, {"src": "*fp8e5", "dst": "*fp8e5"}, "def fp8_copy"),
+    (fp8_round_trip, {"src": "*fp32", "dst": "*fp32"}, "tl.float8e5"),
+], ids=["fp8-pointer-params", "fp8-cast-in-body"])
+def test_compile_kernel_refuses_fp8_naming_kernel_config_and_line(kernel, signature: dict[str, str], line: str,
+                                                                  tmp_path: Path) -> None:
+    with pytest.raises(CompileError) as err:
+        compile_kernel(kernel, signature, {"BLOCK": 16}, HOST_ISA, cache_root=tmp_path)
+    message = str(err.value)
+    name = kernel.fn.__name__
+    assert f"kernel {name} [BLOCK=16] for {HOST_ISA}: the Triton frontend failed" in message
+    assert f"{Path(__file__).name}:" in message and line in message  # the user's file and the offending line
+    assert "fp8e5 not supported" in message and "no fp8 types" in message  # what is wrong, what to do
+
+
+@pytest.mark.usefixtures("active_driver")
+def test_driver_refuses_fp8_tensor_at_the_kernel() -> None:
+    raw = torch.zeros(16, dtype=torch.int8)
+    out = torch.full((16,), 7, dtype=torch.int8)
+    with pytest.raises(CompilationError, match="fp8e5 not supported") as err:
+        fp8_copy[(1,)](triton.reinterpret(raw, tl.float8e5), triton.reinterpret(out, tl.float8e5), BLOCK=16)
+    assert "def fp8_copy" in str(err.value)
+    assert torch.equal(out, torch.full((16,), 7, dtype=torch.int8))  # nothing ran
