@@ -26,7 +26,7 @@ from .lower_ops import OpSemanticsError, c_type, scalar_expr
 from .ttir import Block, Op, Region, TTIRParseError, Type, parse_function_type, parse_module
 
 #: Bump whenever the generated C changes for the same TTIR (it is part of the compile cache key).
-LOWERING_VERSION = "11"
+LOWERING_VERSION = "12"
 
 #: Directory holding rvtune_rt.h: compile generated kernels with ``-I RUNTIME_DIR``.
 RUNTIME_DIR = Path(__file__).parent / "runtime"
