@@ -248,8 +248,9 @@ def _float_op(op: Op, ft: str, a: list[str], rt: str) -> str:
     elif name == "math.fma":
         e = f"{_fn('fma', ft)}({a[0]}, {a[1]}, {a[2]})"
     elif name == "tt.clampf":
-        if ft != "f32":
+        if ft == "f64":
             raise OpSemanticsError(f"tt.clampf on {ft} is not supported")
+        # f16/bf16 operands arrive widened to float: clamping is exact there and rounds back losslessly
         e = f"rv_clampf({a[0]}, {a[1]}, {a[2]}, {op.int_attr('propagateNan') if op.attr('propagateNan') else 0})"
     elif name in ("math.isnan", "math.isinf", "math.isfinite"):
         return f"((uint8_t){name[5:]}({a[0]}))"

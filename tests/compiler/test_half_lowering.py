@@ -33,3 +33,33 @@ def test_bf16_cumsum_keeps_the_running_sum_in_fp32() -> None:
     got = _bf16_f32(run_c_kernels([call])[0][1])
     want = _bf16_f32(_bf16_rne(np.cumsum(_bf16_f32(x_bits), dtype=np.float32)))
     assert_match([got], [want], rtol=1e-2, atol=0)
+
+
+@triton.jit
+def clamp_kernel(x_ptr, lo_ptr, hi_ptr, o_ptr, on_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x, lo, hi = tl.load(x_ptr + offs), tl.load(lo_ptr + offs), tl.load(hi_ptr + offs)
+    tl.store(o_ptr + offs, tl.clamp(x, lo, hi))
+    tl.store(on_ptr + offs, tl.clamp(x, lo, hi, propagate_nan=tl.PropagateNan.ALL))
+
+
+def _clamp_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = np.array([np.nan, -3.0, -0.5, 0.0, 0.25, 0.75, 2.0, np.inf, -np.inf, np.nan, 1.5, -1.0, 1.0, -0.0, 8.0,
+                  -np.nan], np.float32)
+    lo = np.full(x.size, -1.0, np.float32)
+    hi = np.full(x.size, 1.0, np.float32)
+    return x, lo, hi
+
+
+def test_clamp_on_f16_and_bf16_with_both_nan_policies() -> None:
+    x, lo, hi = _clamp_inputs()
+    n = x.size
+    # Triton: without propagation a NaN x is clamped to lo (max(x, lo) drops the NaN); with ALL it stays NaN.
+    plain, propagated = np.clip(np.where(np.isnan(x), lo, x), lo, hi), np.clip(x, lo, hi)
+    to16 = {"fp16": lambda a: a.astype(np.float16), "bf16": _bf16_rne}
+    calls = [KernelCall(clamp_kernel, dict.fromkeys(("x_ptr", "lo_ptr", "hi_ptr", "o_ptr", "on_ptr"), f"*{dt}"),
+                        {"BLOCK": n}, [to16[dt](x), to16[dt](lo), to16[dt](hi), to16[dt](np.zeros(n, np.float32)),
+                                       to16[dt](np.zeros(n, np.float32))], (1,)) for dt in ("fp16", "bf16")]
+    (f16_out, bf16_out) = run_c_kernels(calls)
+    assert_match([f16_out[3], f16_out[4]], [plain.astype(np.float16), propagated.astype(np.float16)], what="fp16")
+    assert_match([_bf16_f32(bf16_out[3]), _bf16_f32(bf16_out[4])], [plain, propagated], what="bf16")
