@@ -297,6 +297,15 @@ def op_store(f: _Func, op: Op) -> None:
     f.loop(t.shape or (), [v for v in (ptr, val, mask) if v is not None], stmt)
 
 
+#: The 16-bit float types, stored as bit patterns and computed in float.
+_HALF_FLOATS = ("f16", "bf16")
+
+
+def _widen(t: Type) -> Type:
+    """``t`` with an f16/bf16 element made f32 (the type 16-bit values are computed in)."""
+    return dataclasses.replace(t, elem="f32") if t.elem in _HALF_FLOATS else t
+
+
 # ---- dot ----------------------------------------------------------------------------------------------
 
 
@@ -306,16 +315,24 @@ def op_dot(f: _Func, op: Op) -> None:
     t = op.result_types[0]
     ea, rt = op.operand_types[0].element.elem or "", t.element.elem or ""
     shape = t.shape or ()
-    if rt not in ("f32", "f64") and not (rt == "i32" and ea == "i8"):
+    half = rt in _HALF_FLOATS and ea == rt
+    if rt not in ("f32", "f64") and not (rt == "i32" and ea == "i8") and not half:
         raise f.unsupported(f"tt.dot with {ea} inputs and {rt} result")
     out = f.new_buf(op.results[0], t)
-    if c.kind == "buf" and _identity(c):
+    if half:
+        # A 16-bit result accumulates in fp32 and is rounded once at the end, as Triton does on GPUs
+        # (their f16 MMAs accumulate in at least fp32): rounding each partial sum would drift with K.
+        acc = f.new_buf(None, _widen(t), "acc32")
+        f.loop(shape, [acc, c], lambda at, _flat: f"{at(acc)} = {to_float(at(c), rt)};")
+    elif c.kind == "buf" and _identity(c):
         # the result may end up computed in the accumulator's own memory (a loop-carried acc, see
         # _can_compute_in_place); both pointers are constants, so clang drops whichever branch is dead
         with f.block(f"if ({out.expr} != {c.expr})"):
             f.copy_into(out, c)
     else:
         f.copy_into(out, c)
+    if not half:
+        acc = out
     batch = shape[:-2]
     m_, n_ = shape[-2], shape[-1]
     k_ = (op.operand_types[0].shape or ())[-1]
@@ -325,8 +342,8 @@ def op_dot(f: _Func, op: Op) -> None:
         e = f.access(v, idx, "")
         return f"{conv[ea]}({e})" if ea in conv else e
 
-    acc_t = "int32_t" if rt == "i32" else c_type(t)
-    f.emit(f"/* {out.expr} = dot({m_}x{k_} , {k_}x{n_}) + acc: i-k-j order, the j loop vectorises */")
+    acc_t = "int32_t" if rt == "i32" else c_type(acc.type)
+    f.emit(f"/* {acc.expr} = dot({m_}x{k_} , {k_}x{n_}) + acc: i-k-j order, the j loop vectorises */")
     bi = ["b_"] if batch else []
     with (f.block(f"for (int32_t b_ = 0; b_ < {_prod(batch)}; ++b_)") if batch else contextlib.nullcontext(),
           f.block(f"for (int32_t m_ = 0; m_ < {m_}; ++m_)"),
@@ -335,10 +352,12 @@ def op_dot(f: _Func, op: Op) -> None:
         row = f"{'b_ * ' + str(m_ * n_) + ' + ' if batch else ''}m_ * {n_} + n_"
         with f.block(f"for (int32_t n_ = 0; n_ < {n_}; ++n_)"):
             if rt == "i32":
-                f.emit(f"{out.expr}[{row}] = (int32_t)((uint32_t){out.expr}[{row}] + "
+                f.emit(f"{acc.expr}[{row}] = (int32_t)((uint32_t){acc.expr}[{row}] + "
                        f"(uint32_t)(a_ * (int32_t){elem(b, [*bi, 'k_', 'n_'])}));")
             else:
-                f.emit(f"{out.expr}[{row}] += a_ * {elem(b, [*bi, 'k_', 'n_'])};")
+                f.emit(f"{acc.expr}[{row}] += a_ * {elem(b, [*bi, 'k_', 'n_'])};")
+    if half:
+        f.loop(shape, [out, acc], lambda at, _flat: f"{at(out)} = {from_float(at(acc), rt)};")
     f.values[op.results[0]] = out
 
 
@@ -454,13 +473,6 @@ _WIDENABLE_OPS = frozenset((
     "arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maxnumf", "arith.minnumf", "arith.maximumf",
     "arith.minimumf", "arith.negf", "arith.cmpf", "arith.select", "arith.extf", "arith.truncf",
     "tt.scan.return", "tt.reduce.return"))
-_HALF_FLOATS = ("f16", "bf16")
-
-
-def _widen(t: Type) -> Type:
-    return dataclasses.replace(t, elem="f32") if t.elem in _HALF_FLOATS else t
-
-
 def _widened_combiner(block: Block) -> Block | None:
     """The combiner region with every f16/bf16 value made f32, or None when it has no such value or an op
     that would not mean the same on f32 (constants, bitcasts, ...).

@@ -63,3 +63,27 @@ def test_clamp_on_f16_and_bf16_with_both_nan_policies() -> None:
     (f16_out, bf16_out) = run_c_kernels(calls)
     assert_match([f16_out[3], f16_out[4]], [plain.astype(np.float16), propagated.astype(np.float16)], what="fp16")
     assert_match([_bf16_f32(bf16_out[3]), _bf16_f32(bf16_out[4])], [plain, propagated], what="bf16")
+
+
+@triton.jit
+def dot_f16_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, out_dtype=tl.float16))
+    acc = tl.full((M, N), 1.0, tl.float16)  # an f16 accumulator: the dot's result is f16 too
+    tl.store(d_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, acc))
+
+
+def test_f16_dot_with_an_f16_result_accumulates_in_fp32() -> None:
+    m, n, k = 16, 16, 256
+    rng = np.random.default_rng(5)
+    a = rng.uniform(0.0, 1.0, (m, k)).astype(np.float16)
+    b = rng.uniform(0.0, 1.0, (k, n)).astype(np.float16)
+    call = KernelCall(dot_f16_kernel, dict.fromkeys(("a_ptr", "b_ptr", "c_ptr", "d_ptr"), "*fp16"),
+                      {"M": m, "N": n, "K": k}, [a, b, np.zeros((m, n), np.float16), np.zeros((m, n), np.float16)],
+                      (1,))
+    got = run_c_kernels([call])[0]
+    exact = a.astype(np.float32) @ b.astype(np.float32)
+    # one rounding to f16 at the end: within half an f16 ulp (2**-11 relative) of the fp32 result
+    assert_match([got[2], got[3]], [exact.astype(np.float16), (exact + 1).astype(np.float16)], rtol=2**-10, atol=0)
