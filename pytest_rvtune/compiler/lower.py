@@ -26,7 +26,7 @@ from .lower_ops import OpSemanticsError, c_type, scalar_expr
 from .ttir import Block, Op, Region, TTIRParseError, Type, parse_function_type, parse_module
 
 #: Bump whenever the generated C changes for the same TTIR (it is part of the compile cache key).
-LOWERING_VERSION = "11"
+LOWERING_VERSION = "12"
 
 #: Directory holding rvtune_rt.h: compile generated kernels with ``-I RUNTIME_DIR``.
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -357,9 +357,9 @@ class _Func:
         entry = region.blocks[0]
         params: list[Param] = []
         c_params: list[str] = []
-        for ssa, t, _loc in entry.args:
+        for ssa, t, loc in entry.args:
             name = self.cname(ssa)
-            ct = c_type(t)
+            ct = self.signature_type(t, f"parameter {loc.name or ssa.lstrip('%')}")
             params.append(Param(name, ct.replace(" *", "*"), _triton_type(t)))
             c_params.append(f"{ct}{'' if ct.endswith('*') else ' '}{name}")
             self.values[ssa] = Val(t, "scalar", name)
@@ -368,7 +368,8 @@ class _Func:
         if self.helper:  # results come back through out pointers (tensors: a caller-owned buffer)
             for k, t in enumerate(self.callees[self.func.props["sym_name"].strip('"@')][1]):
                 self.returns.append(f"ret{k}_")
-                ct = arena_type(c_type(t)) + " *" if t.is_tensor else pointer_to(c_type(t))
+                elem = self.signature_type(t, f"result {k}")
+                ct = arena_type(elem) + " *" if t.is_tensor else pointer_to(elem)
                 c_params.append(f"{ct}ret{k}_")
         self.signature = ", ".join(c_params)
         self.lower_region_cfg(region)
@@ -384,6 +385,19 @@ class _Func:
             head.append(f"    _Alignas({ARENA_ALIGN}) unsigned char rv_arena[{self.arena_bytes}];")
         head.append("    (void)pid_x; (void)pid_y; (void)pid_z; (void)grid_x; (void)grid_y; (void)grid_z;")
         return "\n".join([*head, *body, "}"]) + "\n", tuple(params)
+
+    def signature_type(self, t: Type, what: str) -> str:
+        """The C type of a parameter or result of this function; a LoweringError naming both when none.
+
+        The signature is lowered outside any op's error handling, so the OpSemanticsError of c_type would
+        otherwise escape without the kernel's name.
+        """
+        try:
+            return c_type(t)
+        except OpSemanticsError as e:
+            func = f"function {self.func.props['sym_name']} of " if self.helper else ""
+            raise LoweringError(f"{what} of {func}kernel {self.kernel} at {self.func.loc.where()}: {e}; "
+                                "rvtune lowers i1/i8/i16/i32/i64, f16/bf16/f32/f64 and pointers to them") from None
 
     def allocate(self) -> list[str]:
         """Give each buffer an arena offset: linear scan over [first def, last use] intervals."""

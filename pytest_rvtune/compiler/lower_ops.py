@@ -53,11 +53,11 @@ def _sext(e: str, w: int) -> str:
     return f"(-(int32_t)({e} & 1))" if w == 1 else e
 
 
-def _to_float(e: str, ftype: str) -> str:
+def to_float(e: str, ftype: str) -> str:
     return {"f16": f"rv_f16_to_f32({e})", "bf16": f"rv_bf16_to_f32({e})"}.get(ftype, e)
 
 
-def _from_float(e: str, ftype: str) -> str:
+def from_float(e: str, ftype: str) -> str:
     return {"f16": f"rv_f32_to_f16({e})", "bf16": f"rv_f32_to_bf16({e})"}.get(ftype, e)
 
 
@@ -189,10 +189,10 @@ def scalar_expr(op: Op, args: list[str]) -> str:
         w, ft = _width(ty[0]), rt.elem or ""
         src = _sext(args[0], w) if name == "arith.sitofp" else f"({_u(w)}){args[0]}"
         inner = "double" if ft == "f64" else "float"
-        return _from_float(f"({inner}){src}", ft)
+        return from_float(f"({inner}){src}", ft)
     if name in ("arith.fptosi", "arith.fptoui"):
         w = _width(rt)
-        src = _to_float(args[0], t0 or "")
+        src = to_float(args[0], t0 or "")
         if w == 1:
             return f"((uint8_t)(rv_{name[6:]}8({src}) & 1))"
         return f"rv_{name[6:]}{w}({src})"
@@ -222,7 +222,7 @@ def scalar_expr(op: Op, args: list[str]) -> str:
 
     # Float ops: compute in float (or double), round back for 16-bit storage types.
     if t0 in FLOAT_TYPES:
-        return _float_op(op, t0, [_to_float(a, t0) for a in args], rt.elem or "")
+        return _float_op(op, t0, [to_float(a, t0) for a in args], rt.elem or "")
     raise OpSemanticsError(f"{name} on {t0} is not supported")
 
 
@@ -248,14 +248,15 @@ def _float_op(op: Op, ft: str, a: list[str], rt: str) -> str:
     elif name == "math.fma":
         e = f"{_fn('fma', ft)}({a[0]}, {a[1]}, {a[2]})"
     elif name == "tt.clampf":
-        if ft != "f32":
+        if ft == "f64":
             raise OpSemanticsError(f"tt.clampf on {ft} is not supported")
+        # f16/bf16 operands arrive widened to float: clamping is exact there and rounds back losslessly
         e = f"rv_clampf({a[0]}, {a[1]}, {a[2]}, {op.int_attr('propagateNan') if op.attr('propagateNan') else 0})"
     elif name in ("math.isnan", "math.isinf", "math.isfinite"):
         return f"((uint8_t){name[5:]}({a[0]}))"
     else:
         raise OpSemanticsError(f"{name} on {ft} is not supported")
-    return _from_float(e, rt if rt in FLOAT_TYPES else ft)
+    return from_float(e, rt if rt in FLOAT_TYPES else ft)
 
 
 #: libdevice symbols (tl.extra.cuda.libdevice) with a libm twin: ``__nv_tanhf`` -> ``tanhf``.
@@ -273,7 +274,7 @@ def _extern(op: Op, args: list[str], ty: list[Type], rt: Type) -> str:
     libm = base[:-1] if base.endswith("f") and base[:-1] in _LIBM_TWINS else base
     if libm not in _LIBM_TWINS or ft not in FLOAT_TYPES or any(t.elem != ft for t in ty):
         raise OpSemanticsError(f"tt.extern_elementwise {symbol} (a libdevice function without a C equivalent here)")
-    return _from_float(f"{_fn(libm, ft)}({', '.join(_to_float(a, ft) for a in args)})", ft)
+    return from_float(f"{_fn(libm, ft)}({', '.join(to_float(a, ft) for a in args)})", ft)
 
 
 def _int_cast(name: str, src: Type, dst: Type, a: str) -> str:
@@ -290,7 +291,7 @@ def _int_cast(name: str, src: Type, dst: Type, a: str) -> str:
 def _float_cast(op: Op, src: str, dst: str, a: str) -> str:
     if src not in FLOAT_TYPES or dst not in FLOAT_TYPES:
         raise OpSemanticsError(f"{op.name} from {src} to {dst} is not supported (only f16/bf16/f32/f64)")
-    f = _to_float(a, src)
+    f = to_float(a, src)
     if dst == "f64":
         return f"((double){f})"
     if src == "f64":
@@ -298,7 +299,7 @@ def _float_cast(op: Op, src: str, dst: str, a: str) -> str:
     rounding = op.attr("rounding") if op.name == "tt.fp_to_fp" else None
     if rounding is not None and ("rtz" in rounding or rounding.split(":")[0].strip() == "0"):
         return {"f16": f"rv_f32_to_f16_rtz({f})", "bf16": f"rv_f32_to_bf16_rtz({f})"}.get(dst, f)
-    return _from_float(f, dst)
+    return from_float(f, dst)
 
 
 def _bitcast(src: Type, dst: Type, a: str) -> str:

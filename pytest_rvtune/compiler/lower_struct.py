@@ -7,10 +7,21 @@ Each handler receives the function emitter (``lower._Func``) and the op; it defi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 
 from .lower import Val, _contig, _Func, _prod, handles
-from .lower_ops import FLOAT_TYPES, INT_WIDTH, OpSemanticsError, c_type, float_literal, int_literal, is_elementwise
+from .lower_ops import (
+    FLOAT_TYPES,
+    INT_WIDTH,
+    OpSemanticsError,
+    c_type,
+    float_literal,
+    from_float,
+    int_literal,
+    is_elementwise,
+    to_float,
+)
 from .ttir import Block, Op, Type, parse_int_array
 
 # ---- constants ----------------------------------------------------------------------------------------
@@ -286,6 +297,15 @@ def op_store(f: _Func, op: Op) -> None:
     f.loop(t.shape or (), [v for v in (ptr, val, mask) if v is not None], stmt)
 
 
+#: The 16-bit float types, stored as bit patterns and computed in float.
+_HALF_FLOATS = ("f16", "bf16")
+
+
+def _widen(t: Type) -> Type:
+    """``t`` with an f16/bf16 element made f32 (the type 16-bit values are computed in)."""
+    return dataclasses.replace(t, elem="f32") if t.elem in _HALF_FLOATS else t
+
+
 # ---- dot ----------------------------------------------------------------------------------------------
 
 
@@ -295,16 +315,24 @@ def op_dot(f: _Func, op: Op) -> None:
     t = op.result_types[0]
     ea, rt = op.operand_types[0].element.elem or "", t.element.elem or ""
     shape = t.shape or ()
-    if rt not in ("f32", "f64") and not (rt == "i32" and ea == "i8"):
+    half = rt in _HALF_FLOATS and ea == rt
+    if rt not in ("f32", "f64") and not (rt == "i32" and ea == "i8") and not half:
         raise f.unsupported(f"tt.dot with {ea} inputs and {rt} result")
     out = f.new_buf(op.results[0], t)
-    if c.kind == "buf" and _identity(c):
+    if half:
+        # A 16-bit result accumulates in fp32 and is rounded once at the end, as Triton does on GPUs
+        # (their f16 MMAs accumulate in at least fp32): rounding each partial sum would drift with K.
+        acc = f.new_buf(None, _widen(t), "acc32")
+        f.loop(shape, [acc, c], lambda at, _flat: f"{at(acc)} = {to_float(at(c), rt)};")
+    elif c.kind == "buf" and _identity(c):
         # the result may end up computed in the accumulator's own memory (a loop-carried acc, see
         # _can_compute_in_place); both pointers are constants, so clang drops whichever branch is dead
         with f.block(f"if ({out.expr} != {c.expr})"):
             f.copy_into(out, c)
     else:
         f.copy_into(out, c)
+    if not half:
+        acc = out
     batch = shape[:-2]
     m_, n_ = shape[-2], shape[-1]
     k_ = (op.operand_types[0].shape or ())[-1]
@@ -314,8 +342,8 @@ def op_dot(f: _Func, op: Op) -> None:
         e = f.access(v, idx, "")
         return f"{conv[ea]}({e})" if ea in conv else e
 
-    acc_t = "int32_t" if rt == "i32" else c_type(t)
-    f.emit(f"/* {out.expr} = dot({m_}x{k_} , {k_}x{n_}) + acc: i-k-j order, the j loop vectorises */")
+    acc_t = "int32_t" if rt == "i32" else c_type(acc.type)
+    f.emit(f"/* {acc.expr} = dot({m_}x{k_} , {k_}x{n_}) + acc: i-k-j order, the j loop vectorises */")
     bi = ["b_"] if batch else []
     with (f.block(f"for (int32_t b_ = 0; b_ < {_prod(batch)}; ++b_)") if batch else contextlib.nullcontext(),
           f.block(f"for (int32_t m_ = 0; m_ < {m_}; ++m_)"),
@@ -324,10 +352,12 @@ def op_dot(f: _Func, op: Op) -> None:
         row = f"{'b_ * ' + str(m_ * n_) + ' + ' if batch else ''}m_ * {n_} + n_"
         with f.block(f"for (int32_t n_ = 0; n_ < {n_}; ++n_)"):
             if rt == "i32":
-                f.emit(f"{out.expr}[{row}] = (int32_t)((uint32_t){out.expr}[{row}] + "
+                f.emit(f"{acc.expr}[{row}] = (int32_t)((uint32_t){acc.expr}[{row}] + "
                        f"(uint32_t)(a_ * (int32_t){elem(b, [*bi, 'k_', 'n_'])}));")
             else:
-                f.emit(f"{out.expr}[{row}] += a_ * {elem(b, [*bi, 'k_', 'n_'])};")
+                f.emit(f"{acc.expr}[{row}] += a_ * {elem(b, [*bi, 'k_', 'n_'])};")
+    if half:
+        f.loop(shape, [out, acc], lambda at, _flat: f"{at(out)} = {from_float(at(acc), rt)};")
     f.values[op.results[0]] = out
 
 
@@ -438,6 +468,27 @@ def _reduce_rows(f: _Func, op: Op, helper: str) -> None:
     f.values[res] = out
 
 
+#: Combiner ops that compute the same thing on f32 as on f16/bf16, only without the rounding to 16 bits.
+_WIDENABLE_OPS = frozenset((
+    "arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maxnumf", "arith.minnumf", "arith.maximumf",
+    "arith.minimumf", "arith.negf", "arith.cmpf", "arith.select", "arith.extf", "arith.truncf",
+    "tt.scan.return", "tt.reduce.return"))
+def _widened_combiner(block: Block) -> Block | None:
+    """The combiner region with every f16/bf16 value made f32, or None when it has no such value or an op
+    that would not mean the same on f32 (constants, bitcasts, ...).
+
+    A sequential scan rounding its running value to 16 bits after every element drifts far from Triton's
+    (GPUs combine in a tree, test_core compares tl.cumsum with an fp32 cumsum): the running value stays in
+    fp32 and only each output element is rounded to 16 bits.
+    """
+    if not any(t.elem in _HALF_FLOATS for _s, t, _l in block.args) \
+            or any(o.name not in _WIDENABLE_OPS or o.regions for o in block.ops):
+        return None
+    ops = [dataclasses.replace(o, operand_types=[_widen(t) for t in o.operand_types],
+                               result_types=[_widen(t) for t in o.result_types]) for o in block.ops]
+    return dataclasses.replace(block, args=[(s, _widen(t), loc) for s, t, loc in block.args], ops=ops)
+
+
 @handles("tt.reduce", "tt.scan")
 def op_reduce(f: _Func, op: Op) -> None:
     length = (op.operand_types[0].shape or ())[op.int_attr("axis")]
@@ -456,6 +507,9 @@ def op_reduce(f: _Func, op: Op) -> None:
     length = in_shape[axis]
     outer = in_shape[:axis] + in_shape[axis + 1:]
     block = op.regions[0].blocks[0]
+    wide = _widened_combiner(block)
+    if wide is not None:  # the running values in fp32, each output rounded once (see _widened_combiner)
+        block = wide
     n = len(srcs)
     outs: list[Val] = []
     for res, t in zip(op.results, op.result_types, strict=True):
@@ -466,6 +520,14 @@ def op_reduce(f: _Func, op: Op) -> None:
             f.emit(f"{c_type(t)} {name};")
             outs.append(Val(t, "scalar", name))
     elem_types = [t.element for t in op.operand_types]
+    acc_types = [_widen(t) for t in elem_types] if wide is not None else elem_types
+
+    def load(k: int, r: str) -> str:
+        value = f.access(srcs[k], in_idx(r), "")
+        return to_float(value, elem_types[k].elem or "") if wide is not None else value
+
+    def store(k: int) -> str:
+        return from_float(accs[k], elem_types[k].elem or "") if wide is not None else accs[k]
     idx = [f"o{d}_" for d in range(len(outer))]
     accs = [f.temp(f"acc{k}") for k in range(n)]
     term = "tt.scan.return" if is_scan else "tt.reduce.return"
@@ -487,19 +549,19 @@ def op_reduce(f: _Func, op: Op) -> None:
         for i, size in zip(idx, outer, strict=True):
             stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {size}; ++{i})"))
         for k in range(n):
-            f.emit(f"{c_type(elem_types[k])} {accs[k]} = {f.access(srcs[k], in_idx(first), '')};")
+            f.emit(f"{c_type(acc_types[k])} {accs[k]} = {load(k, first)};")
             if is_scan:
-                f.emit(f"{out_at(outs[k], first)} = {accs[k]};")
+                f.emit(f"{out_at(outs[k], first)} = {store(k)};")
         with f.region_scope(), f.block(f"for ({rest})"):
-            _bind_region_args(f, block, [*accs, *(f.access(s, in_idx("r_"), "") for s in srcs)])
+            _bind_region_args(f, block, [*accs, *(load(k, "r_") for k in range(n))])
             results = _region_result(f, block, term)
             for k in range(n):
                 f.emit(f"{accs[k]} = {results[k]};")
                 if is_scan:
-                    f.emit(f"{out_at(outs[k], 'r_')} = {accs[k]};")
+                    f.emit(f"{out_at(outs[k], 'r_')} = {store(k)};")
         if not is_scan:
             for k in range(n):
-                f.emit(f"{out_at(outs[k], '')} = {accs[k]};")
+                f.emit(f"{out_at(outs[k], '')} = {store(k)};")
     for res, v in zip(op.results, outs, strict=True):
         f.values[res] = v
 

@@ -158,3 +158,15 @@ def test_too_large_tiles_are_refused_with_advice() -> None:
     with pytest.raises(LoweringError, match="smaller BLOCK sizes"):
         lower_ttir(kernel_to_ttir(tile_kernel, {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"},
                                   {"BM": 1024, "BN": 1024, "BK": 512}))
+
+
+def test_unsupported_parameter_type_names_kernel_and_parameter() -> None:
+    """The signature is lowered outside the per-op error handling; no frontend road brings an fp8 parameter
+    here (Triton refuses it first), so the TTIR is mutated."""
+    ttir = kernel_to_ttir(named_kernel, {"src_ptr": "*fp32", "dst_ptr": "*fp32", "n": "i32"}, {"BLOCK": 8})
+    mutated = ttir.replace("%src_ptr: !tt.ptr<f32>", "%src_ptr: !tt.ptr<f8E5M2>", 1)
+    assert mutated != ttir
+    line = _line_of(named_kernel, "def named_kernel")  # the parameters sit on the def line
+    with pytest.raises(LoweringError, match=rf"parameter src_ptr of kernel named_kernel at .*{THIS_FILE}:{line}"
+                                            r".*f8E5M2 has no C representation"):
+        lower_ttir(mutated)

@@ -4,6 +4,8 @@ roads into the lowering: ``compile_kernel`` (the pytest plugin and ``rvtune comp
 fp8 has no C type in the lowering: Triton's frontend refuses it where the kernel uses it (our options list no
 fp8 type), so it never reaches the lowering as an fp8 pointer parameter (which used to escape from
 ``compile_kernel`` as a bare ``OpSemanticsError`` without kernel or config).
+
+What is no longer refused is checked here too: the GPUs' fp32 dot input precisions (tf32, ...).
 """
 
 from __future__ import annotations
@@ -55,3 +57,24 @@ def test_driver_refuses_fp8_tensor_at_the_kernel() -> None:
         fp8_copy[(1,)](triton.reinterpret(raw, tl.float8e5), triton.reinterpret(out, tl.float8e5), BLOCK=16)
     assert "def fp8_copy" in str(err.value)
     assert torch.equal(out, torch.full((16,), 7, dtype=torch.int8))  # nothing ran
+
+
+@triton.jit
+def dot_precision_kernel(a_ptr, b_ptr, c_ptr, N: tl.constexpr, PRECISION: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(a_ptr + r[:, None] * N + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * N + r[None, :])
+    tl.store(c_ptr + r[:, None] * N + r[None, :], tl.dot(a, b, input_precision=PRECISION))
+
+
+@pytest.mark.usefixtures("active_driver")
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3", "bf16x3", "bf16x6"])
+def test_driver_accepts_gpu_dot_precisions_and_computes_ieee_fp32(precision: str) -> None:
+    """Triton's test_core asks for the GPUs' fp32 approximations; we compute IEEE fp32 (tf32 alone would
+    be ~1e-3 off), which is at least as accurate as each of them."""
+    n = 32
+    gen = torch.Generator().manual_seed(9)
+    a, b = torch.rand((n, n), generator=gen) + 1, torch.rand((n, n), generator=gen) + 1
+    c = torch.zeros((n, n))
+    dot_precision_kernel[(1,)](a, b, c, N=n, PRECISION=precision)
+    torch.testing.assert_close(c, (a.double() @ b.double()).float(), rtol=1e-5, atol=0)
