@@ -71,9 +71,9 @@ def test_work_a_kernel_hands_to_libc_is_charged_to_the_launch(project: pytest.Py
 
 
 def test_layer_norm_emu_ranks_by_the_whole_launch(project: pytest.Pytester) -> None:
-    # Part of a layer_norm launch is outside the kernel symbol (the launcher's grid walk over many small programs,
-    # libm's rsqrt/division helpers where the lowering calls them): how much depends on the config, so the
-    # in-kernel count and the whole launch can disagree about which config is best.
+    # Part of a layer_norm launch is outside the kernel symbol (at least the launcher's walk over its programs, one
+    # per row block): how much depends on the config, so the in-kernel count and the whole launch can disagree
+    # about which config is best.
     shutil.copy(REPO / "kernels" / "layer_norm.py", project.path / "kernels" / "layer_norm.py")
     configs = "BLOCK_SIZE_M=1,2;BLOCK_SIZE_N=64,128"
     result = project.runpytest("-n", "2", "--rvtune-case", "emu", "--rvtune-config", configs,
