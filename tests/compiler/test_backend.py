@@ -75,8 +75,11 @@ def test_options_frozen_ieee_no_sanitizer():
     assert opts.arch == RISCV_ISA
     with pytest.raises(dataclasses.FrozenInstanceError):
         opts.num_warps = 8  # type: ignore[misc]
-    assert opts.hash() == be.parse_options({"num_warps": 4}).hash()
-    assert opts.hash() != be.parse_options({"num_warps": 2}).hash()
+    # an unknown option changes nothing (the hash included); a real option does
+    assert opts.hash() == be.parse_options({"num_warps": 4, "allowed_dot_input_precisions": ["ieee"]}).hash()
+    assert opts.hash() != be.parse_options({"num_warps": 2, "allowed_dot_input_precisions": ["ieee"]}).hash()
+    # by default every GPU dot precision is accepted, and all of them compute IEEE fp32 here
+    assert {"ieee", "tf32", "tf32x3"} <= set(be.parse_options({}).allowed_dot_input_precisions)
 
 
 def test_small_dots_allowed():
