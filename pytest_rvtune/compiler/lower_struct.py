@@ -484,6 +484,12 @@ def _widened_combiner(block: Block) -> Block | None:
     if not any(t.elem in _HALF_FLOATS for _s, t, _l in block.args) \
             or any(o.name not in _WIDENABLE_OPS or o.regions for o in block.ops):
         return None
+    # A value the combiner takes from outside (a constant hoisted out of the region, e.g. the 1 of
+    # `tl.where(a == 1, ...)`) keeps its 16-bit type: widening the ops around it would compare f32 with a 16-bit
+    # bit pattern. Only a self-contained combiner is widened.
+    defined = {s for s, _t, _l in block.args} | {r for o in block.ops for r in o.results}
+    if any(v not in defined for o in block.ops for v in o.operands):
+        return None
     ops = [dataclasses.replace(o, operand_types=[_widen(t) for t in o.operand_types],
                                result_types=[_widen(t) for t in o.result_types]) for o in block.ops]
     return dataclasses.replace(block, args=[(s, _widen(t), loc) for s, t, loc in block.args], ops=ops)

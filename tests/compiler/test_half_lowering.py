@@ -36,6 +36,33 @@ def test_bf16_cumsum_keeps_the_running_sum_in_fp32() -> None:
 
 
 @triton.jit
+def _shift_combine(a1, b1_last, b1_cur, a2, b2_last, b2_cur):
+    # Each output is the element before it: the `1` compared with is a constant the canonicalizer hoists out of
+    # the combiner's region.
+    return a1 + a2, tl.where(a2 == 1, b1_cur, 0) + b2_last, b2_cur
+
+
+@triton.jit
+def shift_scan_kernel(x_ptr, o_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    _, z, _ = tl.associative_scan((1 + 0 * x, 0 * x, x), axis=0, combine_fn=_shift_combine)
+    tl.store(o_ptr + offs, z)
+
+
+def test_bf16_tuple_scan_with_an_outside_constant_is_exact() -> None:
+    """A combiner using a value from outside its region is not widened: widening it once compared an fp32 count
+    with the bf16 bit pattern of 1 and silently gave wrong results (Triton's test_scan2d 'roll')."""
+    n = 64
+    x_bits = _bf16_rne(np.random.default_rng(5).uniform(-2.0, 2.0, n).astype(np.float32))
+    call = KernelCall(shift_scan_kernel, {"x_ptr": "*bf16", "o_ptr": "*bf16"}, {"BLOCK": n},
+                      [x_bits, np.zeros(n, np.uint16)], (1,))
+    got = _bf16_f32(run_c_kernels([call])[0][1])
+    want = np.concatenate([[0.0], _bf16_f32(x_bits)[:-1]]).astype(np.float32)
+    assert_match([got], [want], rtol=0, atol=0)
+
+
+@triton.jit
 def clamp_kernel(x_ptr, lo_ptr, hi_ptr, o_ptr, on_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x, lo, hi = tl.load(x_ptr + offs), tl.load(lo_ptr + offs), tl.load(hi_ptr + offs)
