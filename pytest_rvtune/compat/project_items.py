@@ -8,10 +8,12 @@ its working directory, so the run places the case's files at those paths (``file
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pytest_rvtune.compat.project import RvvCase, RvvEntry, RvvProject
@@ -40,9 +42,21 @@ class ProjectArtifact:
     asm: Path | None = None
 
 
+@functools.lru_cache(maxsize=32)
+def _module(path: Path, mtime_ns: int, size: int) -> ModuleType:
+    """A kernel module executed once per process and version of its file: collection and every item's build
+    would otherwise run the user's module-level code again (150 times for their matmul)."""
+    return load_rvv_module(path)
+
+
+def _loaded(path: Path) -> ModuleType:
+    stat = path.stat()
+    return _module(path, stat.st_mtime_ns, stat.st_size)
+
+
 def entry_configs(entry: RvvEntry, case: RvvCase) -> list[RvvConfig]:
     """The entry's configs for a case: its getter called with the case's values (their getters take sizes)."""
-    module = load_rvv_module(entry.module)
+    module = _loaded(entry.module)
     return load_configs(module, entry.config_getter, case.params, entry.num_threads)
 
 
@@ -79,7 +93,7 @@ def build_project_item(project: RvvProject, entry: RvvEntry, case: RvvCase, conf
     from pytest_rvtune.compiler.api import compile_kernel
     from pytest_rvtune.harness.external import build_external_elf
 
-    module = load_rvv_module(entry.module)
+    module = _loaded(entry.module)
     compiled = []
     for function in entry.functions:
         fn = jit_kernel(module, function)
