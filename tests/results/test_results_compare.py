@@ -71,10 +71,12 @@ def test_per_kernel_threshold_overrides_default(tmp_path: Path, interleaved) -> 
 
 
 def test_improvement_is_not_a_regression(tmp_path: Path, interleaved) -> None:
+    # config 1 carries a's own samples (see `interleaved`): on a loaded machine an A/A pair of alternate samples
+    # can itself look like a change, and this test is about how a 20 % speed-up of config 0 is classified
     a = _run(tmp_path / "a.jsonl", interleaved["a"])
-    b = _run(tmp_path / "b.jsonl", interleaved["b"], scale={0: 0.8})
+    b = _run(tmp_path / "b.jsonl", interleaved["injected"], scale={0: 0.8})
     verdicts = compare_runs(load_run(a), load_run(b), Thresholds())
-    assert sorted(v.status for v in verdicts) == ["improved", "unchanged"]
+    assert [v.status for v in verdicts] == ["improved", "unchanged"]
 
 
 def test_too_few_samples_warns_and_never_passes_silently(tmp_path: Path, interleaved, capsys) -> None:
