@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rvtune.item_runner import (
+from pytest_rvtune.item import (
     DEFAULT_MAX_TIME,
     ItemOutcome,
     ItemWork,
@@ -30,8 +30,8 @@ from pytest_rvtune.item_runner import (
     item_error,
     run_item,
 )
-from pytest_rvtune.results import ResultsWriteError, ResultsWriter, new_run_id, unwritable_reason
-from pytest_rvtune.target_lock import exclusive
+from pytest_rvtune.results.writer import ResultsWriteError, ResultsWriter, new_run_id, unwritable_reason
+from pytest_rvtune.targets.lock import exclusive
 from pytest_rvtune.verdict import OUTCOMES, Verdict
 
 RECORD_KEY = "rvtune_record"
@@ -155,7 +155,7 @@ class RvtuneSession:
         return self._earlier_rounds.get(key)
 
     def _load_earlier_rounds(self) -> dict[Any, Any]:
-        from pytest_rvtune.rounds import earlier_rounds
+        from pytest_rvtune.results.rounds import earlier_rounds
         # allow_empty: a file a full disk or a kill left without one whole line is still ours to append to
         run = _read_run(self.config, self.results_path, "--rvtune-results", allow_empty=True,
                         advice="; give another --rvtune-results file (this one is appended to)") \
@@ -356,7 +356,7 @@ def _load_run_option(config: pytest.Config, option: str) -> Any:
 
 def _read_run(config: pytest.Config, path: Path, option: str, allow_empty: bool = False, advice: str = "") -> Any:
     """runs.load_run for an option: an unreadable file is a UsageError, a skipped torn line a pytest warning."""
-    from pytest_rvtune.runs import RunFileError, RunFileWarning, load_run
+    from pytest_rvtune.results.runs import RunFileError, RunFileWarning, load_run
     try:
         with warnings.catch_warnings(record=True) as skipped:
             warnings.simplefilter("always", RunFileWarning)
@@ -378,8 +378,8 @@ def _compare_thresholds(config: pytest.Config, base: Any) -> Any:
             raise pytest.UsageError("--rvtune-threshold, --rvtune-noise and --rvtune-alpha tune --rvtune-compare "
                                     "BASE; give the base run too")
         return None
-    from pytest_rvtune.compare import DEFAULT_ALPHA, Thresholds
-    from pytest_rvtune.noise import load_noise_for
+    from pytest_rvtune.results.compare import DEFAULT_ALPHA, Thresholds
+    from pytest_rvtune.results.noise import load_noise_for
     try:
         parsed = Thresholds.parse(thresholds)
     except ValueError as exc:
@@ -399,8 +399,8 @@ def _compare_thresholds(config: pytest.Config, base: Any) -> Any:
 def _confirm_trials(config: pytest.Config, base: Any, thresholds: Any) -> int:
     """--rvtune-confirm: trial pairs; a usage error without --rvtune-compare, out of range, or too few to ever
     confirm anything at the compare's alpha."""
-    from pytest_rvtune.compare import DEFAULT_CONFIRM_TRIALS
-    from pytest_rvtune.confirm import check_trials
+    from pytest_rvtune.results.compare import DEFAULT_CONFIRM_TRIALS
+    from pytest_rvtune.results.confirm import check_trials
     trials = config.getoption("rvtune_confirm")
     if trials is None:
         return DEFAULT_CONFIRM_TRIALS
@@ -420,7 +420,7 @@ def _load_resume_index(config: pytest.Config) -> dict[Any, Any]:
     run = _load_run_option(config, "rvtune_resume")
     if run is None:
         return {}
-    from pytest_rvtune.runs import RESUMABLE_OUTCOMES, completed_items
+    from pytest_rvtune.results.runs import RESUMABLE_OUTCOMES, completed_items
     done = completed_items(run)
     if not done:
         config.issue_config_time_warning(pytest.PytestWarning(
@@ -563,7 +563,7 @@ class KernelItem(pytest.Function):
 def pytest_collect_file(file_path: Path,
                         parent: pytest.Collector) -> Generator[None, list[pytest.Collector], list[pytest.Collector]]:
     others: list[pytest.Collector] = yield
-    from pytest_rvtune.project_plugin import ProjectFile, is_project_file
+    from pytest_rvtune.collect import ProjectFile, is_project_file
     if is_project_file(file_path):  # a Triton_RVV checkout configured by `rvtune import`
         return [ProjectFile.from_parent(parent, path=file_path), *others]
     if file_path.suffix != ".py" or file_path.name.startswith("_") or file_path.name == "conftest.py":
@@ -765,7 +765,7 @@ def _run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: B
             outcome = run_item(work, target, elf=artifact.elf, argv=list(artifact.argv),
                                elf_sha256=artifact.elf_sha256, golden_sha256=golden.sha256, options=options,
                                kernel_symbol=artifact.kernel_symbol, build_info=build_info)
-        from pytest_rvtune.rounds import pool
+        from pytest_rvtune.results.rounds import pool
         outcome.record = pool(outcome.record,
                               session.earlier_round((work.target, work.kernel, work.case, work.config_id)))
         return outcome
@@ -782,7 +782,7 @@ def _run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: B
 def _resumed_record(session: RvtuneSession, elf_sha: str, golden_sha: str, target: Any) -> Any:
     if not session.resume_index:
         return None
-    from pytest_rvtune.runs import identity_key
+    from pytest_rvtune.results.runs import identity_key
     return session.resume_index.get((elf_sha, golden_sha, identity_key(target.identity())))
 
 
@@ -804,9 +804,9 @@ def _finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: Ite
 def _compare_with_base(session: RvtuneSession, record: dict[str, Any], target: Any) -> Verdict | None:
     """A failing verdict when the item regressed against the base run. A time regression is re-run
     interleaved first (confirm.py); the confirmation, either way, goes into ``record``."""
-    from pytest_rvtune.compare import compare_record
-    from pytest_rvtune.confirm import confirm_locked, needs_confirmation
-    from pytest_rvtune.runs import record_from_dict
+    from pytest_rvtune.results.compare import compare_record
+    from pytest_rvtune.results.confirm import confirm_locked, needs_confirmation
+    from pytest_rvtune.results.runs import record_from_dict
     base = session.compare_base.find(record)
     if base is None:
         return None
@@ -950,7 +950,7 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     resumed = f"; {tally['resumed']} resumed" if tally["resumed"] else ""
     if tally["counts_cached"]:  # an unchanged emulated run: its result came from the count cache
         resumed += f"; {tally['counts_cached']} runs reused (unchanged, QEMU not run)"
-    from pytest_rvtune.ranking_summary import ranking_lines
+    from pytest_rvtune.results.summary import ranking_lines
     ranking = ranking_lines(session.emulated_records)
     for line in ranking:
         terminalreporter.write_line(line)
@@ -961,5 +961,5 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
         f"building {session.seconds['build']:.1f} s, running {session.seconds['run']:.1f} s; "
         f"results: {session.results_path}{_lost_records(session)}")
     if session.unconfirmed:
-        from pytest_rvtune.confirm import describe_unconfirmed
+        from pytest_rvtune.results.confirm import describe_unconfirmed
         terminalreporter.write_line(describe_unconfirmed(session.unconfirmed))

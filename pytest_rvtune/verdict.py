@@ -12,7 +12,7 @@ import math
 import signal as signal_module
 from dataclasses import dataclass
 
-from pytest_rvtune.harness_output import guard_zone
+from pytest_rvtune.harness.output import guard_zone
 from pytest_rvtune.targets.base import Check, RunResult
 
 OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout", "error")

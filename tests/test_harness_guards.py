@@ -15,7 +15,7 @@ from test_harness import _Param, run, write_txt
 from pytest_rvtune.compiler.launcher import consts_source, launcher_sources
 from pytest_rvtune.harness import HEADER_DIR
 from pytest_rvtune.harness.generate import HarnessArg, HarnessError, argv, generate
-from pytest_rvtune.harness_output import parse_harness_output
+from pytest_rvtune.harness.output import parse_harness_output
 from pytest_rvtune.targets.base import RunResult
 from pytest_rvtune.toolchain import RISCV_ISA, Toolchain
 from pytest_rvtune.verdict import judge

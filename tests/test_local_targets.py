@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_rvtune.counters import CounterFormatError, parse_icount, parse_perf_stat_csv
-from pytest_rvtune.harness_output import parse_harness_output
+from pytest_rvtune.harness.output import parse_harness_output
 from pytest_rvtune.targets.base import Target
 from pytest_rvtune.targets.local import HostTarget, QemuTarget, builtin_targets, perf_events_that_count
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, Toolchain

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_rvtune import bench_compiler
+from pytest_rvtune.cli import bench_compiler
 from pytest_rvtune.cli import main
 from pytest_rvtune.spec import load_kernel_module
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pytest_rvtune.compare import Thresholds
-from pytest_rvtune.confirm import CannotConfirm, Rerun, confirm
+from pytest_rvtune.results.compare import Thresholds
+from pytest_rvtune.results.confirm import CannotConfirm, Rerun, confirm
 from pytest_rvtune.hashing import sha256_file
-from pytest_rvtune.item_runner import RunOptions, rerun_field
-from pytest_rvtune.runs import record_from_dict
+from pytest_rvtune.item import RunOptions, rerun_field
+from pytest_rvtune.results.runs import record_from_dict
 from pytest_rvtune.targets.local import HostTarget, QemuTarget
 
 
@@ -65,7 +65,7 @@ def test_confirm_refuses_what_it_cannot_rerun_as_it_ran(tmp_path: Path) -> None:
 
 def test_too_few_trials_is_refused_up_front() -> None:
     """At alpha 0.01 the one-sided sign test needs 7 pairs to say anything: fewer would pass every item."""
-    from pytest_rvtune.confirm import check_trials, paired_p
+    from pytest_rvtune.results.confirm import check_trials, paired_p
     assert paired_p([1.1] * 7) < 0.01 <= paired_p([1.1] * 6)
     check_trials(7, 0.01)
     with pytest.raises(ValueError, match=r"6 interleaved trials can never confirm a regression at alpha 0\.01"):

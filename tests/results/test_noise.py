@@ -16,8 +16,8 @@ import pytest
 from results_data import make_record, write_jsonl
 
 from pytest_rvtune.cli import main
-from pytest_rvtune.compare import NO_NOISE_WARNING
-from pytest_rvtune.runs import load_run
+from pytest_rvtune.results.compare import NO_NOISE_WARNING
+from pytest_rvtune.results.runs import load_run
 
 DATA = Path(__file__).parent / "data"
 H1, H2, H3 = (DATA / f"host_aa_{i}.jsonl" for i in (1, 2, 3))

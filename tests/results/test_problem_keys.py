@@ -17,10 +17,10 @@ import pytest
 from results_data import make_record, measure, write_jsonl
 
 from pytest_rvtune.cli import main
-from pytest_rvtune.compare import Thresholds, compare_runs
-from pytest_rvtune.correlation import correlation_rows
-from pytest_rvtune.report import build_case_reports
-from pytest_rvtune.runs import RunFileError, load_run, record_from_dict
+from pytest_rvtune.results.compare import Thresholds, compare_runs
+from pytest_rvtune.results.correlation import correlation_rows
+from pytest_rvtune.results.report import build_case_reports
+from pytest_rvtune.results.runs import RunFileError, load_run, record_from_dict
 from pytest_rvtune.spec import KernelModuleError, load_kernel_module
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
@@ -118,8 +118,8 @@ def test_heatmaps_and_perf_stats_per_problem(samples, tmp_path: Path) -> None:
 
 
 def test_heatmap_title_names_the_problem_and_no_other_param(samples, tmp_path: Path) -> None:
-    from pytest_rvtune.plots import heatmap_figure
-    from pytest_rvtune.runs import group_by_problem
+    from pytest_rvtune.results.plots import heatmap_figure
+    from pytest_rvtune.results.runs import group_by_problem
 
     records = fa_records(samples)
     run = load_run(write_jsonl(tmp_path / "fa.jsonl", records))

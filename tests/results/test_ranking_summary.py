@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from results_data import make_record
 
-from pytest_rvtune.ranking_summary import ranking_lines
+from pytest_rvtune.results.summary import ranking_lines
 
 
 def _qemu(case: str, block: int, launch: float, kernel: float, outcome: str = "passed") -> dict:

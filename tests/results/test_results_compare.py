@@ -9,8 +9,8 @@ import pytest
 from results_data import exact_counts, make_record, measure, write_jsonl
 
 from pytest_rvtune.cli import main
-from pytest_rvtune.compare import Thresholds, compare_record, compare_runs
-from pytest_rvtune.runs import load_run, record_from_dict
+from pytest_rvtune.results.compare import Thresholds, compare_record, compare_runs
+from pytest_rvtune.results.runs import load_run, record_from_dict
 
 CONFIGS = [(16, 32), (32, 96)]
 

@@ -10,8 +10,8 @@ import pytest
 from results_data import exact_counts, make_record, measure, write_jsonl
 
 from pytest_rvtune.cli import main
-from pytest_rvtune.export import case_m, export_kernel, m_bucket
-from pytest_rvtune.runs import load_run
+from pytest_rvtune.results.export import case_m, export_kernel, m_bucket
+from pytest_rvtune.results.runs import load_run
 
 
 @pytest.mark.parametrize(("m", "bucket"), [(1, "small"), (31, "small"), (32, "medium_M32"), (33, "medium_M64"),
@@ -23,7 +23,7 @@ def test_m_buckets_follow_aiter(m: int, bucket: str) -> None:
 
 def test_case_m_from_params_or_name() -> None:
     run_record = make_record("k", "M=64", {"BLOCK_SIZE_M": 4}, [1.0])
-    from pytest_rvtune.runs import record_from_dict
+    from pytest_rvtune.results.runs import record_from_dict
 
     assert case_m(record_from_dict(run_record)) == 64
     assert case_m(record_from_dict(make_record("k", "decode", {"B": 1}, [1.0], case_params={"M": 7}))) == 7

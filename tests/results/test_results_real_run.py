@@ -15,7 +15,7 @@ import pytest
 from results_data import clean_env
 
 from pytest_rvtune.cli import main
-from pytest_rvtune.runs import load_run
+from pytest_rvtune.results.runs import load_run
 
 ROOT = Path(__file__).resolve().parents[2]
 SELECT = ["kernels/softmax.py", "--rvtune-case", "emu", "--rvtune-config", "BLOCK_SIZE_M=1;BLOCK_SIZE_N=16,32"]

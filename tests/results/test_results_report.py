@@ -9,8 +9,8 @@ from pathlib import Path
 from results_data import make_record, measure, write_jsonl
 
 from pytest_rvtune.cli import main
-from pytest_rvtune.report import PERF_RECORD_EVENTS, PERF_STAT_EVENTS, build_case_reports
-from pytest_rvtune.runs import load_run
+from pytest_rvtune.results.report import PERF_RECORD_EVENTS, PERF_STAT_EVENTS, build_case_reports
+from pytest_rvtune.results.runs import load_run
 
 SEED_COLUMNS = ["Timestamp", "ELF Name", "BLOCK_SIZE_M", "BLOCK_SIZE_N", "Valid Output", "Kernel Time (s)",
                 "Total Time (s)", "u_mode_cycle", "eu_vfpu_full", "vidu_total_cycle", "vector_micro_op",

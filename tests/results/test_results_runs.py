@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from results_data import clean_env, make_record, measure, write_jsonl
 
-from pytest_rvtune.runs import RunFileError, RunFileWarning, completed_items, identity_key, load_run
+from pytest_rvtune.results.runs import RunFileError, RunFileWarning, completed_items, identity_key, load_run
 
 BENCH_TEST = '''
 import json
@@ -107,7 +107,7 @@ def test_completed_items_for_resume(tmp_path: Path) -> None:
 def test_an_item_failed_only_by_a_compare_gate_is_still_a_measurement(tmp_path: Path) -> None:
     """outcome "regressed" (pytest --rvtune-compare failed it against a base) keeps a right answer and real
     samples: reports rank it and a later compare judges its numbers rather than calling it broken."""
-    from pytest_rvtune.compare import compare_record
+    from pytest_rvtune.results.compare import compare_record
     (samples,) = measure([(16, 16)], rounds=6)
     base = make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, samples)
     gated = make_record("matmul", "M96", {"BLOCK_SIZE_M": 16}, samples) | {"outcome": "regressed"}
@@ -122,6 +122,6 @@ def test_an_item_failed_only_by_a_compare_gate_is_still_a_measurement(tmp_path: 
 
 def test_sessions_of_one_process_in_one_second_get_distinct_run_ids() -> None:
     """rounds.py pools only records of *another* session: two sessions must never share an id."""
-    from pytest_rvtune.results import new_run_id
+    from pytest_rvtune.results.writer import new_run_id
     ids = {new_run_id() for _ in range(50)}
     assert len(ids) == 50 and all(i[:8].isdigit() and i[8] == "T" for i in ids)  # still sortable by time

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pytest_rvtune.cli import main
-from pytest_rvtune.rounds import pool
+from pytest_rvtune.results.rounds import pool
 
 DATA = Path(__file__).parent / "data"
 A, B = DATA / "host_rounds_a.jsonl", DATA / "host_rounds_b.jsonl"

@@ -26,9 +26,9 @@ from typing import Any
 
 from scipy.stats import mannwhitneyu
 
-from pytest_rvtune.noise import NoiseFileError, NoiseFloors, load_noise_for
-from pytest_rvtune.report import format_metric, render_rows
-from pytest_rvtune.runs import (
+from pytest_rvtune.results.noise import NoiseFileError, NoiseFloors, load_noise_for
+from pytest_rvtune.results.report import format_metric, render_rows
+from pytest_rvtune.results.runs import (
     DEFAULT_STATISTIC,
     DETERMINISTIC_COUNTERS,
     TIME_STATISTICS,
@@ -409,7 +409,7 @@ def run_compare(args: argparse.Namespace) -> int:
         print(f"warning: {drift}", file=sys.stderr)
     verdicts = compare_runs(base, new, thresholds)
     if args.confirm:
-        from pytest_rvtune.confirm import confirm_with_targets
+        from pytest_rvtune.results.confirm import confirm_with_targets
         try:
             confirm_with_targets(verdicts, base, new, thresholds, args.confirm, args.config_file)
         except ValueError as exc:  # a bad --confirm or target config file

@@ -35,7 +35,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from pytest_rvtune.runs import (
+from pytest_rvtune.results.runs import (
     EMULATED_RANK_COUNTERS,
     GroupKey,
     Record,
@@ -377,7 +377,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from pytest_rvtune.correlation import correlation_rows, strong
+    from pytest_rvtune.results.correlation import correlation_rows, strong
 
     run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
     reports = build_case_reports(run)
@@ -395,7 +395,7 @@ def run_report(args: argparse.Namespace) -> int:
     written[0].write_text(text, encoding="utf-8")
     written += write_perf_stats(run, out)
     if not args.no_plots:
-        from pytest_rvtune.plots import write_plots
+        from pytest_rvtune.results.plots import write_plots
 
         written += write_plots(run, out)
     print(f"wrote {len(written)} files under {out}", file=sys.stderr)

@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pytest_rvtune.runs import RunFileError, RunFileWarning
+    from pytest_rvtune.results.runs import RunFileError, RunFileWarning
 
     args = build_parser().parse_args(argv)
 

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from pytest_rvtune.report import render_rows
-from pytest_rvtune.runs import DEFAULT_STATISTIC, TIME_STATISTICS, Record, Run, RunFileError, identity_key, load_run
+from pytest_rvtune.results.report import render_rows
+from pytest_rvtune.results.runs import DEFAULT_STATISTIC, TIME_STATISTICS, Record, Run, RunFileError, identity_key, load_run
 
 FORMAT = "rvtune-noise/1"
 DEFAULT_QUANTILE = 95.0

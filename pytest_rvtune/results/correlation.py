@@ -18,8 +18,8 @@ from typing import Any
 
 from scipy.stats import pearsonr, spearmanr
 
-from pytest_rvtune.report import FORMATS, counter_names, render_rows
-from pytest_rvtune.runs import Record, group_by_problem, has_problems, load_run
+from pytest_rvtune.results.report import FORMATS, counter_names, render_rows
+from pytest_rvtune.results.runs import Record, group_by_problem, has_problems, load_run
 
 #: The seeds' cut-off for "high correlation".
 STRONG = 0.7

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_rvtune.compare import DEFAULT_ALPHA, DEFAULT_MIN_SAMPLES, mann_whitney_p
-from pytest_rvtune.report import most_common_winner, ranked
-from pytest_rvtune.runs import (
+from pytest_rvtune.results.compare import DEFAULT_ALPHA, DEFAULT_MIN_SAMPLES, mann_whitney_p
+from pytest_rvtune.results.report import most_common_winner, ranked
+from pytest_rvtune.results.runs import (
     GroupKey,
     Record,
     group_by_problem,

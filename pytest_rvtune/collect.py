@@ -91,7 +91,7 @@ class _ErrorItem(pytest.Item):
 def _project_item_test(request: pytest.FixtureRequest, rvtune_item: Any, rvtune_target: Any) -> None:
     """Data -> build -> run -> verdict -> record, like a kernel-module item; never raises mid-way."""
     from pytest_rvtune.compat.project_items import ProjectDataError, build_project_item, project_data
-    from pytest_rvtune.item_runner import ItemWork, build_failed, item_error
+    from pytest_rvtune.item import ItemWork, build_failed, item_error
     from pytest_rvtune.plugin import _finish, _session
 
     session = _session(request.config)
@@ -118,8 +118,8 @@ def _project_item_test(request: pytest.FixtureRequest, rvtune_item: Any, rvtune_
 def _run(session: Any, work: Any, target: Any, artifact: Any, data: Any, output_format: str,
          build_seconds: float) -> Any:
     from pytest_rvtune.harness.output_format import OutputFormat
-    from pytest_rvtune.item_runner import ExternalRun, item_error, run_item
-    from pytest_rvtune.target_lock import exclusive
+    from pytest_rvtune.item import ExternalRun, item_error, run_item
+    from pytest_rvtune.targets.lock import exclusive
 
     build_info = {"build_seconds": build_seconds, "build_cache_hit": bool(artifact.cache_hit)}
     try:

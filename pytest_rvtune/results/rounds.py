@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_rvtune.runs import Run, identity_key
+from pytest_rvtune.results.runs import Run, identity_key
 
 #: Record fields that must match for two records to be rounds of one experiment.
 SAME_EXPERIMENT = ("elf_sha256", "golden_sha256", "timing_source")
