@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_rvtune.targets.count_cache import count_key, fingerprint_of, measure_once
 from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNT_KEY, LAUNCH_COUNTER
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.results.writer import Record, now_iso
 from pytest_rvtune.targets.base import RunResult, Target
+from pytest_rvtune.targets.count_cache import count_key, fingerprint_of, measure_once
 from pytest_rvtune.verdict import Verdict, judge
 
 

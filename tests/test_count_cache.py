@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_rvtune.targets.count_cache import count_key, fingerprint_of, measure_once
 from pytest_rvtune.targets.base import Check, RunResult
+from pytest_rvtune.targets.count_cache import count_key, fingerprint_of, measure_once
 
 COUNTS = {"insns": 100.0, "vector_insns": 10.0, "kernel_insns": 50.0, "launches": 3.0, "launch_insns": 90.0}
 

@@ -11,10 +11,10 @@ import importlib
 import sys
 import warnings
 
-#: Modules of pytest_rvtune that each contribute one or more subcommands.
+#: Modules of pytest_rvtune.cli, each named after the `rvtune` command it defines, in --help order.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
-    "compile_cmd", "report", "compare", "export", "correlation", "doctor", "golden_cmd", "bench_compiler", "noise",
-    "import_cmd",
+    "compile", "report", "compare", "export_best", "correlate", "doctor", "golden", "bench_compiler", "noise",
+    "import_project",
 )
 
 
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rvtune", description="pytest-rvtune: Triton kernels on RISC-V")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
-        importlib.import_module(f"pytest_rvtune.{name}").add_parser(subparsers)
+        importlib.import_module(f"pytest_rvtune.cli.{name}").add_parser(subparsers)
     return parser
 
 

@@ -33,14 +33,14 @@ from typing import Any
 
 from scipy.stats import binomtest
 
-from pytest_rvtune.results.compare import DEFAULT_CONFIRM_TRIALS, Thresholds, Verdict, format_pct
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.item import RunOptions, default_run_options
+from pytest_rvtune.results.compare import DEFAULT_CONFIRM_TRIALS, Thresholds, Verdict, format_pct
 from pytest_rvtune.results.report import format_metric
 from pytest_rvtune.results.runs import Record, Run, identity_key
-from pytest_rvtune.targets.lock import exclusive
 from pytest_rvtune.targets.base import Target
+from pytest_rvtune.targets.lock import exclusive
 from pytest_rvtune.verdict import judge
 
 #: Seconds of samples per side and trial (the harness's --max-time): short, so both sides of a pair share a spell.

@@ -10,16 +10,14 @@ Also printed by ``rvtune report``; ``rvtune correlate RUN`` lists every counter,
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from collections.abc import Iterable
 from typing import Any
 
 from scipy.stats import pearsonr, spearmanr
 
-from pytest_rvtune.results.report import FORMATS, counter_names, render_rows
-from pytest_rvtune.results.runs import Record, group_by_problem, has_problems, load_run
+from pytest_rvtune.results.report import counter_names
+from pytest_rvtune.results.runs import Record, group_by_problem, has_problems
 
 #: The seeds' cut-off for "high correlation".
 STRONG = 0.7
@@ -61,26 +59,3 @@ def strong(rows: Iterable[dict[str, Any]], cutoff: float = STRONG) -> list[dict[
     """Rows where either coefficient exceeds the cut-off in magnitude (NaN never does)."""
     return [row for row in rows
             if any(not math.isnan(row[k]) and abs(row[k]) > cutoff for k in ("spearman", "pearson"))]
-
-
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "correlate", help="Spearman and Pearson of every counter against kernel time",
-        description="Per target, kernel, case and problem, over valid configs: Spearman and Pearson correlation "
-                    f"of each counter with median kernel time, strongest first; |r| > {STRONG} listed by --strong.")
-    p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
-    p.add_argument("--format", choices=FORMATS, default="table")
-    p.add_argument("--strong", action="store_true", help=f"only counters with |r| > {STRONG}")
-    p.set_defaults(func=run_correlate)
-
-
-def run_correlate(args: argparse.Namespace) -> int:
-    run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
-    rows = correlation_rows(run.records)
-    if args.strong:
-        rows = strong(rows)
-    print(render_rows(rows, args.format))
-    if any(row["emulated time"] for row in rows):
-        print("note: some times are emulated (QEMU): correlation with emulated time is not with performance",
-              file=sys.stderr)
-    return 0

@@ -22,12 +22,8 @@ would read ``doc``. ``"problem_keys"`` (``[]`` when none) tells which shape a do
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pytest_rvtune.results.compare import DEFAULT_ALPHA, DEFAULT_MIN_SAMPLES, mann_whitney_p
@@ -36,8 +32,6 @@ from pytest_rvtune.results.runs import (
     GroupKey,
     Record,
     group_by_problem,
-    group_label,
-    load_run,
     metric_samples,
     metric_value,
     rank_metric,
@@ -207,50 +201,3 @@ def header_text(doc: dict[str, Any]) -> str:
             block(f"{pre}BUCKET_{_c_name(bucket)}", config, f"M bucket {bucket}{of}")
     lines.append(f"#endif /* {guard} */")
     return "\n".join(lines) + "\n"
-
-
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "export-best", help="tuned configs per target and kernel (JSON or a C header)",
-        description="Write the best config per case (ties marked), aiter-style M buckets and a default config "
-                    "(most common winner) to <out>/<target>/<kernel>.json or .h; one set per problem for a kernel "
-                    "with PROBLEM_KEYS (e.g. IS_CAUSAL).")
-    p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
-    p.add_argument("--out", type=Path, default=Path("tuned-configs"), help="directory (default tuned-configs)")
-    p.add_argument("--format", choices=("json", "header"), default="json")
-    p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
-                   help=f"significance level of the winner-vs-runner-up test (default {DEFAULT_ALPHA})")
-    p.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN_PCT, metavar="PCT",
-                   help=f"a win smaller than this is a tie (default {DEFAULT_MIN_GAIN_PCT:g}%%)")
-    p.set_defaults(func=run_export)
-
-
-def run_export(args: argparse.Namespace) -> int:
-    run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
-    by_kernel: dict[tuple[str, str], list[Record]] = {}
-    for record in run.records:
-        by_kernel.setdefault((record.target, record.kernel), []).append(record)
-    written = 0
-    for (target, kernel), records in by_kernel.items():
-        doc = export_kernel(records, args.alpha, source=str(args.run), min_gain_pct=args.min_gain)
-        if doc is None:
-            print(f"warning: {kernel} on {target}: no valid config in any case: nothing exported", file=sys.stderr)
-            continue
-        path = args.out / target / f"{kernel}.{'h' if args.format == 'header' else 'json'}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(header_text(doc) if args.format == "header" else json.dumps(doc, indent=2) + "\n",
-                        encoding="utf-8")
-        parts = []
-        for problem_id, tuning in tunings(doc).items():
-            ties = [group_label(case, problem_id) for case, e in tuning["cases"].items() if e["tie"]]
-            default = tuning["default"]["config_id"]
-            parts.append(f"{problem_id}: {len(tuning['cases'])} cases, default {default}" if problem_id else
-                         f"{len(tuning['cases'])} cases, default {default}")
-            parts += [f"ties in {', '.join(ties)}"] if ties else []
-        print(f"{path}: " + "; ".join(parts))
-        written += 1
-    if not written:
-        print(f"rvtune export-best: nothing exported: no kernel of {args.run} has a passed item ({len(run.records)} "
-              "items, none valid)", file=sys.stderr)
-        return 1
-    return 0

@@ -21,14 +21,12 @@ never mixes problems.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -43,7 +41,6 @@ from pytest_rvtune.results.runs import (
     group_by_problem,
     group_label,
     has_problems,
-    load_run,
     metric_value,
     rank_metric,
 )
@@ -357,46 +354,3 @@ def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlation
 
 def default_out_dir(run_path: Path) -> Path:
     return run_path.parent / f"{run_path.stem}-report"
-
-
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "report", help="rank configs per kernel and case; best configs, perf_stats.csv, plots",
-        description="Configs per kernel and case sorted by median time (by launch_insns under QEMU), with IQR, "
-                    "samples, counters and speed-ups; the best config per case; perf_stats.csv in the seeds' "
-                    "columns; heatmaps and counter scatter plots.")
-    p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
-    p.add_argument("--format", choices=FORMATS, default="table", help="printed format (default table)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="directory for report.<ext>, perf_stats.csv files and plots "
-                        "(default: <run>-report beside the run file)")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--top", type=int, default=None, metavar="N",
-                   help="show the N best configs per case (files under --out keep all)")
-    p.set_defaults(func=run_report)
-
-
-def run_report(args: argparse.Namespace) -> int:
-    from pytest_rvtune.results.correlation import correlation_rows, strong
-
-    run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
-    reports = build_case_reports(run)
-    correlations = strong(correlation_rows(run.records))
-    text = render_report(run, reports, args.format, correlations)
-    if args.top is not None:
-        shown = [replace(rep, rows=rep.rows[: args.top]) for rep in reports]
-        print(render_report(run, shown, args.format, correlations))
-    else:
-        print(text)
-    out: Path = args.out or default_out_dir(Path(args.run))
-    out.mkdir(parents=True, exist_ok=True)
-    ext = {"table": "txt", "markdown": "md"}.get(args.format, args.format)
-    written = [out / f"report.{ext}"]
-    written[0].write_text(text, encoding="utf-8")
-    written += write_perf_stats(run, out)
-    if not args.no_plots:
-        from pytest_rvtune.results.plots import write_plots
-
-        written += write_plots(run, out)
-    print(f"wrote {len(written)} files under {out}", file=sys.stderr)
-    return 0

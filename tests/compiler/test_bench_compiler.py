@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_rvtune.cli import bench_compiler
-from pytest_rvtune.cli import main
+from pytest_rvtune.cli import bench_compiler, main
 from pytest_rvtune.spec import load_kernel_module
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"

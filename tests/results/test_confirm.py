@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from pytest_rvtune.results.compare import Thresholds
-from pytest_rvtune.results.confirm import CannotConfirm, Rerun, confirm
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.item import RunOptions, rerun_field
+from pytest_rvtune.results.compare import Thresholds
+from pytest_rvtune.results.confirm import CannotConfirm, Rerun, confirm
 from pytest_rvtune.results.runs import record_from_dict
 from pytest_rvtune.targets.local import HostTarget, QemuTarget
 

@@ -22,8 +22,8 @@ import pytest
 from results_data import clean_env, make_record, write_jsonl
 
 from pytest_rvtune.cli import main
-from pytest_rvtune.results.writer import ResultsWriteError, ResultsWriter
 from pytest_rvtune.results.runs import RunFileWarning, completed_items, load_run
+from pytest_rvtune.results.writer import ResultsWriteError, ResultsWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 SELECT = ["kernels/softmax.py", "--rvtune-target", "host", "--rvtune-case", "small",

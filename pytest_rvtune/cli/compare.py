@@ -1,0 +1,102 @@
+"""`rvtune compare`: the command line of pytest_rvtune.results.compare (arguments, output, exit code)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from pytest_rvtune.results.compare import (
+    COUNTER_GATES,
+    DEFAULT_ALPHA,
+    DEFAULT_CONFIRM_TRIALS,
+    DEFAULT_MIN_SAMPLES,
+    DEFAULT_THRESHOLD_PCT,
+    Thresholds,
+    compare_runs,
+    drift_warning,
+    nothing_compared_reason,
+    verdict_rows,
+)
+from pytest_rvtune.results.noise import NoiseFileError, load_noise_for
+from pytest_rvtune.results.report import render_rows
+from pytest_rvtune.results.runs import DEFAULT_STATISTIC, TIME_STATISTICS, RunFileError, load_run
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "compare", help="compare two runs; exit 1 on a significant regression",
+        description="Compare run B against base run A item by item: Mann-Whitney U on time samples, "
+                    "thresholds per kernel, instruction counts under QEMU. Exit 1 on a significant regression.")
+    p.add_argument("base", help="base run: results .jsonl or pytest-benchmark .json")
+    p.add_argument("new", help="new run, same formats")
+    p.add_argument("--threshold", action="append", default=[], metavar="[KERNEL=]PCT",
+                   help=f"change that matters, in percent (default {DEFAULT_THRESHOLD_PCT:g}); repeat as "
+                        "KERNEL=PCT for per-kernel values, e.g. --threshold 5 --threshold matmul=10")
+    p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                   help=f"significance level of the Mann-Whitney test (default {DEFAULT_ALPHA})")
+    p.add_argument("--min-samples", type=int, default=DEFAULT_MIN_SAMPLES,
+                   help=f"fewer samples per side than this: a warning instead of a test "
+                        f"(default {DEFAULT_MIN_SAMPLES})")
+    p.add_argument("--statistic", choices=TIME_STATISTICS, default=DEFAULT_STATISTIC,
+                   help="a time change is the change of the samples' min (default: interference only adds "
+                        "time, so the minimum repeats between sessions) or median")
+    p.add_argument("--counters", choices=COUNTER_GATES, default="deterministic",
+                   help="counters that gate: QEMU instruction counts (default), all (board perf too), none")
+    p.add_argument("--noise", action="append", default=[], metavar="NOISE.json",
+                   help="A/A noise floor of the target (from `rvtune noise`; repeat for several targets): a "
+                        "time change must also exceed the item's floor to count")
+    p.add_argument("--confirm", type=int, nargs="?", const=DEFAULT_CONFIRM_TRIALS, default=0, metavar="TRIALS",
+                   help="re-run the base and new ELF of every time regression on its target, interleaved, "
+                        f"TRIALS times each (default {DEFAULT_CONFIRM_TRIALS}), and count it only if that confirms "
+                        "it; needs both ELFs on this machine and the target of the runs")
+    p.add_argument("--config-file", default=None, metavar="PATH",
+                   help="with --confirm: target configuration (default: rvtune.toml, then pyproject.toml here)")
+    p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
+    p.add_argument("--all", action="store_true", help="show unchanged, ungated metrics too")
+    p.set_defaults(func=run_compare)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    try:
+        thresholds = Thresholds.parse(args.threshold, alpha=args.alpha, min_samples=args.min_samples,
+                                      counters=args.counters, statistic=args.statistic)
+        base, new = load_run(args.base), load_run(args.new)
+        if args.noise:
+            noise = load_noise_for(args.noise, [*base.records, *new.records], thresholds.statistic)
+            thresholds = dataclasses.replace(thresholds, noise=noise)
+    except (ValueError, RunFileError, NoiseFileError) as exc:
+        print(f"rvtune compare: {exc}", file=sys.stderr)
+        return 2
+    drift = None if args.confirm else drift_warning(base, new, thresholds.noise)  # re-runs settle drift
+    if drift:
+        print(f"warning: {drift}", file=sys.stderr)
+    verdicts = compare_runs(base, new, thresholds)
+    if args.confirm:
+        from pytest_rvtune.results.confirm import confirm_with_targets
+        try:
+            confirm_with_targets(verdicts, base, new, thresholds, args.confirm, args.config_file)
+        except ValueError as exc:  # a bad --confirm or target config file
+            print(f"rvtune compare: {exc}", file=sys.stderr)
+            return 2
+    print(render_rows(verdict_rows(verdicts, args.all, raw=args.format in ("json", "csv")), args.format))
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[v.status] = counts.get(v.status, 0) + 1
+    warnings = [w for v in verdicts for w in v.warnings]
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    print(f"\n{len(verdicts)} items: {summary}; {len(warnings)} warnings", file=sys.stderr)
+    compared = len(verdicts) - counts.get("new", 0) - counts.get("missing", 0)
+    print(f"compared {compared} of the base run's {len(base.records)} items", file=sys.stderr)
+    if not compared:
+        print(f"rvtune compare: nothing compared: {nothing_compared_reason(base, new)}", file=sys.stderr)
+        return 2
+    regressions = [v for v in verdicts if v.regressed]
+    for v in regressions:
+        print(f"REGRESSION {v.message}", file=sys.stderr)
+    for v in verdicts:
+        if v.status == "unconfirmed":
+            print(f"UNCONFIRMED {v.message}", file=sys.stderr)
+    return 1 if regressions else 0
