@@ -79,3 +79,55 @@ def add_benchmark(
     samples = iter(samples_ns)
     fixture.pedantic(lambda: clock.advance(next(samples) * 1e-9), rounds=len(samples_ns), iterations=1)
     fixture.extra_info.update(extra_info)
+
+
+#: Record fields carried into pytest-benchmark's extra_info (the JSON keeps them; the table does not show them).
+EXTRA_INFO_FIELDS = ("kernel", "case", "case_params", "problem", "config", "config_id", "target", "machine",
+                     "counters", "timing_source", "elf_sha256", "golden_sha256", "samples_ns", "outcome", "nodeid")
+
+
+def add_record(config: Any, record: dict[str, Any]) -> None:
+    """Hand one finished item's samples to pytest-benchmark, unless the user turned it off."""
+    bench_session = config.pluginmanager.get_plugin("pytest-benchmark")
+    # Under xdist pytest-benchmark marks itself disabled on the controller too: that is exactly the case we
+    # merge for, so only the user's own --benchmark-disable / --benchmark-skip stop us.
+    if bench_session is None or config.getoption("benchmark_disable", False) or \
+            config.getoption("benchmark_skip", False):
+        return
+    nodeid = record["nodeid"]
+    name = nodeid.rsplit("::", 1)[-1]
+    param = name[name.index("[") + 1:-1] if "[" in name else ""
+    extra = {key: record.get(key) for key in EXTRA_INFO_FIELDS}
+    add_benchmark(bench_session, nodeid=nodeid, name=name, param=param,
+                  params={"case": record["case"], **record["config"], "target": record["target"]},
+                  samples_ns=record["samples_ns"], extra_info=extra, group=benchmark_group(record))
+
+
+def benchmark_group(record: dict[str, Any]) -> str:
+    """One pytest-benchmark table per kernel, case and problem (causal and non-causal never share one)."""
+    problem = "-".join(f"{key}={value}" for key, value in (record.get("problem") or {}).items())
+    return "-".join(part for part in (record["kernel"], record["case"], problem) if part)
+
+
+#: The identity fields that name the machine measured (not the toolchain: comparing compilers is legitimate).
+BOARD_IDENTITY_KEYS = ("isa", "vlen", "board", "arch", "cpu")
+
+
+def compared_machine_error(machine_info: dict[str, Any], compared_benchmark: dict[str, Any]) -> str | None:
+    """Why a saved run cannot be compared with this one (another target or another board), or None."""
+    ours = machine_info.get("rvtune_targets") or {}
+    theirs = (compared_benchmark.get("machine_info") or {}).get("rvtune_targets")
+    if theirs is None:
+        return None  # not an rvtune run: pytest-benchmark's own warning applies
+    for name, identity in ours.items():
+        saved = theirs.get(name)
+        if saved is None:
+            return (f"--benchmark-compare: the saved run measured target(s) {', '.join(sorted(theirs))}, not "
+                    f"{name!r}; compare runs of the same target (rvtune compare A B compares any two runs item by "
+                    "item)")
+        differs = {k: (saved.get(k), identity.get(k)) for k in BOARD_IDENTITY_KEYS if saved.get(k) != identity.get(k)}
+        if differs:
+            detail = ", ".join(f"{k} {a!r} vs {b!r}" for k, (a, b) in differs.items())
+            return (f"--benchmark-compare: the saved run of target {name!r} was measured on another "
+                    f"machine ({detail}); compare runs of the same board")
+    return None

@@ -201,10 +201,13 @@ def main_cpp_path(spec: Any) -> Path:
     return Path(spec.path).resolve().parent.parent / MAIN_CPP_DIR_NAME / f"{spec.name}.cpp"
 
 
-def build_item(spec: Any, case_name: str, config: Any, isa: str = RISCV_ISA) -> BuildArtifact:
-    """Build (or fetch) the ELF of one item; raises BuildError naming kernel and config."""
+def build_item(spec: Any, case_name: str, config: Any, isa: str = RISCV_ISA,
+               golden_root: Path | None = None) -> BuildArtifact:
+    """Build (or fetch) the ELF of one item; raises BuildError naming kernel and config.
+
+    ``golden_root``: the committed golden tree (default: golden/ beside the kernel's directory)."""
     from pytest_rvtune.compiler.api import compile_kernel
-    from pytest_rvtune.golden import golden_set
+    from pytest_rvtune.golden import Store, golden_set
 
     started = time.perf_counter()
     config = dict(getattr(config, "kwargs", config))  # a triton.Config or its kwargs dict
@@ -212,7 +215,8 @@ def build_item(spec: Any, case_name: str, config: Any, isa: str = RISCV_ISA) -> 
     try:
         tc = Toolchain.for_isa(isa)
         launch = spec.capture_launch(case_name, config)
-        inputs, expected = _golden_files(golden_set(spec, case_name, config))
+        store = Store(root=golden_root) if golden_root is not None else None
+        inputs, expected = _golden_files(golden_set(spec, case_name, config, store=store))
         harness_args = harness_args_of(launch, inputs, expected)
         ck = compile_kernel(spec.kernel, launch.signature, launch.constexprs, isa)
         objects, launcher_header = _compiled_objects(ck)

@@ -1,12 +1,12 @@
-"""pytest glue for Triton_RVV projects: ``rvtune.toml`` with ``[triton_rvv]`` tables -> one item per entry x case
-x config x target. The work is in compat/ (project file, data, build) and item_runner.py (run, verdict, record);
-this module only wires them to pytest, next to plugin.py's kernel-module items, whose fixtures and reporting it
-shares.
+"""Collection: our kernel modules (``kernels/<name>.py``) and Triton_RVV projects (``rvtune.toml`` with
+``[triton_rvv]`` tables), each -> one item per (entry or kernel) x case x config x target.
+
+The work is in spec.py and compat/ (what the items are) and item.py (build, run, verdict, record); this module
+only makes pytest collectors and items of them, and turns an item's outcome into a pass or a failure.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +16,120 @@ import pytest
 
 from pytest_rvtune.compat.project import PROJECT_FILE, RvvCase, RvvEntry, RvvProject
 from pytest_rvtune.compat.triton_rvv_module import RvvConfig
+from pytest_rvtune.item import ItemOutcome, finish_item, run_kernel_item, run_project_item
+from pytest_rvtune.selection import config_keywords, filter_keys
+from pytest_rvtune.session import RECORD_KEY, RESULTS_ERROR_KEY, RvtuneSession, session_of
+
+#: Where a collected item keeps what it is (KernelItemInfo or ProjectItemInfo); the fixtures read it.
+ITEM_KEY = pytest.StashKey[Any]()
+
+
+# --------------------------------------------------------------------------------------------- kernel modules
+class KernelItemInfo:
+    """What one kernel-suite item is: the loaded kernel module, case, config and target name."""
+
+    def __init__(self, spec: Any, case: str, config: Any, target: str) -> None:
+        self.spec = spec
+        self.case = case
+        self.config = config
+        self.config_values = dict(config.kwargs)
+        self.config_id = spec.config_id(config)
+        self.target = target
+
+
+class KernelModule(pytest.File):
+    """A kernels/<name>.py module: one item per (case, config, target)."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from pytest_rvtune.spec import KernelModuleError, filter_configs, filter_key_values, load_kernel_module
+        session = session_of(self.config)
+        try:
+            spec = load_kernel_module(self.path)
+        except Exception as exc:
+            # One broken kernel module must not stop the suite: pytest would interrupt the whole session on
+            # a collection error, so the error is reported and the other kernels still run.
+            self.config.option.continue_on_collection_errors = True
+            message = str(exc) if isinstance(exc, KernelModuleError) else \
+                f"kernel module {self.path}: {type(exc).__name__}: {exc}"
+            raise self.CollectError(message) from exc
+        session.kernel_modules += 1
+        configs = list(spec.configs)
+        known_keys = {key for config in configs for key in config}
+        for config_filter in session.config_filters:
+            missing = filter_keys(config_filter) - known_keys
+            for key in missing:
+                session.filter_keys_unknown[key] += 1
+            # A filter on a key this kernel does not have selects none of its configs (e.g. BLOCK_SIZE_M
+            # across the suite leaves out jacobi); a key no kernel has is one collection error (see below).
+            configs = [] if missing else filter_configs(configs, config_filter)
+            if not missing:
+                if filter_configs(spec.configs, config_filter):
+                    session.filters_matched.add(config_filter)
+                for key, values in filter_key_values(spec.configs, config_filter).items():
+                    session.filter_values[config_filter].setdefault(key, set()).update(values)
+        for marker in (spec.name, *spec.cases):  # per kernel and case, registered so --strict-markers works
+            self.config.addinivalue_line("markers", f"{marker}: pytest-rvtune kernel or case {marker}")
+        for target in session.target_names:
+            cases = session.cases or [session.default_case(target)]
+            unknown = [c for c in cases if c not in spec.cases]
+            if unknown:
+                self.config.option.continue_on_collection_errors = True
+                raise self.CollectError(f"kernel module {self.path}: no case {', '.join(unknown)}; "
+                                        f"it has {', '.join(spec.cases)}")
+            for case in cases:
+                for config in configs:
+                    info = KernelItemInfo(spec, case, config, target)
+                    suffix = f"-{target}" if len(session.target_names) > 1 else ""
+                    name = f"{spec.name}[{case}-{info.config_id}{suffix}]"
+                    item = KernelItem.from_parent(self, name=name, callobj=kernel_item_test)
+                    item.stash[ITEM_KEY] = info
+                    for marker in (spec.name, case, "rvtune"):
+                        item.add_marker(marker)
+                    item.extra_keyword_matches.update(config_keywords(info.config_values))
+                    yield item
+
+
+class KernelItem(pytest.Function):
+    def reportinfo(self) -> tuple[Path, int, str]:
+        # Line 0: there is no test function line; pytest's skip report needs a number.
+        return self.path, 0, self.name
+
+
+def collect_file(file_path: Path, parent: pytest.Collector, others: list[pytest.Collector]) -> list[pytest.Collector]:
+    """pytest_collect_file's answer: an rvtune.toml project, a kernel module (ours alone), or what the other
+    plugins made of the file."""
+    if is_project_file(file_path):  # a Triton_RVV checkout configured by `rvtune import`
+        return [ProjectFile.from_parent(parent, path=file_path), *others]
+    if file_path.suffix != ".py" or file_path.name.startswith("_") or file_path.name == "conftest.py":
+        return others
+    session = session_of(parent.config)
+    if not any(file_path.resolve().is_relative_to(d) for d in session.kernel_dirs):
+        return others
+    # A kernel module named on the command line (or matching python_files) is also a test module to pytest's
+    # python plugin, which would import it a second time: a syntax error would then be reported twice, once
+    # with pytest's import traceback. A kernel module is ours alone.
+    return [KernelModule.from_parent(parent, path=file_path),
+            *(c for c in others if not isinstance(c, pytest.Module))]
+
+
+def kernel_item_test(request: pytest.FixtureRequest, rvtune_item: KernelItemInfo, rvtune_target: Any) -> None:
+    """One kernel-suite item (item.run_kernel_item), passed or failed by its verdict."""
+    session = session_of(request.config)
+    finish(request, session, run_kernel_item(session, request.node.nodeid, rvtune_item, rvtune_target),
+           rvtune_target)
+
+
+def finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: ItemOutcome, target: Any) -> None:
+    """Record the item (item.finish_item), hand the record to the controller, fail the item if it did not pass."""
+    finished = finish_item(session, outcome, target)
+    if finished.write_error is not None:
+        request.node.user_properties.append((RESULTS_ERROR_KEY, finished.write_error))
+    request.node.user_properties.append((RECORD_KEY, finished.record))
+    if not finished.verdict.passed:
+        pytest.fail(finished.verdict.message, pytrace=False)
+
+
+# --------------------------------------------------------------------------------------------- Triton_RVV projects
 
 
 @dataclass
@@ -40,9 +154,8 @@ class ProjectFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         from pytest_rvtune.compat.project import read_project
         from pytest_rvtune.compat.project_items import entry_configs
-        from pytest_rvtune.plugin import ITEM_KEY, KernelItem, _config_keywords, _session
 
-        session = _session(self.config)
+        session = session_of(self.config)
         try:
             project = read_project(self.path)
         except Exception as exc:
@@ -57,7 +170,7 @@ class ProjectFile(pytest.File):
                 try:
                     configs = entry_configs(entry, case)
                 except Exception as exc:  # one broken module: its entry's error, the other entries still run
-                    yield _ErrorItem.from_parent(self, name=f"{entry.name}[{case.name}]",
+                    yield EntryErrorItem.from_parent(self, name=f"{entry.name}[{case.name}]",
                                                  message=f"{entry.where}: {exc}")
                     continue
                 for target in session.target_names:
@@ -65,16 +178,16 @@ class ProjectFile(pytest.File):
                         cid = config.id
                         suffix = f"-{target}" if len(session.target_names) > 1 else ""
                         item = KernelItem.from_parent(self, name=f"{entry.name}[{case.name}-{cid}{suffix}]",
-                                                      callobj=_project_item_test)
+                                                      callobj=project_item_test)
                         item.stash[ITEM_KEY] = ProjectItemInfo(project, entry, case, config, cid, target)  # type: ignore[arg-type]
                         for marker in ("rvtune", "triton_rvv"):
                             item.add_marker(marker)
                         item.extra_keyword_matches.update({entry.name, case.name,
-                                                           *_config_keywords(config.values)})
+                                                           *config_keywords(config.values)})
                         yield item
 
 
-class _ErrorItem(pytest.Item):
+class EntryErrorItem(pytest.Item):
     """Stands for an entry whose configs cannot be had: fails with the reason (the other entries still run)."""
 
     def __init__(self, *, message: str, **kwargs: Any) -> None:
@@ -88,46 +201,8 @@ class _ErrorItem(pytest.Item):
         return self.path, 0, self.name
 
 
-def _project_item_test(request: pytest.FixtureRequest, rvtune_item: Any, rvtune_target: Any) -> None:
-    """Data -> build -> run -> verdict -> record, like a kernel-module item; never raises mid-way."""
-    from pytest_rvtune.compat.project_items import ProjectDataError, build_project_item, project_data
-    from pytest_rvtune.item import ItemWork, build_failed, item_error
-    from pytest_rvtune.plugin import _finish, _session
-
-    session = _session(request.config)
-    info: ProjectItemInfo = rvtune_item
-    work = ItemWork(request.node.nodeid, info.entry.name, info.case.name, dict(info.config.values),
-                    info.config_id, info.target, dict(info.case.params))
-    try:
-        data = project_data(info.project, info.entry, info.case)
-    except ProjectDataError as exc:
-        _finish(request, session, item_error(work, rvtune_target, str(exc)), rvtune_target)
-        return
-    started = time.perf_counter()
-    try:
-        artifact = build_project_item(info.project, info.entry, info.case, info.config, rvtune_target.isa)
-    except Exception as exc:  # compile, link, the module's own errors: this item's build fails, the rest go on
-        outcome = build_failed(work, rvtune_target, f"{work.what}: {exc}", time.perf_counter() - started)
-        _finish(request, session, outcome, rvtune_target)
-        return
-    outcome = _run(session, work, rvtune_target, artifact, data, info.project.output_format,
-                   time.perf_counter() - started)
-    _finish(request, session, outcome, rvtune_target)
-
-
-def _run(session: Any, work: Any, target: Any, artifact: Any, data: Any, output_format: str,
-         build_seconds: float) -> Any:
-    from pytest_rvtune.harness.output_format import OutputFormat
-    from pytest_rvtune.item import ExternalRun, item_error, run_item
-    from pytest_rvtune.targets.lock import exclusive
-
-    build_info = {"build_seconds": build_seconds, "build_cache_hit": bool(artifact.cache_hit)}
-    try:
-        target.prepare([artifact.elf, *data.files.values()])
-        with exclusive(target):
-            return run_item(work, target, elf=artifact.elf, argv=list(artifact.argv), elf_sha256=artifact.elf_sha256,
-                            golden_sha256=data.sha256, options=session.run_options(target),
-                            kernel_symbol=artifact.kernel_symbol, build_info=build_info,
-                            external=ExternalRun(data.files, OutputFormat.load(output_format), artifact.launches))
-    except Exception as exc:  # a board lost, a full disk: this item
-        return item_error(work, target, f"{work.what}: {exc}")
+def project_item_test(request: pytest.FixtureRequest, rvtune_item: ProjectItemInfo, rvtune_target: Any) -> None:
+    """One Triton_RVV project item (item.run_project_item), passed or failed by its verdict."""
+    session = session_of(request.config)
+    finish(request, session, run_project_item(session, request.node.nodeid, rvtune_item, rvtune_target),
+           rvtune_target)

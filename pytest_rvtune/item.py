@@ -1,6 +1,8 @@
-"""Run one item (kernel x case x config x target) and turn it into a verdict and a results record.
+"""One item (kernel x case x config x target): build -> golden data -> run or resume -> verdict -> record ->
+compare with the base run.
 
-Knows nothing of pytest: the plugin calls it, and so can any script.
+Knows nothing of pytest: the plugin's item functions (collect.py) call it with the session, and turn the
+outcome into a pass or a failure; ``run_item`` alone (build already done) serves any script.
 """
 
 from __future__ import annotations
@@ -9,14 +11,20 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNT_KEY, LAUNCH_COUNTER
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.results.writer import Record, now_iso
+from pytest_rvtune.run_options import RunOptions
 from pytest_rvtune.targets.base import RunResult, Target
 from pytest_rvtune.targets.count_cache import count_key, fingerprint_of, measure_once
+from pytest_rvtune.targets.lock import exclusive
 from pytest_rvtune.verdict import Verdict, judge
+
+if TYPE_CHECKING:
+    from pytest_rvtune.collect import KernelItemInfo, ProjectItemInfo
+    from pytest_rvtune.session import RvtuneSession
 
 
 @dataclass(frozen=True)
@@ -37,12 +45,6 @@ class ItemWork:
         return f"{self.kernel} [case {self.case}, {self.config_id}] on target {self.target}"
 
 
-#: Seconds of samples per item on real hardware. A shared VM changes speed in spells of up to seconds; half a
-#: second of samples nearly always holds some of the fast spell, whose minimum repeats within ~1% between
-#: sessions (docs/contracts.md, "Timing").
-DEFAULT_MAX_TIME = 0.5
-
-
 @dataclass(frozen=True)
 class ExternalRun:
     """How to run a user's own harness: the files it opens by relative path, its output format, and how many
@@ -51,32 +53,6 @@ class ExternalRun:
     files: Mapping[str, Path]
     output_format: OutputFormat
     launches: int | None = None
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    warmup: int = 1
-    runs: int = 5
-    max_time: float = 0.0  # seconds the samples span (0: exactly `runs` samples)
-    threads: int = 1
-    timeout: float = 300.0
-    check: bool = True
-    # Where ``timeout`` comes from, for the message of a run killed at it (a board's own setting, or the option).
-    timeout_setting: str = "--rvtune-timeout"
-
-    def harness_args(self) -> list[str]:
-        args = ["--warmup", str(self.warmup), "--runs", str(self.runs), "--threads", str(self.threads)]
-        if self.max_time > 0:
-            args += ["--max-time", repr(self.max_time)]
-        return args if self.check else [*args, "--no-check"]
-
-
-def default_run_options(emulated: bool) -> RunOptions:
-    """The run options of a target before the user's: emulated time is not gated, so two runs and no time span;
-    real hardware gets samples spread over DEFAULT_MAX_TIME."""
-    if emulated:
-        return RunOptions(warmup=1, runs=2, max_time=0.0)
-    return RunOptions(warmup=2, runs=10, max_time=DEFAULT_MAX_TIME)
 
 
 @dataclass
@@ -224,3 +200,166 @@ def run_item(
     }
     return ItemOutcome(verdict, record, result, timings={"run": run_seconds,
                                                          "build": build_info.get("build_seconds", 0.0)})
+
+
+# ------------------------------------------------------------------------------------------ the pipeline
+@dataclass
+class BuildOutcome:
+    """The ELF of an item, or the build error (a build error fails the item, it does not error it)."""
+
+    artifact: Any = None
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def build_kernel_item(info: KernelItemInfo, target: Any, golden_root: Path) -> BuildOutcome:
+    from pytest_rvtune.build import build_item
+    started = time.perf_counter()
+    try:
+        artifact = build_item(info.spec, info.case, info.config, target.isa, golden_root=golden_root)
+    except Exception as exc:  # BuildError and golden-data errors alike: the message names kernel and config
+        return BuildOutcome(error=str(exc), seconds=time.perf_counter() - started)
+    return BuildOutcome(artifact, seconds=time.perf_counter() - started)
+
+
+def kernel_golden(info: KernelItemInfo, golden_root: Path) -> tuple[Any, str | None]:
+    """(golden.GoldenSet, None), or (None, the error naming the file)."""
+    from pytest_rvtune.golden import Store, golden_set
+    try:
+        return golden_set(info.spec, info.case, info.config, store=Store(root=golden_root)), None
+    except Exception as exc:  # GoldenError names the file; anything else is the kernel module's fault
+        return None, f"golden data of {info.spec.name} [case {info.case}, {info.config_id}]: {exc}"
+
+
+def run_kernel_item(session: RvtuneSession, nodeid: str, info: KernelItemInfo, target: Any) -> ItemOutcome:
+    """One kernel-suite item: build, golden data, run (or resume), verdict, record. Never raises mid-way:
+    every failure becomes an outcome with a message, recorded like a pass."""
+    work = ItemWork(nodeid, info.spec.name, info.case, info.config_values, info.config_id,
+                    info.target, dict(info.spec.cases[info.case]), info.spec.problem_of(info.config))
+    # Golden data first: a corrupt or missing file is bad input (outcome "error", naming the file), not a
+    # build failure, although the build reads the same files.
+    golden, error = kernel_golden(info, session.golden_dir)
+    if error is not None:
+        return item_error(work, target, error)
+    build = build_kernel_item(info, target, session.golden_dir)
+    if build.error is not None:
+        return build_failed(work, target, build.error, build.seconds)
+    return run_or_resume(session, work, target, build, golden, getattr(info.config, "num_threads", None))
+
+
+def run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: BuildOutcome,
+                  golden: Any, num_threads: int | None = None) -> ItemOutcome:
+    artifact = build.artifact
+    build_info = {"build_seconds": build.seconds, "build_cache_hit": bool(artifact.cache_hit)}
+    resumed = resumed_record(session, artifact.elf_sha256, golden.sha256, target)
+    if resumed is not None:
+        record = dict(resumed) | {"nodeid": work.nodeid, "resumed_from": str(session.options.resume),
+                                  "run_seconds": 0.0} | build_info
+        verdict = Verdict(record["outcome"], record.get("message") or f"{work.what}: resumed")
+        return ItemOutcome(verdict, record, timings={"build": build.seconds})
+    options = session.run_options(target, num_threads)
+    try:
+        target.prepare([p for p in artifact.argv if isinstance(p, Path)] + [artifact.elf])
+        with exclusive(target):
+            outcome = run_item(work, target, elf=artifact.elf, argv=list(artifact.argv),
+                               elf_sha256=artifact.elf_sha256, golden_sha256=golden.sha256, options=options,
+                               kernel_symbol=artifact.kernel_symbol, build_info=build_info)
+        from pytest_rvtune.results.rounds import pool
+        outcome.record = pool(outcome.record,
+                              session.earlier_round((work.target, work.kernel, work.case, work.config_id)))
+        return outcome
+    except Exception as exc:  # a board lost after its retry, a full disk, a lock never freed: this item
+        from pytest_rvtune.targets.ssh import BoardLostError
+        if isinstance(exc, BoardLostError):
+            # The board is gone for this session: its later items skip with a pointer to this error instead of
+            # each waiting for a reconnect that fails the same way.
+            session.target_errors[work.target] = str(exc)
+            session.target_error_reported.add(work.target)
+        return item_error(work, target, f"{work.what}: {exc}")
+
+
+def resumed_record(session: RvtuneSession, elf_sha: str, golden_sha: str, target: Any) -> Any:
+    if not session.resume_index:
+        return None
+    from pytest_rvtune.results.runs import identity_key
+    return session.resume_index.get((elf_sha, golden_sha, identity_key(target.identity())))
+
+
+def run_project_item(session: RvtuneSession, nodeid: str, info: ProjectItemInfo, target: Any) -> ItemOutcome:
+    """A Triton_RVV project item: data -> build -> run -> verdict -> record, like a kernel-module item; never
+    raises mid-way."""
+    from pytest_rvtune.compat.project_items import ProjectDataError, build_project_item, project_data
+
+    work = ItemWork(nodeid, info.entry.name, info.case.name, dict(info.config.values),
+                    info.config_id, info.target, dict(info.case.params))
+    try:
+        data = project_data(info.project, info.entry, info.case)
+    except ProjectDataError as exc:
+        return item_error(work, target, str(exc))
+    started = time.perf_counter()
+    try:
+        artifact = build_project_item(info.project, info.entry, info.case, info.config, target.isa)
+    except Exception as exc:  # compile, link, the module's own errors: this item's build fails, the rest go on
+        return build_failed(work, target, f"{work.what}: {exc}", time.perf_counter() - started)
+    build_info = {"build_seconds": time.perf_counter() - started, "build_cache_hit": bool(artifact.cache_hit)}
+    try:
+        target.prepare([artifact.elf, *data.files.values()])
+        with exclusive(target):
+            return run_item(work, target, elf=artifact.elf, argv=list(artifact.argv), elf_sha256=artifact.elf_sha256,
+                            golden_sha256=data.sha256, options=session.run_options(target),
+                            kernel_symbol=artifact.kernel_symbol, build_info=build_info,
+                            external=ExternalRun(data.files, OutputFormat.load(info.project.output_format),
+                                                 artifact.launches))
+    except Exception as exc:  # a board lost, a full disk: this item
+        return item_error(work, target, f"{work.what}: {exc}")
+
+
+@dataclass
+class FinishedItem:
+    """An item's final verdict (after the compare with the base run) and its record, written or not."""
+
+    verdict: Verdict
+    record: Record
+    write_error: str | None = None  # why the record could not be appended to the results file
+
+
+def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Any) -> FinishedItem:
+    """Compare with the base run (when there is one) and append the record to the results file at once."""
+    from pytest_rvtune.results.writer import ResultsWriteError
+    record = outcome.record | {"run_id": session.run_id}  # the session that wrote the line: rounds.py
+    verdict = outcome.verdict
+    if verdict.passed and session.compare_base is not None:
+        verdict = compare_with_base(session, record, target) or verdict
+        record["outcome"], record["message"] = verdict.outcome, ("" if verdict.passed else verdict.message)
+    try:
+        session.writer.append(record)  # at once: a killed run loses nothing that finished
+    except ResultsWriteError as exc:  # a full disk or read-only location: the verdict still counts
+        return FinishedItem(verdict, record, exc.cause)
+    return FinishedItem(verdict, record)
+
+
+def compare_with_base(session: RvtuneSession, record: dict[str, Any], target: Any) -> Verdict | None:
+    """A failing verdict when the item regressed against the base run. A time regression is re-run
+    interleaved first (confirm.py); the confirmation, either way, goes into ``record``."""
+    from pytest_rvtune.results.compare import compare_record
+    from pytest_rvtune.results.confirm import confirm_locked, needs_confirmation
+    from pytest_rvtune.results.runs import record_from_dict
+    base = session.compare_base.find(record)
+    if base is None:
+        return None
+    new = record_from_dict(record)
+    result = compare_record(base, new, session.compare_thresholds)
+    if not result.regressed:
+        return None
+    message = result.message
+    if session.confirm_trials and needs_confirmation(result):
+        confirmation = confirm_locked(base, new, target, session.run_options(target), session.compare_thresholds,
+                                      session.confirm_trials)
+        if isinstance(confirmation, str):
+            message += f"\n(not re-run to confirm: {confirmation})"
+        else:
+            record["confirmation"] = confirmation.record_field() | {"flagged": result.message}
+            if not confirmation.confirmed:
+                return None  # the summary lists it (pytest_runtest_logreport)
+            message += f"\n{confirmation.describe()}"
+    return Verdict("regressed", f"{message}\n(base run {session.compare_base.path})")

@@ -201,12 +201,13 @@ def _configured_targets(rootdir: Path) -> dict[str, tuple[Callable[[], Target], 
     """name -> (factory, fix): the built-ins, fixed by `make setup`, and the configured boards, fixed in their
     own entry of the configuration file."""
     from pytest_rvtune.targets import config
+    from pytest_rvtune.targets.factory import make_target
 
     targets: dict[str, tuple[Callable[[], Target], str]] = {}
     for name, cfg in config.load_targets(rootdir).items():
         fix = FIX if cfg.kind == "builtin" else (f"check {cfg.where()} (host, port, user, key, known_hosts) and that "
                                                  "the board answers ssh")
-        targets[name] = ((lambda cfg=cfg: config.make_target(cfg, worker_id="doctor")), fix)
+        targets[name] = ((lambda cfg=cfg: make_target(cfg, worker_id="doctor")), fix)
     return targets
 
 

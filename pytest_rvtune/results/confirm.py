@@ -35,10 +35,10 @@ from scipy.stats import binomtest
 
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
-from pytest_rvtune.item import RunOptions, default_run_options
 from pytest_rvtune.results.compare import DEFAULT_CONFIRM_TRIALS, Thresholds, Verdict, format_pct
 from pytest_rvtune.results.report import format_metric
 from pytest_rvtune.results.runs import Record, Run, identity_key
+from pytest_rvtune.run_options import RunOptions, default_run_options
 from pytest_rvtune.targets.base import Target
 from pytest_rvtune.targets.lock import exclusive
 from pytest_rvtune.verdict import judge
@@ -269,7 +269,8 @@ def confirm_with_targets(verdicts: Sequence[Verdict], base: Run, new: Run, thres
     """confirm_verdicts with the targets of this project (rvtune.toml / pyproject.toml in the current
     directory, or ``config_file``), each opened once and closed at the end. A bad config file raises
     ConfigError; a target that cannot be opened leaves its regressions standing, with the reason."""
-    from pytest_rvtune.targets.config import load_targets, make_target
+    from pytest_rvtune.targets.config import load_targets
+    from pytest_rvtune.targets.factory import make_target
 
     check_trials(trials, thresholds.alpha)
     configs = load_targets(Path.cwd(), Path(config_file) if config_file else None)

@@ -1,7 +1,8 @@
 """Targets a user configures: ``[targets.<name>]`` in ``rvtune.toml`` or ``[tool.rvtune.targets.<name>]`` in
 ``pyproject.toml``, plus the built-in ``qemu`` and ``host``.
 
-This module only reads and checks configuration; :func:`make_target` turns a :class:`TargetConfig` into a
+This module only reads and checks configuration; :func:`targets.factory.make_target` turns a
+:class:`TargetConfig` into a
 live :class:`~pytest_rvtune.targets.base.Target` (importing the SSH machinery only when a board is used).
 Every problem is a :class:`ConfigError` naming the file, the target and the key, and what to do about it.
 """
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_rvtune.targets.base import Target
 from pytest_rvtune.toolchain import RISCV_ISA, RISCV_VLEN
 
 TargetKind = Literal["builtin", "ssh"]
@@ -312,14 +312,3 @@ def load_targets(rootdir: Path, config_file: Path | None = None) -> dict[str, Ta
             targets[name] = parse_target(name, table, path)
             defined_in[name] = path
     return targets
-
-
-def make_target(cfg: TargetConfig, *, worker_id: str) -> Target:
-    """A live target. Boards connect here, so an unreachable board raises BoardError once, up front."""
-    if cfg.kind == "ssh":
-        from pytest_rvtune.targets.ssh import connect_board
-
-        return connect_board(cfg, worker_id=worker_id)
-    from pytest_rvtune.targets.local import builtin_targets
-
-    return builtin_targets()[cfg.name]()

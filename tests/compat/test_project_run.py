@@ -104,10 +104,10 @@ def test_two_block_pointer_kernels_in_one_harness_with_a_sized_getter(tmp_path, 
 def test_a_flagged_project_item_can_be_rerun_interleaved_as_it_ran(tmp_path, cache, capsys):
     """confirm.py re-runs a regression's ELFs: a Triton_RVV harness must get its own argv, its files at their
     relative paths and its output format again (not our harness options)."""
-    from pytest_rvtune.item import RunOptions
     from pytest_rvtune.results.compare import Thresholds
     from pytest_rvtune.results.confirm import confirm
     from pytest_rvtune.results.runs import load_run
+    from pytest_rvtune.run_options import RunOptions
     from pytest_rvtune.targets.local import HostTarget
 
     root = make_tree(tmp_path / "repo")

@@ -17,10 +17,10 @@ from plugin_helpers import KERNEL_TEMPLATE, REPO, by_kernel, read_results
 
 from pytest_rvtune import paths
 from pytest_rvtune.counters import parse_icount
-from pytest_rvtune.item import RunOptions
 from pytest_rvtune.results.export import case_winner
 from pytest_rvtune.results.report import case_report
 from pytest_rvtune.results.runs import group_by_problem, load_run
+from pytest_rvtune.run_options import RunOptions
 from pytest_rvtune.toolchain import find_tool, qemu_command
 
 # The kernel's work is mostly libm's: tl.log lowers to a call of logf for every element, so most of the launch's

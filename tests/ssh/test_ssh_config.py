@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_rvtune.targets.config import X60_PERF_EVENTS, ConfigError, load_targets, make_target
+from pytest_rvtune.targets.config import X60_PERF_EVENTS, ConfigError, load_targets
+from pytest_rvtune.targets.factory import make_target
 from pytest_rvtune.targets.local import builtin_targets
 from pytest_rvtune.targets.remote_cmd import parse_perf_script, read_status, split_perf
 

@@ -1,0 +1,53 @@
+"""Selecting configs: `-k KEY=VALUE` rewriting, the keywords every item carries for its config values, and the
+messages for --rvtune-config filters that select nothing. Knows nothing of pytest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+# pytest's -k grammar has no '=': a user's `-k "BLOCK_SIZE_M=16"` is rewritten to the keyword
+# `:BLOCK_SIZE_M:16:`, which every item carries for each of its config values. -k matches substrings; the
+# colons around make it exact (BLOCK_SIZE_M=16 must not select BLOCK_SIZE_M=160 or XBLOCK_SIZE_M=16).
+KEY_EQ_VALUE = re.compile(r"\b([A-Za-z_]\w*)=([\w.]+)")
+
+
+def rewrite_keyword(keyword: str) -> str:
+    """A -k expression with every ``KEY=VALUE`` turned into the item keyword ``:KEY:VALUE:``."""
+    return KEY_EQ_VALUE.sub(r":\1:\2:", keyword) if "=" in keyword else keyword
+
+
+def config_keywords(config: Mapping[str, Any]) -> set[str]:
+    """The keywords an item carries for its config values (what a rewritten -k matches)."""
+    return {f":{key}:{value}:" for key, value in config.items()}
+
+
+def filter_keys(config_filter: str) -> set[str]:
+    """The keys a --rvtune-config filter names (its syntax was checked at configure)."""
+    return {clause.partition("=")[0].strip() for clause in config_filter.split(";") if clause.strip()}
+
+
+def value_order(value: str) -> tuple[bool, int, str]:
+    """Config values as typed (filter_key_values), merged over kernels: ints in numeric order, then the rest."""
+    is_int = value.lstrip("-").isdigit()
+    return (not is_int, int(value) if is_int else 0, value)
+
+
+def filter_errors(filter_keys_unknown: Mapping[str, int], kernel_modules: int,
+                  filter_values: Mapping[str, Mapping[str, set[str]]], filters_matched: set[str]) -> list[str]:
+    """One message per --rvtune-config mistake seen over the whole collection: a key no kernel has, or a filter
+    that matched no config of any kernel (with the values that exist)."""
+    messages = []
+    nowhere = sorted(k for k, n in filter_keys_unknown.items() if n == kernel_modules > 0)
+    if nowhere:
+        messages.append(f"--rvtune-config: no kernel has the key(s) {', '.join(nowhere)}; check the spelling "
+                        "against the config ids in `pytest --collect-only -q`")
+    for config_filter, values in filter_values.items():
+        if config_filter in filters_matched or not values:  # no values: its key is unknown (above)
+            continue
+        existing = "; ".join(f"{key}: {', '.join(sorted(vs, key=value_order))}" for key, vs in values.items())
+        messages.append(f"--rvtune-config {config_filter}: no config of any kernel matches it; the values that "
+                        f"exist are {existing}")
+    return messages

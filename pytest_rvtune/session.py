@@ -1,0 +1,452 @@
+"""The session's options (one frozen object, validated once at configure) and its per-process state: targets
+opened once, the results file, the base run to compare with, the resume index and the counts for the summary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_rvtune.results.writer import ResultsWriter, new_run_id, unwritable_reason
+from pytest_rvtune.run_options import RunOptions, default_run_options
+from pytest_rvtune.verdict import OUTCOMES
+
+#: user_properties key of a finished item's record (the controller tallies it and hands it to pytest-benchmark).
+RECORD_KEY = "rvtune_record"
+#: user_properties key of an item whose record could not be written: the cause, for the controller to show.
+RESULTS_ERROR_KEY = "rvtune_results_error"
+DEFAULT_TARGET = "qemu"
+DEFAULT_TIMEOUT = 300.0
+#: The outcomes the summary line always shows (others only when they happened).
+SUMMARY_OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout")
+
+#: Integer run options: (least, most, what the value means). The harness takes the same ranges on its command
+#: line (rvtune_harness.h), except --runs 0, which gives no timing sample, so every item would fail on its own.
+RUN_OPTION_RANGES = {
+    "rvtune_runs": (1, 1_000_000, "timed runs per item"),
+    "rvtune_warmup": (0, 1_000_000, "warm-up runs per item"),
+    "rvtune_threads": (0, 4096, "launcher threads (0 = all harts, 1 = serial)"),
+}
+
+
+@dataclass(frozen=True)
+class RvtuneOptions:
+    """The --rvtune-* options and ini values, read and checked once: a bad value is one usage error at start-up,
+    not a failure of every item."""
+
+    target_names: tuple[str, ...]
+    targets_given: bool  # --rvtune-target or --rvtune-config-file on the command line: checked up front
+    cases: tuple[str, ...]
+    config_filters: tuple[str, ...]
+    timeout: float | None
+    runs: int | None
+    max_time: float | None
+    warmup: int | None
+    threads: int
+    results: str | None
+    config_file: str | None
+    compare: str | None
+    thresholds: tuple[str, ...]
+    noise: tuple[str, ...]
+    alpha: float | None
+    confirm: int | None
+    resume: str | None
+    kernel_dirs: tuple[Path, ...]
+    golden_dir: Path
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> RvtuneOptions:
+        from pytest_rvtune.spec import filter_configs
+
+        for config_filter in config.getoption("rvtune_config"):
+            try:  # syntax only: with no configs no key can be unknown; keys are checked per kernel
+                filter_configs([], config_filter)
+            except ValueError as exc:
+                raise pytest.UsageError(f"--rvtune-config: {exc}") from None
+        rootdir = Path(config.rootpath)
+        kernel_dirs = tuple(Path(p).resolve() for p in config.getini("rvtune_kernels") or [rootdir / "kernels"])
+        golden = config.getini("rvtune_golden")
+        golden_dir = Path(golden[0]).resolve() if golden else kernel_dirs[0].parent / "golden"
+        if os.environ.get("RVTUNE_GOLDEN_DIR"):  # the documented override wins over both
+            golden_dir = Path(os.environ["RVTUNE_GOLDEN_DIR"]).resolve()
+        return cls(
+            target_names=tuple(dict.fromkeys(config.getoption("rvtune_target") or [DEFAULT_TARGET])),
+            targets_given=bool(config.getoption("rvtune_target") or config.getoption("rvtune_config_file")),
+            cases=tuple(config.getoption("rvtune_case")),
+            config_filters=tuple(config.getoption("rvtune_config")),
+            timeout=config.getoption("rvtune_timeout"),
+            runs=config.getoption("rvtune_runs"),
+            max_time=config.getoption("rvtune_max_time"),
+            warmup=config.getoption("rvtune_warmup"),
+            threads=config.getoption("rvtune_threads"),
+            results=config.getoption("rvtune_results"),
+            config_file=config.getoption("rvtune_config_file"),
+            compare=config.getoption("rvtune_compare"),
+            thresholds=tuple(config.getoption("rvtune_threshold")),
+            noise=tuple(config.getoption("rvtune_noise")),
+            alpha=config.getoption("rvtune_alpha"),
+            confirm=config.getoption("rvtune_confirm"),
+            resume=config.getoption("rvtune_resume"),
+            kernel_dirs=kernel_dirs,
+            golden_dir=golden_dir,
+        )
+
+    def check_ranges(self) -> None:
+        """A run option out of range is one usage error at start-up, not a failure of every item."""
+        for option, (least, most, meaning) in RUN_OPTION_RANGES.items():
+            value = getattr(self, option.removeprefix("rvtune_"))
+            if value is not None and not least <= value <= most:
+                raise pytest.UsageError(f"--{option.replace('_', '-')} {value}: {meaning}, from {least} to {most}")
+        if self.timeout is not None and not 0 < self.timeout < float("inf"):  # also rejects nan
+            raise pytest.UsageError(f"--rvtune-timeout {self.timeout:g}: seconds one ELF run may take, a number "
+                                    "above 0")
+        if self.max_time is not None and not 0 <= self.max_time <= 3600:
+            raise pytest.UsageError(f"--rvtune-max-time {self.max_time:g}: seconds of samples per item, between 0 "
+                                    "and 3600 (0: exactly --rvtune-runs samples)")
+
+
+class TargetUnavailable(Exception):
+    """A target that could not be opened in this process; the message names it, its host and the cause."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+class RvtuneSession:
+    """Per-process state: targets (opened once), results file, counters for the summary line."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.options = options = RvtuneOptions.from_config(config)
+        self.rootdir = Path(config.rootpath)
+        self.target_names: list[str] = list(options.target_names)
+        self.cases: list[str] = list(options.cases)
+        self.config_filters: list[str] = list(options.config_filters)
+        self.kernel_dirs = list(options.kernel_dirs)
+        self.golden_dir = options.golden_dir
+        self.targets: dict[str, Any] = {}
+        self.target_errors: dict[str, str] = {}
+        self.target_error_reported: set[str] = set()
+        self.tally: Counter[str] = Counter()
+        self.seconds: Counter[str] = Counter()
+        self.identities: dict[str, dict[str, Any]] = {}  # target name -> identity, from finished items
+        self.filter_keys_unknown: dict[str, int] = Counter()  # filter key -> kernel modules without it
+        # filter -> key -> values the kernels with its keys have, for a filter that matched no config at all
+        self.filter_values: dict[str, dict[str, set[str]]] = {f: {} for f in self.config_filters}
+        self.filters_matched: set[str] = set()
+        self.unconfirmed: list[dict[str, Any]] = []  # records' confirmation fields: flagged, then refuted
+        self.emulated_records: list[dict[str, Any]] = []  # controller: for the ranking at the end
+        self.kernel_modules = 0
+        workerinput = getattr(config, "workerinput", None)
+        self.run_id: str = workerinput["rvtune_run_id"] if workerinput else new_run_id()
+        self.results_path = (Path(options.results).resolve() if options.results
+                             else self.rootdir / ".rvtune" / "results" / f"{self.run_id}.jsonl")
+        self._writer: ResultsWriter | None = None
+        self.results_errors: list[str] = []  # the cause, per record not written (controller: of all workers)
+        self.results_error_shown = False
+        self._earlier_rounds: dict[Any, Any] | None = None
+        self.worker_id: str = workerinput["workerid"] if workerinput else "main"
+        self._configs: dict[str, Any] | None = None
+        if options.targets_given:
+            self.target_configs()  # asked for by name: a bad name or file is an error before anything runs
+        options.check_ranges()
+        self.compare_base = self._load_run_option(options.compare, "--rvtune-compare")
+        self.compare_thresholds = self._compare_thresholds()
+        self.confirm_trials = self._confirm_trials()
+        self.resume_index = self._load_resume_index()
+        if self.results_path.is_file():  # read now: a file that is not a run (binary...) is refused before
+            self._earlier_rounds = self._load_earlier_rounds()  # anything runs or is appended to it
+
+    @property
+    def is_controller(self) -> bool:
+        return is_controller(self.config)
+
+    def earlier_round(self, key: tuple[str, str, str, str]) -> Any:
+        """The item's record from an earlier session in the same results file (a round to pool with)."""
+        if self._earlier_rounds is None:
+            self._earlier_rounds = self._load_earlier_rounds()
+        return self._earlier_rounds.get(key)
+
+    def _load_earlier_rounds(self) -> dict[Any, Any]:
+        from pytest_rvtune.results.rounds import earlier_rounds
+        # allow_empty: a file a full disk or a kill left without one whole line is still ours to append to
+        run = self._read_run(self.results_path, "--rvtune-results", allow_empty=True,
+                             advice="; give another --rvtune-results file (this one is appended to)") \
+            if self.results_path.is_file() else None
+        if run is not None and run.format != "jsonl":
+            raise pytest.UsageError(f"--rvtune-results {self.results_path}: a {run.format} file; results are "
+                                    "appended as JSON lines, which would break it: give a .jsonl file")
+        return earlier_rounds(run, self.run_id)
+
+    @property
+    def writer(self) -> ResultsWriter:
+        if self._writer is None:  # created on first use, so plain test runs leave no results directory
+            self._writer = ResultsWriter(self.results_path)
+        return self._writer
+
+    def check_results_writable(self) -> None:
+        """Say at once when the results file cannot be written (a read-only location): the items still run."""
+        explicit = self.options.results is not None
+        if not self.is_controller or not (explicit or any(d.is_dir() for d in self.kernel_dirs)):
+            return  # workers: the controller says it; no kernels: nothing would be recorded anyway
+        reason = unwritable_reason(self.results_path)
+        if reason is not None:
+            self.show_results_error(reason)
+
+    def show_results_error(self, cause: str) -> None:
+        if self.results_error_shown:
+            return
+        self.results_error_shown = True
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        text = (f"rvtune: ERROR: cannot write results to {self.results_path}: {cause}; items still run and report "
+                "their verdicts, but records not written are lost (the summary line counts them): make room or give "
+                "another --rvtune-results PATH")
+        if terminal is not None:
+            terminal.ensure_newline()
+            terminal.write_line(text, red=True, bold=True)
+
+    def target_configs(self) -> dict[str, Any]:
+        """Built-in and configured targets, read on first use: a broken rvtune.toml does not stop a plain
+        `pytest tests` that never uses a target."""
+        if self._configs is None:
+            from pytest_rvtune.targets.config import ConfigError, load_targets
+            config_file = self.options.config_file
+            try:
+                configs = load_targets(self.rootdir, Path(config_file) if config_file else None)
+            except ConfigError as exc:
+                raise pytest.UsageError(f"target configuration: {exc}") from None
+            unknown = [name for name in self.target_names if name not in configs]
+            if unknown:
+                raise pytest.UsageError(
+                    f"--rvtune-target {', '.join(unknown)}: unknown target; known targets are "
+                    f"{', '.join(sorted(configs))} (configure boards in rvtune.toml, see README)")
+            self._configs = configs
+        return self._configs
+
+    def target(self, name: str) -> Any:
+        """The live target ``name``, opened once per process; TargetUnavailable (cached) if it cannot be."""
+        if name in self.target_errors:
+            raise TargetUnavailable(name, self.target_errors[name])
+        if name not in self.targets:
+            from pytest_rvtune.targets.factory import make_target
+            try:
+                self.targets[name] = make_target(self.target_configs()[name], worker_id=self.worker_id)
+            except Exception as exc:  # one clear error per target and process, not one per item
+                text = str(exc)
+                self.target_errors[name] = text if f"target {name!r}" in text else \
+                    f"target {name!r} is unavailable: {type(exc).__name__}: {text}"
+                raise TargetUnavailable(name, self.target_errors[name]) from exc
+        return self.targets[name]
+
+    def default_case(self, target_name: str) -> str:
+        cfg = self.target_configs().get(target_name)
+        default = getattr(cfg, "default_case", None)
+        if default:
+            return default
+        return "emu" if getattr(cfg, "timing_source", None) == "emulated" or target_name == "qemu" else "bench"
+
+    def run_options(self, target: Any, num_threads: int | None = None) -> RunOptions:
+        """The item's run options; ``num_threads``, a config's own (triton-cpu's ``num_threads=n``), wins over
+        --rvtune-threads: the kernel's author tuned that config for that thread count."""
+        defaults = default_run_options(emulated=target.timing_source == "emulated")
+        options = self.options
+        return dataclasses.replace(
+            defaults,
+            warmup=options.warmup if options.warmup is not None else defaults.warmup,
+            runs=options.runs if options.runs is not None else defaults.runs,
+            max_time=options.max_time if options.max_time is not None else defaults.max_time,
+            threads=options.threads if num_threads is None else num_threads,
+            timeout=self.timeout_for(target.name),
+            timeout_setting=self.timeout_setting(target.name),
+        )
+
+    def timeout_for(self, target_name: str) -> float:
+        """--rvtune-timeout, else the target's own `timeout` (a slow board may need more), else the default."""
+        if self.options.timeout is not None:
+            return self.options.timeout
+        return getattr(self.target_configs().get(target_name), "timeout", None) or DEFAULT_TIMEOUT
+
+    def timeout_setting(self, target_name: str) -> str:
+        """Where timeout_for's value comes from, as a timed-out item's message names it."""
+        if self.options.timeout is not None:
+            return "--rvtune-timeout"
+        cfg = self.target_configs().get(target_name)
+        if getattr(cfg, "timeout", None):
+            return f"{cfg.where('timeout')} = {cfg.timeout:g}; --rvtune-timeout overrides it"
+        return "the default; --rvtune-timeout N sets it"
+
+    def close(self) -> None:
+        for target in self.targets.values():
+            target.close()
+
+    # ----------------------------------------------------------------------------------- finished items
+    def tally_report(self, report: pytest.TestReport) -> dict[str, Any] | None:
+        """In the process that owns pytest-benchmark (xdist controller or the only process): count a finished
+        item; returns its record when it has samples for pytest-benchmark."""
+        if report.when != "call":
+            if self._lost_with_its_worker(report):
+                self.tally["lost"] += 1
+            return None
+        error = next((value for key, value in report.user_properties if key == RESULTS_ERROR_KEY), None)
+        if error is not None:
+            self.results_errors.append(error)
+            self.show_results_error(error)  # once, when it first happens (unless said at the start)
+        record = next((value for key, value in report.user_properties if key == RECORD_KEY), None)
+        if record is None:
+            return None
+        self.tally[record["outcome"]] += 1
+        self.seconds["build"] += record.get("build_seconds") or 0.0
+        confirmation = record.get("confirmation") or {}
+        self.seconds["run"] += (record.get("run_seconds") or 0.0) + confirmation.get("seconds", 0.0)
+        if "build_cache_hit" in record:
+            self.tally["cache_hit" if record["build_cache_hit"] else "cache_miss"] += 1
+        if record.get("resumed_from"):
+            self.tally["resumed"] += 1
+        if record.get("counts_cached"):
+            self.tally["counts_cached"] += 1
+        if record.get("machine"):
+            self.identities.setdefault(record["target"], record["machine"])
+        if record["outcome"] == "passed" and confirmation and not confirmation["confirmed"]:
+            self.unconfirmed.append(confirmation)
+        if record.get("timing_source") == "emulated":
+            self.emulated_records.append(record)
+        return record if record["outcome"] in ("passed", "regressed") and record.get("samples_ns") else None
+
+    def _lost_with_its_worker(self, report: pytest.TestReport) -> bool:
+        """xdist's report of a kernel item whose worker died under it (killed, out of memory): no verdict came
+        back and no record was written, but the item ran and must be counted."""
+        if not (report.failed and report.when == "???" and "crashed while running" in str(report.longrepr)):
+            return False
+        path = (self.rootdir / report.nodeid.split("::")[0]).resolve()
+        return path.name == "rvtune.toml" or any(path.is_relative_to(d) for d in self.kernel_dirs)
+
+    def summary_lines(self) -> list[str]:
+        """The lines the session ends with: the ranking under emulation and the one-line tally."""
+        tally = self.tally
+        outcomes = (*OUTCOMES, "regressed", "lost")
+        if not sum(tally[o] for o in outcomes):
+            return []
+        shown = [o for o in outcomes if o in SUMMARY_OUTCOMES or tally[o]]
+        counts = ", ".join(f"{tally[o]} {o.replace('_', '-')}" for o in shown)
+        if tally["lost"]:
+            counts += " (xdist worker crashed mid-item: no verdict, no record)"
+        resumed = f"; {tally['resumed']} resumed" if tally["resumed"] else ""
+        if tally["counts_cached"]:  # an unchanged emulated run: its result came from the count cache
+            resumed += f"; {tally['counts_cached']} runs reused (unchanged, QEMU not run)"
+        from pytest_rvtune.results.summary import ranking_lines
+        lines = ranking_lines(self.emulated_records)
+        if lines:
+            lines.append(f"  all configs: rvtune report {self.results_path}")
+        lost = (f"; {len(self.results_errors)} records NOT written: {self.results_errors[0]}"
+                if self.results_errors else "")
+        lines.append(
+            f"rvtune: {counts}{resumed}; build cache {tally['cache_hit']} hits / {tally['cache_miss']} misses; "
+            f"building {self.seconds['build']:.1f} s, running {self.seconds['run']:.1f} s; "
+            f"results: {self.results_path}{lost}")
+        if self.unconfirmed:
+            from pytest_rvtune.results.confirm import describe_unconfirmed
+            lines.append(describe_unconfirmed(self.unconfirmed))
+        return lines
+
+    # ----------------------------------------------------------------------------------- option rules
+    def _load_run_option(self, path: str | None, option: str) -> Any:
+        if not path:
+            return None
+        return self._read_run(Path(path), option)
+
+    def _read_run(self, path: Path, option: str, allow_empty: bool = False, advice: str = "") -> Any:
+        """runs.load_run for an option: an unreadable file is a UsageError, a skipped torn line a pytest
+        warning."""
+        from pytest_rvtune.results.runs import RunFileError, RunFileWarning, load_run
+        try:
+            with warnings.catch_warnings(record=True) as skipped:
+                warnings.simplefilter("always", RunFileWarning)
+                run = load_run(path, allow_empty=allow_empty)
+        except RunFileError as exc:
+            raise pytest.UsageError(f"{option}: {exc}{advice}") from None
+        for warning in skipped:  # torn lines: shown in the warnings summary, the rest of the file is used
+            self.config.issue_config_time_warning(pytest.PytestWarning(f"{option}: {warning.message}"),
+                                                  stacklevel=2)
+        return run
+
+    def _compare_thresholds(self) -> Any:
+        """--rvtune-threshold, --rvtune-noise and --rvtune-alpha as compare.Thresholds; a bad value is a usage
+        error up front."""
+        thresholds, noise, alpha = self.options.thresholds, self.options.noise, self.options.alpha
+        base = self.compare_base
+        if base is None:
+            if thresholds or noise or alpha is not None:
+                raise pytest.UsageError("--rvtune-threshold, --rvtune-noise and --rvtune-alpha tune "
+                                        "--rvtune-compare BASE; give the base run too")
+            return None
+        from pytest_rvtune.results.compare import DEFAULT_ALPHA, Thresholds
+        from pytest_rvtune.results.noise import load_noise_for
+        try:
+            parsed = Thresholds.parse(list(thresholds))
+        except ValueError as exc:
+            raise pytest.UsageError(f"--rvtune-threshold: {exc}") from None
+        try:
+            parsed = dataclasses.replace(parsed, alpha=DEFAULT_ALPHA if alpha is None else alpha)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--rvtune-alpha: {exc}") from None
+        if noise:
+            try:
+                parsed = dataclasses.replace(parsed, noise=load_noise_for(list(noise), base.records,
+                                                                          parsed.statistic))
+            except ValueError as exc:  # a NoiseFileError names the file
+                raise pytest.UsageError(f"--rvtune-noise: {exc}") from None
+        return parsed
+
+    def _confirm_trials(self) -> int:
+        """--rvtune-confirm: trial pairs; a usage error without --rvtune-compare, out of range, or too few to ever
+        confirm anything at the compare's alpha."""
+        from pytest_rvtune.results.compare import DEFAULT_CONFIRM_TRIALS
+        from pytest_rvtune.results.confirm import check_trials
+        trials = self.options.confirm
+        if trials is None:
+            return DEFAULT_CONFIRM_TRIALS
+        if self.compare_base is None:
+            raise pytest.UsageError("--rvtune-confirm re-runs the regressions --rvtune-compare BASE finds; give a "
+                                    "base")
+        if not 0 <= trials <= 100:
+            raise pytest.UsageError(f"--rvtune-confirm {trials}: interleaved trials per side, 0 (off) to 100")
+        try:
+            if trials:
+                check_trials(trials, self.compare_thresholds.alpha)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--rvtune-confirm: {exc}") from None
+        return trials
+
+    def _load_resume_index(self) -> dict[Any, Any]:
+        run = self._load_run_option(self.options.resume, "--rvtune-resume")
+        if run is None:
+            return {}
+        from pytest_rvtune.results.runs import RESUMABLE_OUTCOMES, completed_items
+        done = completed_items(run)
+        if not done:
+            self.config.issue_config_time_warning(pytest.PytestWarning(
+                f"--rvtune-resume {run.path}: none of its {len(run.records)} items can be resumed (only "
+                f"{' or '.join(sorted(RESUMABLE_OUTCOMES))} items with their ELF and golden hashes): every item "
+                "runs"), stacklevel=2)
+        return done
+
+
+SESSION_KEY = pytest.StashKey[RvtuneSession]()
+
+
+def session_of(config: pytest.Config) -> RvtuneSession:
+    """The RvtuneSession pytest_configure put in ``config.stash``."""
+    return config.stash[SESSION_KEY]
+
+
+def is_controller(config: pytest.Config) -> bool:
+    """The xdist controller, or the only process (no xdist)."""
+    return not hasattr(config, "workerinput")

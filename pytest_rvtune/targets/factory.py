@@ -1,0 +1,34 @@
+"""Live targets from their configuration: one opener per target kind, in one table.
+
+Separate from config.py, which only reads and checks configuration: the SSH target needs that configuration's
+types, so opening targets there would tie the two modules into an import circle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pytest_rvtune.targets.base import Target
+from pytest_rvtune.targets.config import TargetConfig
+
+
+def open_builtin(cfg: TargetConfig, *, worker_id: str) -> Target:
+    from pytest_rvtune.targets.local import builtin_targets
+
+    return builtin_targets()[cfg.name]()
+
+
+def open_board(cfg: TargetConfig, *, worker_id: str) -> Target:
+    """Boards connect here, so an unreachable board raises BoardError once, up front."""
+    from pytest_rvtune.targets.ssh import connect_board
+
+    return connect_board(cfg, worker_id=worker_id)
+
+
+#: Target kind (TargetConfig.kind) -> how to open one.
+OPENERS: dict[str, Callable[..., Target]] = {"builtin": open_builtin, "ssh": open_board}
+
+
+def make_target(cfg: TargetConfig, *, worker_id: str) -> Target:
+    """A live target. Boards connect here, so an unreachable board raises BoardError once, up front."""
+    return OPENERS[cfg.kind](cfg, worker_id=worker_id)
