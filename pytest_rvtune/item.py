@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNT_KEY, LAUNCH_COUNTER
 from pytest_rvtune.harness.output_format import OutputFormat
-from pytest_rvtune.results.writer import Record, now_iso
+from pytest_rvtune.results.writer import RecordDict, now_iso
 from pytest_rvtune.run_options import RunOptions
 from pytest_rvtune.targets.base import RunResult, Target
 from pytest_rvtune.targets.count_cache import count_key, fingerprint_of, measure_once
 from pytest_rvtune.targets.lock import exclusive
-from pytest_rvtune.verdict import Verdict, judge
+from pytest_rvtune.verdict import ItemVerdict, judge
 
 if TYPE_CHECKING:
     from pytest_rvtune.collect import KernelItemInfo, ProjectItemInfo
@@ -57,13 +57,13 @@ class ExternalRun:
 
 @dataclass
 class ItemOutcome:
-    verdict: Verdict
-    record: Record
+    verdict: ItemVerdict
+    record: RecordDict
     run: RunResult | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def base_record(work: ItemWork, target: Target | None) -> Record:
+def base_record(work: ItemWork, target: Target | None) -> RecordDict:
     return {
         "nodeid": work.nodeid,
         "kernel": work.kernel,
@@ -111,7 +111,7 @@ def rerun_field(elf: Path, argv: list[Any], kernel_symbol: str, external: Extern
 
 
 def build_failed(work: ItemWork, target: Target | None, message: str, build_seconds: float) -> ItemOutcome:
-    verdict = Verdict("build_failed", f"{work.what}: build failed\n{message}")
+    verdict = ItemVerdict("build_failed", f"{work.what}: build failed\n{message}")
     record = base_record(work, target) | {"outcome": verdict.outcome, "message": verdict.message,
                                           "build_seconds": build_seconds}
     return ItemOutcome(verdict, record, timings={"build": build_seconds})
@@ -119,7 +119,7 @@ def build_failed(work: ItemWork, target: Target | None, message: str, build_seco
 
 def item_error(work: ItemWork, target: Target | None, message: str) -> ItemOutcome:
     """An item that could not be run for a reason that is neither the build nor the ELF (bad golden data)."""
-    verdict = Verdict("error", message)
+    verdict = ItemVerdict("error", message)
     return ItemOutcome(verdict, base_record(work, target) | {"outcome": "error", "message": message})
 
 
@@ -255,7 +255,7 @@ def run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: Bu
     if resumed is not None:
         record = dict(resumed) | {"nodeid": work.nodeid, "resumed_from": str(session.options.resume),
                                   "run_seconds": 0.0} | build_info
-        verdict = Verdict(record["outcome"], record.get("message") or f"{work.what}: resumed")
+        verdict = ItemVerdict(record["outcome"], record.get("message") or f"{work.what}: resumed")
         return ItemOutcome(verdict, record, timings={"build": build.seconds})
     options = session.run_options(target, num_threads)
     try:
@@ -318,8 +318,8 @@ def run_project_item(session: RvtuneSession, nodeid: str, info: ProjectItemInfo,
 class FinishedItem:
     """An item's final verdict (after the compare with the base run) and its record, written or not."""
 
-    verdict: Verdict
-    record: Record
+    verdict: ItemVerdict
+    record: RecordDict
     write_error: str | None = None  # why the record could not be appended to the results file
 
 
@@ -338,7 +338,7 @@ def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Any) -> Fi
     return FinishedItem(verdict, record)
 
 
-def compare_with_base(session: RvtuneSession, record: dict[str, Any], target: Any) -> Verdict | None:
+def compare_with_base(session: RvtuneSession, record: dict[str, Any], target: Any) -> ItemVerdict | None:
     """A failing verdict when the item regressed against the base run. A time regression is re-run
     interleaved first (confirm.py); the confirmation, either way, goes into ``record``."""
     from pytest_rvtune.results.compare import compare_record
@@ -362,4 +362,4 @@ def compare_with_base(session: RvtuneSession, record: dict[str, Any], target: An
             if not confirmation.confirmed:
                 return None  # the summary lists it (pytest_runtest_logreport)
             message += f"\n{confirmation.describe()}"
-    return Verdict("regressed", f"{message}\n(base run {session.compare_base.path})")
+    return ItemVerdict("regressed", f"{message}\n(base run {session.compare_base.path})")

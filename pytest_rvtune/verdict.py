@@ -22,7 +22,7 @@ OUTPUT_TAIL_LINES = 20
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ItemVerdict:
     outcome: str
     message: str
 
@@ -69,18 +69,18 @@ def describe_bad_check(check: Check) -> str:
 
 
 def judge(result: RunResult, *, what: str, timeout: float, check: bool = True,
-          timeout_setting: str = "--rvtune-timeout") -> Verdict:
+          timeout_setting: str = "--rvtune-timeout") -> ItemVerdict:
     """Classify a run. ``what`` names the item (kernel, case, config, target) in every message;
     ``timeout_setting`` names where the timeout was set (the option, or a board's own ``timeout``)."""
     output = f"{result.stdout}\n{result.stderr}"
     if result.timed_out:
-        return Verdict("timeout", f"{what}: killed after the {timeout:g} s timeout ({timeout_setting}); "
+        return ItemVerdict("timeout", f"{what}: killed after the {timeout:g} s timeout ({timeout_setting}); "
                                   f"output tail:\n{_tail(output)}")
     if result.signal is not None:
-        return Verdict("crashed", f"{what}: crashed with {_signal_name(result.signal)}; output tail:\n"
+        return ItemVerdict("crashed", f"{what}: crashed with {_signal_name(result.signal)}; output tail:\n"
                                   f"{_tail(output)}")
     if result.errors:
-        return Verdict("error", f"{what}: the harness rejected its input:\n"
+        return ItemVerdict("error", f"{what}: the harness rejected its input:\n"
                                 + "\n".join(f"    {e}" for e in result.errors))
     bad = [c for c in result.checks if not c.ok]
     if bad:
@@ -88,12 +88,12 @@ def judge(result: RunResult, *, what: str, timeout: float, check: bool = True,
         guards = [c for c in bad if guard_zone(c.name) is not None]
         heading = ", ".join(["wrong answer"] * bool(values) + ["out-of-bounds store"] * bool(guards))
         lines = [f"    {describe_bad_check(c)}" for c in values + guards]
-        return Verdict("wrong", f"{what}: {heading}\n" + "\n".join(lines))
+        return ItemVerdict("wrong", f"{what}: {heading}\n" + "\n".join(lines))
     if result.returncode != 0:
-        return Verdict("crashed", f"{what}: exited with status {result.returncode}; output tail:\n"
+        return ItemVerdict("crashed", f"{what}: exited with status {result.returncode}; output tail:\n"
                                   f"{_tail(output)}")
     if check and not result.checks:
-        return Verdict("error", f"{what}: the harness reported no output check; output tail:\n{_tail(output)}")
+        return ItemVerdict("error", f"{what}: the harness reported no output check; output tail:\n{_tail(output)}")
     if not result.samples_ns:
-        return Verdict("error", f"{what}: the harness reported no timing sample; output tail:\n{_tail(output)}")
-    return Verdict("passed", f"{what}: passed")
+        return ItemVerdict("error", f"{what}: the harness reported no timing sample; output tail:\n{_tail(output)}")
+    return ItemVerdict("passed", f"{what}: passed")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pytest_rvtune.results.compare import DEFAULT_ALPHA
 from pytest_rvtune.results.export import DEFAULT_MIN_GAIN_PCT, export_kernel, header_text, tunings
-from pytest_rvtune.results.runs import Record, group_label, load_run
+from pytest_rvtune.results.runs import RunRecord, group_label, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,7 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
-    by_kernel: dict[tuple[str, str], list[Record]] = {}
+    by_kernel: dict[tuple[str, str], list[RunRecord]] = {}
     for record in run.records:
         by_kernel.setdefault((record.target, record.kernel), []).append(record)
     written = 0

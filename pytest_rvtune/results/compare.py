@@ -29,8 +29,8 @@ from pytest_rvtune.results.runs import (
     DEFAULT_STATISTIC,
     DETERMINISTIC_COUNTERS,
     TIME_STATISTICS,
-    Record,
     Run,
+    RunRecord,
 )
 
 DEFAULT_THRESHOLD_PCT = 5.0
@@ -119,7 +119,7 @@ class Change:
 
 
 @dataclass
-class Verdict:
+class ItemComparison:
     """The outcome of comparing one item; ``message`` is what a failed item shows."""
 
     key: tuple[str, str, str, str]  # (target, kernel, case, config_id)
@@ -154,7 +154,7 @@ def _label(key: tuple[str, str, str, str]) -> str:
     return f"{kernel}[{case}-{config_id}] on {target}"
 
 
-def _time_change(base: Record, new: Record, threshold: float, t: Thresholds) -> tuple[Change, str | None]:
+def _time_change(base: RunRecord, new: RunRecord, threshold: float, t: Thresholds) -> tuple[Change, str | None]:
     change = Change("time", base.time_ns(t.statistic), new.time_ns(t.statistic), "same")
     if base.emulated or new.emulated:
         change.status, change.note = "not gated", "emulated time (QEMU) is not performance"
@@ -183,7 +183,7 @@ def _time_change(base: Record, new: Record, threshold: float, t: Thresholds) -> 
     return change, None
 
 
-def _counter_change(name: str, base: Record, new: Record, threshold: float, t: Thresholds) -> Change:
+def _counter_change(name: str, base: RunRecord, new: RunRecord, threshold: float, t: Thresholds) -> Change:
     b, n = base.counters.get(name), new.counters.get(name)
     change = Change(name, b, n, "same")
     if b is None or n is None:
@@ -220,12 +220,12 @@ def _describe(change: Change, threshold: float) -> str:
     return text + ")"
 
 
-def compare_record(base: Record, new: Record, thresholds: Thresholds | None = None) -> Verdict:
+def compare_record(base: RunRecord, new: RunRecord, thresholds: Thresholds | None = None) -> ItemComparison:
     """Compare one item's base and new results; ``Verdict.regressed`` says whether to fail it.
 
     ``thresholds`` None means the defaults (5 %, alpha 0.01, QEMU instruction counts gate)."""
     thresholds = thresholds or Thresholds()
-    verdict = Verdict(key=new.key, status="unchanged")
+    verdict = ItemComparison(key=new.key, status="unchanged")
     label = _label(new.key)
     threshold = thresholds.for_kernel(new.kernel)
     if base.machine and new.machine and base.machine != new.machine:
@@ -266,17 +266,17 @@ def compare_record(base: Record, new: Record, thresholds: Thresholds | None = No
     return verdict
 
 
-def compare_runs(base: Run, new: Run, thresholds: Thresholds) -> list[Verdict]:
+def compare_runs(base: Run, new: Run, thresholds: Thresholds) -> list[ItemComparison]:
     """Every item of either run, matched by (target, kernel, case, config id)."""
     base_items, new_items = base.by_key(), new.by_key()
-    verdicts: list[Verdict] = []
+    verdicts: list[ItemComparison] = []
     for key, record in new_items.items():
         if key in base_items:
             verdicts.append(compare_record(base_items[key], record, thresholds))
         else:
-            verdicts.append(Verdict(key, "new", message=f"{_label(key)}: not in the base run"))
+            verdicts.append(ItemComparison(key, "new", message=f"{_label(key)}: not in the base run"))
     for key in base_items.keys() - new_items.keys():
-        verdicts.append(Verdict(key, "missing", message=f"{_label(key)}: in the base run but not in the new one",
+        verdicts.append(ItemComparison(key, "missing", message=f"{_label(key)}: in the base run but not in the new one",
                                 warnings=[f"{_label(key)}: missing from the new run (not compared)"]))
     return verdicts
 
@@ -286,7 +286,7 @@ def compare_runs(base: Run, new: Run, thresholds: Thresholds) -> list[Verdict]:
 _ORDER = ["regressed", "broken", "too few samples", "unconfirmed", "improved", "changed", "not gated", "same"]
 
 
-def verdict_rows(verdicts: Sequence[Verdict], show_all: bool, raw: bool = False) -> list[dict[str, Any]]:
+def verdict_rows(verdicts: Sequence[ItemComparison], show_all: bool, raw: bool = False) -> list[dict[str, Any]]:
     """One row per item and metric worth showing: gated metrics, and anything that changed. ``raw``: numbers
     as numbers (time in ns, change in percent) for JSON and CSV; otherwise formatted for people."""
     rows: list[dict[str, Any]] = []
@@ -321,7 +321,7 @@ NO_NOISE_WARNING = ("real timings measured in fewer than {rounds} rounds and no 
                     "`rvtune noise A B -o noise.json` and pass --noise noise.json")
 
 
-def _rounds(record: Record) -> int:
+def _rounds(record: RunRecord) -> int:
     return int(record.raw.get("rounds") or 1)
 
 

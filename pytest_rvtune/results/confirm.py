@@ -35,9 +35,9 @@ from scipy.stats import binomtest
 
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
-from pytest_rvtune.results.compare import DEFAULT_CONFIRM_TRIALS, Thresholds, Verdict, format_pct
+from pytest_rvtune.results.compare import DEFAULT_CONFIRM_TRIALS, ItemComparison, Thresholds, format_pct
 from pytest_rvtune.results.report import format_metric
-from pytest_rvtune.results.runs import Record, Run, identity_key
+from pytest_rvtune.results.runs import Run, RunRecord, identity_key
 from pytest_rvtune.run_options import RunOptions, default_run_options
 from pytest_rvtune.targets.base import Target
 from pytest_rvtune.targets.lock import exclusive
@@ -62,7 +62,7 @@ class Rerun:
     output_format: str | None = None  # ... and how it prints (harness/formats); None: our harness, our options
 
     @classmethod
-    def of(cls, record: Record, side: str) -> Rerun:
+    def of(cls, record: RunRecord, side: str) -> Rerun:
         """The record's ELF as it ran (its ``rerun`` field, item_runner.rerun_field), checked to still be the
         same file; CannotConfirm says what is missing."""
         fields = record.raw.get("rerun")
@@ -156,13 +156,13 @@ def describe_unconfirmed(fields: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def needs_confirmation(verdict: Verdict) -> bool:
+def needs_confirmation(verdict: ItemComparison) -> bool:
     """A regression of time alone: the only kind a re-run can refute."""
     regressed = [c for c in verdict.changes if c.status == "regressed"]
     return verdict.status == "regressed" and bool(regressed) and all(c.metric == "time" for c in regressed)
 
 
-def _check_same_experiment(base: Record, new: Record, target: Target) -> None:
+def _check_same_experiment(base: RunRecord, new: RunRecord, target: Target) -> None:
     if target.timing_source == "emulated":
         raise CannotConfirm(f"target {target.name} is emulated: its time is not gated")
     here = identity_key(target.identity())
@@ -176,7 +176,7 @@ def _check_same_experiment(base: Record, new: Record, target: Target) -> None:
         raise CannotConfirm(f"the runs used {_threads(base)} and {_threads(new)} launcher threads: not one experiment")
 
 
-def _threads(record: Record) -> int:
+def _threads(record: RunRecord) -> int:
     return int(record.raw.get("threads") or 1)
 
 
@@ -194,7 +194,7 @@ def _run_side(target: Target, rerun: Rerun, options: RunOptions, what: str) -> l
     return [float(s) for s in result.samples_ns]
 
 
-def confirm(base: Record, new: Record, target: Target, options: RunOptions, thresholds: Thresholds, *,
+def confirm(base: RunRecord, new: RunRecord, target: Target, options: RunOptions, thresholds: Thresholds, *,
             trials: int = DEFAULT_CONFIRM_TRIALS, seed: int | None = None) -> Confirmation:
     """Run base and new ELFs ``trials`` times each, interleaved in random order, and judge the trial pairs.
 
@@ -222,7 +222,7 @@ def confirm(base: Record, new: Record, target: Target, options: RunOptions, thre
     return result
 
 
-def confirm_locked(base: Record, new: Record, target: Target, options: RunOptions, thresholds: Thresholds,
+def confirm_locked(base: RunRecord, new: RunRecord, target: Target, options: RunOptions, thresholds: Thresholds,
                    trials: int) -> Confirmation | str:
     """confirm() holding the target's lock; or why it could not be re-run here (the regression then stands)."""
     try:
@@ -234,7 +234,7 @@ def confirm_locked(base: Record, new: Record, target: Target, options: RunOption
         return f"re-running it failed: {type(exc).__name__}: {exc}"
 
 
-def confirm_verdicts(verdicts: Sequence[Verdict], base: Run, new: Run, thresholds: Thresholds, trials: int,
+def confirm_verdicts(verdicts: Sequence[ItemComparison], base: Run, new: Run, thresholds: Thresholds, trials: int,
                      open_target: Callable[[str], Target]) -> None:
     """``rvtune compare --confirm``: re-run every time-only regression in ``verdicts`` on its target and update
     the verdict in place: status "unconfirmed" when the interleaved samples refute it, the confirmation in
@@ -264,7 +264,7 @@ def confirm_verdicts(verdicts: Sequence[Verdict], base: Run, new: Run, threshold
             verdict.message = f"{new_record.label}: time regression not confirmed: the {confirmation.describe()}"
 
 
-def confirm_with_targets(verdicts: Sequence[Verdict], base: Run, new: Run, thresholds: Thresholds, trials: int,
+def confirm_with_targets(verdicts: Sequence[ItemComparison], base: Run, new: Run, thresholds: Thresholds, trials: int,
                          config_file: str | None) -> None:
     """confirm_verdicts with the targets of this project (rvtune.toml / pyproject.toml in the current
     directory, or ``config_file``), each opened once and closed at the end. A bad config file raises

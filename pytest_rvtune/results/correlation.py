@@ -17,7 +17,7 @@ from typing import Any
 from scipy.stats import pearsonr, spearmanr
 
 from pytest_rvtune.results.report import counter_names
-from pytest_rvtune.results.runs import Record, group_by_problem, has_problems
+from pytest_rvtune.results.runs import RunRecord, group_by_problem, has_problems
 
 #: The seeds' cut-off for "high correlation".
 STRONG = 0.7
@@ -25,7 +25,7 @@ STRONG = 0.7
 MIN_POINTS = 3
 
 
-def correlation_rows(records: Iterable[Record]) -> list[dict[str, Any]]:
+def correlation_rows(records: Iterable[RunRecord]) -> list[dict[str, Any]]:
     """One row per (target, kernel, case, problem, counter): n, Spearman rho, Pearson r and their p-values.
 
     The ``problem`` column (e.g. ``IS_CAUSAL=True``) is there only when some record has problem keys."""

@@ -30,7 +30,7 @@ from pytest_rvtune.results.compare import DEFAULT_ALPHA, DEFAULT_MIN_SAMPLES, ma
 from pytest_rvtune.results.report import most_common_winner, ranked
 from pytest_rvtune.results.runs import (
     GroupKey,
-    Record,
+    RunRecord,
     group_by_problem,
     metric_samples,
     metric_value,
@@ -52,14 +52,14 @@ def m_bucket(m: int) -> str:
     return "large" if m <= 256 else "xlarge"
 
 
-def case_m(record: Record) -> int | None:
+def case_m(record: RunRecord) -> int | None:
     if "M" in record.case_params:
         return int(record.case_params["M"])
     match = _M_IN_NAME.search(record.case)
     return int(match.group(1)) if match else None
 
 
-def case_winner(group: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_samples: int = DEFAULT_MIN_SAMPLES,
+def case_winner(group: Sequence[RunRecord], alpha: float = DEFAULT_ALPHA, min_samples: int = DEFAULT_MIN_SAMPLES,
                 min_gain_pct: float = DEFAULT_MIN_GAIN_PCT) -> dict[str, Any] | None:
     """The best config of one case and whether it is significantly better than the others."""
     metric = rank_metric(group)
@@ -94,10 +94,10 @@ def case_winner(group: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_sampl
     return entry
 
 
-def export_kernel(records: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_samples: int = DEFAULT_MIN_SAMPLES,
+def export_kernel(records: Sequence[RunRecord], alpha: float = DEFAULT_ALPHA, min_samples: int = DEFAULT_MIN_SAMPLES,
                   source: str = "", min_gain_pct: float = DEFAULT_MIN_GAIN_PCT) -> dict[str, Any] | None:
     """The tuned-config document of one kernel on one target (records of that kernel and target only)."""
-    by_problem: dict[str, dict[GroupKey, list[Record]]] = {}
+    by_problem: dict[str, dict[GroupKey, list[RunRecord]]] = {}
     for key, group in group_by_problem(records).items():
         by_problem.setdefault(key[3], {})[key] = group
     tunings: dict[str, dict[str, Any]] = {}
@@ -121,7 +121,7 @@ def export_kernel(records: Sequence[Record], alpha: float = DEFAULT_ALPHA, min_s
     return doc
 
 
-def _problem_tuning(groups: dict[GroupKey, list[Record]], alpha: float, min_samples: int,
+def _problem_tuning(groups: dict[GroupKey, list[RunRecord]], alpha: float, min_samples: int,
                     min_gain_pct: float) -> dict[str, Any] | None:
     """Winners per case, default and M buckets of one problem of a kernel (its groups: one per case)."""
     cases: dict[str, dict[str, Any]] = {}

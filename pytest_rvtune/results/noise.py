@@ -34,8 +34,8 @@ import numpy as np
 from pytest_rvtune.results.runs import (
     DEFAULT_STATISTIC,
     TIME_STATISTICS,
-    Record,
     Run,
+    RunRecord,
     identity_key,
 )
 
@@ -47,7 +47,7 @@ class NoiseFileError(ValueError):
     """A noise file that cannot be used; the message names the file and what to do."""
 
 
-def record_identity(record: Record) -> dict[str, Any]:
+def record_identity(record: RunRecord) -> dict[str, Any]:
     """The target identity a record ran on; the target name alone when the file carries no identity."""
     return dict(record.machine) if record.machine else {"target": record.target}
 
@@ -97,7 +97,7 @@ class NoiseFloors:
     quantile: float = DEFAULT_QUANTILE
     statistic: str = DEFAULT_STATISTIC  # the drift of which time statistic (runs.TIME_STATISTICS)
 
-    def floor(self, record: Record) -> float | None:
+    def floor(self, record: RunRecord) -> float | None:
         """The item's A/A floor in percent on the target it ran on; None when not measured there."""
         target = self.targets.get(identity_key(record_identity(record)))
         kernel = target.kernels.get(record.kernel) if target else None
@@ -121,7 +121,7 @@ class NoiseFloors:
 # --- measuring ---------------------------------------------------------------------------------------------
 
 
-def _timed(record: Record) -> bool:
+def _timed(record: RunRecord) -> bool:
     return record.valid and not record.emulated and bool(record.samples_ns) and bool(record.median_ns)
 
 
@@ -194,7 +194,7 @@ def load_noise(path: str | Path) -> NoiseFloors:
     return floors
 
 
-def load_noise_for(paths: Sequence[str | Path], records: Iterable[Record],
+def load_noise_for(paths: Sequence[str | Path], records: Iterable[RunRecord],
                    statistic: str = DEFAULT_STATISTIC) -> NoiseFloors:
     """Load every file and check each was measured on a target among ``records``, of the ``statistic`` that
     is gated: a floor of another target (another board, CPU, kernel or toolchain) says nothing about this one,

@@ -20,12 +20,12 @@ from matplotlib.patches import Rectangle
 from scipy.stats import spearmanr
 
 from pytest_rvtune.results.report import counter_names, problem_file, ranked
-from pytest_rvtune.results.runs import Record, Run, group_by_problem, metric_value, rank_metric
+from pytest_rvtune.results.runs import Run, RunRecord, group_by_problem, metric_value, rank_metric
 
 MAX_SCATTER_PANELS = 12
 
 
-def _axes_params(records: Sequence[Record]) -> list[str]:
+def _axes_params(records: Sequence[RunRecord]) -> list[str]:
     """The two parameters to plot: BLOCK_SIZE_M (rows) x BLOCK_SIZE_N (columns) when present, else the
     parameters with the most distinct values. Problem keys are constant within a group: never an axis."""
     params = list(dict.fromkeys(k for r in records for k in r.config))
@@ -53,7 +53,7 @@ def _sort_values(values: set) -> list:
     return sorted(values, key=lambda v: (not isinstance(v, int | float), v if isinstance(v, int | float) else str(v)))
 
 
-def heatmap(group: Sequence[Record], path: Path) -> Path | None:
+def heatmap(group: Sequence[RunRecord], path: Path) -> Path | None:
     """The group's heatmap as a PNG at ``path``; None when there is nothing to plot."""
     fig = heatmap_figure(group)
     if fig is None:
@@ -62,7 +62,7 @@ def heatmap(group: Sequence[Record], path: Path) -> Path | None:
     return path
 
 
-def heatmap_figure(group: Sequence[Record]) -> Figure | None:
+def heatmap_figure(group: Sequence[RunRecord]) -> Figure | None:
     """BLOCK_SIZE_M x BLOCK_SIZE_N (or the two most varied params) of one group, the winner boxed."""
     params = _axes_params(group)
     if not params:
@@ -75,7 +75,7 @@ def heatmap_figure(group: Sequence[Record]) -> Figure | None:
     col_p = params[1] if len(params) > 1 else None
     rows = _sort_values({r.config.get(row_p) for r in group})
     cols = _sort_values({r.config.get(col_p) for r in group}) if col_p else [None]
-    best_in_cell: dict[tuple, Record] = {}
+    best_in_cell: dict[tuple, RunRecord] = {}
     for record in order:  # best first: the first record seen per cell is that cell's best
         best_in_cell.setdefault((record.config.get(row_p), record.config.get(col_p) if col_p else None), record)
     tried = {(r.config.get(row_p), r.config.get(col_p) if col_p else None) for r in group}
@@ -120,7 +120,7 @@ def heatmap_figure(group: Sequence[Record]) -> Figure | None:
     return fig
 
 
-def counters_scatter(group: Sequence[Record], path: Path) -> Path | None:
+def counters_scatter(group: Sequence[RunRecord], path: Path) -> Path | None:
     valid = [r for r in group if r.valid and r.median_ns is not None]
     names = [n for n in counter_names(valid) if len({r.counters.get(n) for r in valid}) > 1][:MAX_SCATTER_PANELS]
     if not names or len(valid) < 2:

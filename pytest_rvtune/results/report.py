@@ -36,8 +36,8 @@ from tabulate import tabulate
 from pytest_rvtune.results.runs import (
     EMULATED_RANK_COUNTERS,
     GroupKey,
-    Record,
     Run,
+    RunRecord,
     group_by_problem,
     group_label,
     has_problems,
@@ -99,15 +99,15 @@ def render_rows(rows: Sequence[dict[str, Any]], fmt: str) -> str:
 # --- ranking ----------------------------------------------------------------------------------------------
 
 
-def ranked(records: Iterable[Record], metric: str) -> list[Record]:
+def ranked(records: Iterable[RunRecord], metric: str) -> list[RunRecord]:
     """Valid records with the metric, best (smallest) first; config id breaks ties so output is stable."""
     usable = [r for r in records if r.valid and metric_value(r, metric) is not None]
     return sorted(usable, key=lambda r: (metric_value(r, metric), r.config_id))
 
 
-def winners(records: Iterable[Record]) -> dict[GroupKey, Record]:
+def winners(records: Iterable[RunRecord]) -> dict[GroupKey, RunRecord]:
     """(target, kernel, case, problem id) -> the best record of that group, by the group's rank metric."""
-    best: dict[GroupKey, Record] = {}
+    best: dict[GroupKey, RunRecord] = {}
     for key, group in group_by_problem(records).items():
         order = ranked(group, rank_metric(group))
         if order:
@@ -115,7 +115,7 @@ def winners(records: Iterable[Record]) -> dict[GroupKey, Record]:
     return best
 
 
-def default_configs(records: Sequence[Record]) -> dict[tuple[str, str, str], str]:
+def default_configs(records: Sequence[RunRecord]) -> dict[tuple[str, str, str], str]:
     """(target, kernel, problem id) -> config id of the most common winner across the kernel's cases.
 
     Per problem: a caller knows whether it wants causal attention, so each problem gets its own default.
@@ -130,7 +130,7 @@ def default_configs(records: Sequence[Record]) -> dict[tuple[str, str, str], str
             for key, ids in wins.items()}
 
 
-def most_common_winner(config_ids: Sequence[str], cases: Sequence[Sequence[Record]]) -> str:
+def most_common_winner(config_ids: Sequence[str], cases: Sequence[Sequence[RunRecord]]) -> str:
     """The most frequent of ``config_ids`` (the winners of ``cases``); ties go to the smallest mean slowdown
     over the cases, then to the smaller config id, so the choice is deterministic."""
     counts = Counter(config_ids)
@@ -138,7 +138,7 @@ def most_common_winner(config_ids: Sequence[str], cases: Sequence[Sequence[Recor
     return min((c for c, n in counts.items() if n == top), key=lambda c: (mean_slowdown(c, cases), c))
 
 
-def mean_slowdown(config_id: str, cases: Sequence[Sequence[Record]]) -> float:
+def mean_slowdown(config_id: str, cases: Sequence[Sequence[RunRecord]]) -> float:
     """Mean of (this config's metric / the case's best) over the cases where the config ran validly."""
     ratios = []
     for group in cases:
@@ -150,7 +150,7 @@ def mean_slowdown(config_id: str, cases: Sequence[Sequence[Record]]) -> float:
     return sum(ratios) / len(ratios) if ratios else float("inf")
 
 
-def counter_names(records: Iterable[Record]) -> list[str]:
+def counter_names(records: Iterable[RunRecord]) -> list[str]:
     """Counters present in any record: QEMU's instruction counts first, then the rest alphabetically."""
     names = {n for r in records for n in r.counters}
     first = [n for n in (*EMULATED_RANK_COUNTERS, "insns", "vector_insns") if n in names]
@@ -165,7 +165,7 @@ class CaseReport:
     metric: str
     emulated: bool
     rows: list[dict[str, Any]]  # one per valid config, best first; raw numbers (display() formats them)
-    failures: list[Record] = field(default_factory=list)
+    failures: list[RunRecord] = field(default_factory=list)
     problem: dict[str, Any] = field(default_factory=dict)  # the group's problem-key values ({}: none)
     problem_id: str = ""
 
@@ -186,7 +186,7 @@ class CaseReport:
         return text
 
 
-def case_report(group: Sequence[Record], default_id: str | None) -> CaseReport:
+def case_report(group: Sequence[RunRecord], default_id: str | None) -> CaseReport:
     metric = rank_metric(group)
     order = ranked(group, metric)
     counters = counter_names(order)
@@ -271,7 +271,7 @@ PERF_STAT_EVENTS = ("u_mode_cycle", "eu_vfpu_full", "vidu_total_cycle", "vector_
 PERF_RECORD_EVENTS = ("l2_access", "l2_miss", "l2_load_access", "l2_store_access")
 
 
-def _counter(record: Record, event: str) -> float | None:
+def _counter(record: RunRecord, event: str) -> float | None:
     # perf prints user-mode events as "name:u"; our perf record parser may keep the seeds' column name.
     for name in (event, f"{event}:u", f"{event}(perf record)"):
         if name in record.counters:
@@ -286,7 +286,7 @@ def _timestamp(iso: str) -> str:
         return iso
 
 
-def perf_stats_rows(group: Sequence[Record]) -> list[dict[str, Any]]:
+def perf_stats_rows(group: Sequence[RunRecord]) -> list[dict[str, Any]]:
     """The seeds' perf_stats.csv columns; counters we have beyond the seeds' 15 events go in extra columns."""
     params = list(dict.fromkeys(k for r in group for k in r.config if k.startswith("BLOCK_")))
     known = set(PERF_STAT_EVENTS) | set(PERF_RECORD_EVENTS)

@@ -56,7 +56,7 @@ class RunFileError(ValueError):
 
 
 @dataclass
-class Record:
+class RunRecord:
     """One item's outcome: kernel x case x config on one target."""
 
     kernel: str
@@ -148,17 +148,17 @@ class Run:
     """A loaded run: its records (last one wins when an item was recorded twice) and where it came from."""
 
     path: Path
-    records: list[Record]
+    records: list[RunRecord]
     format: str  # "jsonl" or "pytest-benchmark"
     machine_info: dict[str, Any] = field(default_factory=dict)
-    _index: dict[tuple[str, str, str, str], Record] | None = field(default=None, init=False, repr=False)
+    _index: dict[tuple[str, str, str, str], RunRecord] | None = field(default=None, init=False, repr=False)
 
-    def by_key(self) -> dict[tuple[str, str, str, str], Record]:
+    def by_key(self) -> dict[tuple[str, str, str, str], RunRecord]:
         return {r.key: r for r in self.records}
 
-    def find(self, item: Record | dict[str, Any]) -> Record | None:
+    def find(self, item: RunRecord | dict[str, Any]) -> RunRecord | None:
         """This run's record of the same item (target, kernel, case, config id), or None."""
-        key = item.key if isinstance(item, Record) else tuple(str(item.get(k, "")) for k in
+        key = item.key if isinstance(item, RunRecord) else tuple(str(item.get(k, "")) for k in
                                                                ("target", "kernel", "case", "config_id"))
         if self._index is None:
             self._index = self.by_key()
@@ -175,10 +175,10 @@ def identity_key(identity: dict[str, Any]) -> str:
 RESUMABLE_OUTCOMES: frozenset[str] = frozenset({"passed", "wrong"})
 
 
-def completed_items(run: Run) -> dict[tuple[str, str, str], Record]:
+def completed_items(run: Run) -> dict[tuple[str, str, str], RunRecord]:
     """Items a resumed run need not repeat, keyed by (ELF sha256, golden data sha256, identity_key of the
     target's identity, i.e. the record's ``machine``)."""
-    done: dict[tuple[str, str, str], Record] = {}
+    done: dict[tuple[str, str, str], RunRecord] = {}
     for record in run.records:
         if record.outcome in RESUMABLE_OUTCOMES and record.elf_sha256 and record.golden_sha256:
             done[(record.elf_sha256, record.golden_sha256, identity_key(record.machine))] = record
@@ -190,21 +190,21 @@ def group_label(case: str, problem_id: str) -> str:
     return f"{case} {problem_id}" if problem_id else case
 
 
-def group_by_problem(records: Iterable[Record]) -> dict[GroupKey, list[Record]]:
+def group_by_problem(records: Iterable[RunRecord]) -> dict[GroupKey, list[RunRecord]]:
     """(target, kernel, case, problem id) -> its records, in first-seen order: the unit every analysis ranks
     configs within (configs of different problems, e.g. causal and non-causal attention, never compete)."""
-    groups: dict[GroupKey, list[Record]] = {}
+    groups: dict[GroupKey, list[RunRecord]] = {}
     for record in records:
         groups.setdefault(record.group, []).append(record)
     return groups
 
 
-def has_problems(records: Iterable[Record]) -> bool:
+def has_problems(records: Iterable[RunRecord]) -> bool:
     """Whether any record carries problem keys: tables then show a problem column (else they stay as before)."""
     return any(r.problem for r in records)
 
 
-def rank_metric(records: Iterable[Record]) -> str:
+def rank_metric(records: Iterable[RunRecord]) -> str:
     """What to rank a group by: when every valid record is emulated, the first of EMULATED_RANK_COUNTERS that
     every one has (``launch_insns``, else ``kernel_insns``); else time."""
     valid = [r for r in records if r.valid]
@@ -215,7 +215,7 @@ def rank_metric(records: Iterable[Record]) -> str:
     return "time"
 
 
-def metric_value(record: Record, metric: str) -> float | None:
+def metric_value(record: RunRecord, metric: str) -> float | None:
     """The number a config is ranked by: median time in ns, or a counter."""
     if metric == "time":
         return record.median_ns
@@ -223,7 +223,7 @@ def metric_value(record: Record, metric: str) -> float | None:
     return None if value is None else float(value)
 
 
-def metric_samples(record: Record, metric: str) -> list[float]:
+def metric_samples(record: RunRecord, metric: str) -> list[float]:
     """Samples of a metric for significance tests: time samples, or the single (exact) counter value."""
     if metric == "time":
         return list(record.samples_ns)
@@ -279,7 +279,7 @@ def _whole_json(data: bytes) -> Any:
 
 
 def _load_jsonl(path: Path, data: bytes, allow_empty: bool) -> Run:
-    by_key: dict[tuple[str, str, str, str], Record] = {}
+    by_key: dict[tuple[str, str, str, str], RunRecord] = {}
     skipped: list[tuple[int, _BadLine]] = []
     for number, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
@@ -349,7 +349,7 @@ def _parse_line(raw: bytes) -> tuple[Any, _BadLine | None]:
 
 
 def _load_benchmark_json(path: Path, doc: dict[str, Any]) -> Run:
-    records: list[Record] = []
+    records: list[RunRecord] = []
     for index, bench in enumerate(doc.get("benchmarks") or []):
         where = f"{path}: benchmarks[{index}] ({bench.get('fullname') or bench.get('name', '?')})"
         extra = dict(bench.get("extra_info") or {})
@@ -365,8 +365,8 @@ def _load_benchmark_json(path: Path, doc: dict[str, Any]) -> Run:
 _REQUIRED = ("kernel", "case", "config_id", "target", "outcome")
 
 
-def record_from_dict(obj: Any, where: str = "record") -> Record:
-    """A Record from one results-file object (or extra_info); RunFileError names ``where`` if it is bad."""
+def record_from_dict(obj: Any, where: str = "record") -> RunRecord:
+    """A RunRecord from one results-file object (or extra_info); RunFileError names ``where`` if it is bad."""
     if not isinstance(obj, dict):
         raise RunFileError(f"{where}: expected a JSON object with the item's fields, got {type(obj).__name__}")
     missing = [name for name in _REQUIRED if name not in obj]
@@ -384,7 +384,7 @@ def record_from_dict(obj: Any, where: str = "record") -> Record:
     if not isinstance(problem, dict):
         raise RunFileError(f"{where}: problem must be an object of problem-key values such as "
                            f'{{"IS_CAUSAL": true}}, got {problem!r}')
-    return Record(
+    return RunRecord(
         kernel=str(obj["kernel"]),
         case=str(obj["case"]),
         config=dict(obj.get("config") or {}),

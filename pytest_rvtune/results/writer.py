@@ -19,7 +19,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-Record = dict[str, Any]
+RecordDict = dict[str, Any]
 
 #: How long an append waits for another process's lock before calling the file unusable (a stuck worker).
 LOCK_TIMEOUT_S = 300.0
@@ -74,7 +74,7 @@ class ResultsWriter:
         self.path = path
         self._lock = FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
 
-    def append(self, record: Record) -> None:
+    def append(self, record: RecordDict) -> None:
         """Append one record as one whole line, durably; ResultsWriteError naming the file and cause if not."""
         line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode("utf-8")
         try:
