@@ -2,7 +2,7 @@
 
 Outcomes are the ones the results file and the session summary use: passed, wrong, build_failed, crashed,
 timeout, error (bad input data, a harness that could not start). A store out of a buffer's bounds (a guard
-zone's check line, see harness_output.py) is "wrong": the kernel is wrong even when the values it left
+zone's check line, see harness/output.py) is "wrong": the kernel is wrong even when the values it left
 in bounds are right; its message names the buffer, the side and how many elements were overwritten.
 """
 

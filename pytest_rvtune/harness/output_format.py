@@ -1,6 +1,6 @@
 """How a harness reports its results, described once in data: ``formats/<name>.toml``.
 
-Our own harnesses speak the ``RVTUNE`` line protocol (harness_output.py), the default format ``rvtune``. A
+Our own harnesses speak the ``RVTUNE`` line protocol (harness/output.py), the default format ``rvtune``. A
 user's hand-written harness prints whatever its support library prints; a format file gives, per fact, the
 stream it is on and a regex with named groups:
 
@@ -31,7 +31,7 @@ from pytest_rvtune.targets.base import Check
 #: The built-in formats' directory (package data).
 FORMATS_DIR = Path(__file__).resolve().parent / "formats"
 
-#: Our own line protocol: parsed by harness_output.parse_harness_output, no file.
+#: Our own line protocol: parsed by harness.output.parse_harness_output, no file.
 RVTUNE = "rvtune"
 
 STREAMS = ("stdout", "stderr")

@@ -63,7 +63,7 @@ class Rerun:
 
     @classmethod
     def of(cls, record: RunRecord, side: str) -> Rerun:
-        """The record's ELF as it ran (its ``rerun`` field, item_runner.rerun_field), checked to still be the
+        """The record's ELF as it ran (its ``rerun`` field, item.rerun_field), checked to still be the
         same file; CannotConfirm says what is missing."""
         fields = record.raw.get("rerun")
         if not isinstance(fields, dict) or not fields.get("elf"):
@@ -184,7 +184,7 @@ def _run_side(target: Target, rerun: Rerun, options: RunOptions, what: str) -> l
     if rerun.output_format is None:
         result = target.run(rerun.elf, [*options.harness_args(), *rerun.argv], options.timeout,
                             kernel_symbol=rerun.kernel_symbol or None)
-    else:  # a user's own harness takes none of our options (item_runner.run_item's external mode)
+    else:  # a user's own harness takes none of our options (item.run_item's external mode)
         result = target.run(rerun.elf, rerun.argv, options.timeout, kernel_symbol=rerun.kernel_symbol or None,
                             files=rerun.run_files, output_format=OutputFormat.load(rerun.output_format))
     verdict = judge(result, what=what, timeout=options.timeout, check=options.check,

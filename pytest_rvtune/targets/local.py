@@ -171,7 +171,7 @@ class QemuTarget:
     """qemu-riscv64 user mode with VLEN 256; counters from our instruction-count plugin.
 
     Counts are exact only with one guest thread (the plugin's inline counters are not atomic).
-    Emulated time is not performance, so runs need no exclusive use of the machine (target_lock.py), and a
+    Emulated time is not performance, so runs need no exclusive use of the machine (targets/lock.py), and a
     run is deterministic, so its result can be reused (count_fingerprint, count_cache.py).
     """
 

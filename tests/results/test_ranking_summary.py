@@ -1,4 +1,4 @@
-"""The ranking a session under emulation ends with (ranking_summary.py): best configs by the ranking metric,
+"""The ranking a session under emulation ends with (results/summary.py): best configs by the ranking metric,
 the spread, the default config's place; nothing for real timings."""
 
 from __future__ import annotations
