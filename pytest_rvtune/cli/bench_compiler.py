@@ -33,7 +33,7 @@ from tabulate import tabulate
 
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, Toolchain
 
-BENCH_DIR = Path(__file__).parent / "bench"
+BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
 RVV_SOURCE = BENCH_DIR / "rvv_matmul.c"
 
 #: Block configs tried per kernel (a subset of each module's space: the tile shapes that suit a CPU).
