@@ -343,7 +343,7 @@ def compare_with_base(session: RvtuneSession, record: dict[str, Any], target: An
     interleaved first (confirm.py); the confirmation, either way, goes into ``record``."""
     from pytest_rvtune.results.compare import compare_record
     from pytest_rvtune.results.confirm import confirm_locked, needs_confirmation
-    from pytest_rvtune.results.runs import record_from_dict
+    from pytest_rvtune.results.records import record_from_dict
     base = session.compare_base.find(record)
     if base is None:
         return None

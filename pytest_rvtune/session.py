@@ -365,7 +365,8 @@ class RvtuneSession:
     def _read_run(self, path: Path, option: str, allow_empty: bool = False, advice: str = "") -> Any:
         """runs.load_run for an option: an unreadable file is a UsageError, a skipped torn line a pytest
         warning."""
-        from pytest_rvtune.results.runs import RunFileError, RunFileWarning, load_run
+        from pytest_rvtune.results.records import RunFileError
+        from pytest_rvtune.results.runs import RunFileWarning, load_run
         try:
             with warnings.catch_warnings(record=True) as skipped:
                 warnings.simplefilter("always", RunFileWarning)

@@ -47,6 +47,8 @@ def package_modules() -> list[str]:
     names = []
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__main__":
+            continue  # `python -m` entry scripts: importing one runs the command
         if parts[-1] == "__init__":
             parts = parts[:-1]
         names.append(".".join(parts))

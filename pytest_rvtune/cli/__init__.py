@@ -27,7 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pytest_rvtune.results.runs import RunFileError, RunFileWarning
+    from pytest_rvtune.results.records import RunFileError
+    from pytest_rvtune.results.runs import RunFileWarning
 
     args = build_parser().parse_args(argv)
 

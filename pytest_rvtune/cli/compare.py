@@ -19,8 +19,9 @@ from pytest_rvtune.results.compare import (
     verdict_rows,
 )
 from pytest_rvtune.results.noise import NoiseFileError, load_noise_for
+from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunFileError
 from pytest_rvtune.results.report import render_rows
-from pytest_rvtune.results.runs import DEFAULT_STATISTIC, TIME_STATISTICS, RunFileError, load_run
+from pytest_rvtune.results.runs import load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from pytest_rvtune.results.compare import DEFAULT_ALPHA
 from pytest_rvtune.results.export import DEFAULT_MIN_GAIN_PCT, export_kernel, header_text, tunings
-from pytest_rvtune.results.runs import RunRecord, group_label, load_run
+from pytest_rvtune.results.records import RunRecord, group_label
+from pytest_rvtune.results.runs import load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

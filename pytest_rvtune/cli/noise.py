@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from pytest_rvtune.results.noise import DEFAULT_QUANTILE, NoiseFileError, measure_noise
+from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunFileError
 from pytest_rvtune.results.report import render_rows
-from pytest_rvtune.results.runs import DEFAULT_STATISTIC, TIME_STATISTICS, RunFileError, load_run
+from pytest_rvtune.results.runs import load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

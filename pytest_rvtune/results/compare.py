@@ -24,14 +24,9 @@ from typing import Any
 from scipy.stats import mannwhitneyu
 
 from pytest_rvtune.results.noise import NoiseFloors
+from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunRecord
 from pytest_rvtune.results.report import format_metric
-from pytest_rvtune.results.runs import (
-    DEFAULT_STATISTIC,
-    DETERMINISTIC_COUNTERS,
-    TIME_STATISTICS,
-    Run,
-    RunRecord,
-)
+from pytest_rvtune.results.runs import DETERMINISTIC_COUNTERS, Run
 
 DEFAULT_THRESHOLD_PCT = 5.0
 #: Significance level. asv uses 0.002 with many samples; 0.01 keeps the false-alarm rate low at 10-30 samples.

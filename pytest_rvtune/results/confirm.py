@@ -36,8 +36,9 @@ from scipy.stats import binomtest
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.results.compare import DEFAULT_CONFIRM_TRIALS, ItemComparison, Thresholds, format_pct
+from pytest_rvtune.results.records import RunRecord
 from pytest_rvtune.results.report import format_metric
-from pytest_rvtune.results.runs import Run, RunRecord, identity_key
+from pytest_rvtune.results.runs import Run, identity_key
 from pytest_rvtune.run_options import RunOptions, default_run_options
 from pytest_rvtune.targets.base import Target
 from pytest_rvtune.targets.lock import exclusive

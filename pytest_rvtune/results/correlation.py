@@ -16,8 +16,9 @@ from typing import Any
 
 from scipy.stats import pearsonr, spearmanr
 
+from pytest_rvtune.results.records import RunRecord
 from pytest_rvtune.results.report import counter_names
-from pytest_rvtune.results.runs import RunRecord, group_by_problem, has_problems
+from pytest_rvtune.results.runs import group_by_problem, has_problems
 
 #: The seeds' cut-off for "high correlation".
 STRONG = 0.7

@@ -27,15 +27,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_rvtune.results.compare import DEFAULT_ALPHA, DEFAULT_MIN_SAMPLES, mann_whitney_p
+from pytest_rvtune.results.records import GroupKey, RunRecord
 from pytest_rvtune.results.report import most_common_winner, ranked
-from pytest_rvtune.results.runs import (
-    GroupKey,
-    RunRecord,
-    group_by_problem,
-    metric_samples,
-    metric_value,
-    rank_metric,
-)
+from pytest_rvtune.results.runs import group_by_problem, metric_samples, metric_value, rank_metric
 
 #: Wins smaller than this (percent) are ties whatever the p-value.
 DEFAULT_MIN_GAIN_PCT = 1.0

@@ -31,13 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from pytest_rvtune.results.runs import (
-    DEFAULT_STATISTIC,
-    TIME_STATISTICS,
-    Run,
-    RunRecord,
-    identity_key,
-)
+from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunRecord
+from pytest_rvtune.results.runs import Run, identity_key
 
 FORMAT = "rvtune-noise/1"
 DEFAULT_QUANTILE = 95.0

@@ -19,8 +19,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from scipy.stats import spearmanr
 
+from pytest_rvtune.results.records import RunRecord
 from pytest_rvtune.results.report import counter_names, problem_file, ranked
-from pytest_rvtune.results.runs import Run, RunRecord, group_by_problem, metric_value, rank_metric
+from pytest_rvtune.results.runs import Run, group_by_problem, metric_value, rank_metric
 
 MAX_SCATTER_PANELS = 12
 

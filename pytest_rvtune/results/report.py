@@ -33,13 +33,11 @@ from typing import Any
 
 from tabulate import tabulate
 
+from pytest_rvtune.results.records import GroupKey, RunRecord, group_label
 from pytest_rvtune.results.runs import (
     EMULATED_RANK_COUNTERS,
-    GroupKey,
     Run,
-    RunRecord,
     group_by_problem,
-    group_label,
     has_problems,
     metric_value,
     rank_metric,

@@ -13,7 +13,6 @@ attention config does half the work of a non-causal one, so the two are never ra
 from __future__ import annotations
 
 import json
-import statistics
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNTER
-from pytest_rvtune.spec import config_id
+from pytest_rvtune.results.records import (
+    REQUIRED_FIELDS,
+    GroupKey,
+    RunFileError,
+    RunRecord,
+    record_from_dict,
+)
 
 #: Instruction counts from our QEMU plugin: deterministic, so any change between runs is real.
 DETERMINISTIC_COUNTERS: frozenset[str] = frozenset(ICOUNT_KEYS)
@@ -32,115 +37,6 @@ DETERMINISTIC_COUNTERS: frozenset[str] = frozenset(ICOUNT_KEYS)
 #: launches. In-kernel counts alone can flip a ranking: a config whose work moves into memset looks cheaper.
 EMULATED_RANK_COUNTERS: tuple[str, ...] = (LAUNCH_COUNTER, "kernel_insns")
 EMULATED_RANK_COUNTER = EMULATED_RANK_COUNTERS[0]
-
-
-#: (target, kernel, case, problem id): the unit every analysis ranks configs within.
-GroupKey = tuple[str, str, str, str]
-
-
-#: How compare and noise summarise an item's time samples. "min" (the default there) follows Chen & Revels,
-#: "Robust benchmarking in noisy environments" (2016, BenchmarkTools.jl's judge): interference only ever
-#: adds time, so the minimum of samples spread over time is the estimate that repeats between sessions.
-#: The median (what reports rank by) moves with the share of slow spells a session happened to catch.
-TIME_STATISTICS = ("min", "median")
-DEFAULT_STATISTIC = "min"
-
-
-#: Outcomes whose samples and counters are a valid measurement: "regressed" is a passed item that a
-#: --rvtune-compare gate then failed against its base; its numbers are as good as any.
-VALID_OUTCOMES = frozenset({"passed", "regressed"})
-
-
-class RunFileError(ValueError):
-    """A results file that cannot be read; the message names the file (and line) and what to do."""
-
-
-@dataclass
-class RunRecord:
-    """One item's outcome: kernel x case x config on one target."""
-
-    kernel: str
-    case: str
-    config: dict[str, Any]
-    config_id: str
-    target: str
-    outcome: str  # passed | wrong | build_failed | crashed | timeout | error
-    samples_ns: list[float] = field(default_factory=list)
-    counters: dict[str, float] = field(default_factory=dict)
-    timing_source: str = "real"  # "emulated" under QEMU
-    elf_sha256: str = ""
-    golden_sha256: str = ""
-    machine: dict[str, Any] = field(default_factory=dict)
-    nodeid: str = ""
-    message: str = ""
-    time: str = ""  # ISO 8601, when the item finished
-    wall_s: float | None = None  # whole-process time of the timed run (record's wall_s or run_seconds)
-    case_params: dict[str, Any] = field(default_factory=dict)  # e.g. {"M": 64}: used for M buckets
-    problem: dict[str, Any] = field(default_factory=dict)  # PROBLEM_KEYS values, e.g. {"IS_CAUSAL": True}
-    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the object as read
-
-    # dict(record) gives the object as it was read (with fields this class does not model, e.g. checks):
-    # a resumed item re-records exactly what the earlier run wrote.
-    def keys(self) -> Iterable[str]:
-        return self.raw.keys()
-
-    def __getitem__(self, name: str) -> Any:
-        return self.raw[name]
-
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        """What identifies the same item in two runs (pytest-benchmark matches by name the same way)."""
-        return (self.target, self.kernel, self.case, self.config_id)
-
-    @property
-    def problem_id(self) -> str:
-        """``IS_CAUSAL=True`` (the config-id format), ``""`` when the kernel has no problem keys."""
-        return config_id(self.problem)
-
-    @property
-    def group(self) -> GroupKey:
-        """The group this record is ranked in: (target, kernel, case, problem id)."""
-        return (self.target, self.kernel, self.case, self.problem_id)
-
-    @property
-    def group_label(self) -> str:
-        """The case as people read it: ``emu``, or ``emu IS_CAUSAL=True`` when the kernel has problem keys."""
-        return group_label(self.case, self.problem_id)
-
-    @property
-    def valid(self) -> bool:
-        """A right answer with its timings: passed, or failed only by a --rvtune-compare gate ("regressed")."""
-        return self.outcome in VALID_OUTCOMES
-
-    @property
-    def emulated(self) -> bool:
-        return self.timing_source == "emulated"
-
-    @property
-    def median_ns(self) -> float | None:
-        return statistics.median(self.samples_ns) if self.samples_ns else None
-
-    @property
-    def min_ns(self) -> float | None:
-        return float(min(self.samples_ns)) if self.samples_ns else None
-
-    def time_ns(self, statistic: str) -> float | None:
-        """The time of this item by one of TIME_STATISTICS."""
-        if statistic not in TIME_STATISTICS:
-            raise ValueError(f"time statistic {statistic!r}: expected one of {', '.join(TIME_STATISTICS)}")
-        return self.min_ns if statistic == "min" else self.median_ns
-
-    @property
-    def iqr_ns(self) -> float | None:
-        # Quartiles by the "inclusive" method, as pytest-benchmark's stats do, so our IQR matches its table.
-        if len(self.samples_ns) < 2:
-            return 0.0 if self.samples_ns else None
-        q1, _, q3 = statistics.quantiles(self.samples_ns, n=4, method="inclusive")
-        return q3 - q1
-
-    @property
-    def label(self) -> str:
-        return f"{self.kernel}[{self.case}-{self.config_id}] on {self.target}"
 
 
 @dataclass
@@ -183,11 +79,6 @@ def completed_items(run: Run) -> dict[tuple[str, str, str], RunRecord]:
         if record.outcome in RESUMABLE_OUTCOMES and record.elf_sha256 and record.golden_sha256:
             done[(record.elf_sha256, record.golden_sha256, identity_key(record.machine))] = record
     return done
-
-
-def group_label(case: str, problem_id: str) -> str:
-    """``emu`` or ``emu IS_CAUSAL=True``: a case and problem as one name for headings and tables."""
-    return f"{case} {problem_id}" if problem_id else case
 
 
 def group_by_problem(records: Iterable[RunRecord]) -> dict[GroupKey, list[RunRecord]]:
@@ -342,7 +233,7 @@ def _parse_line(raw: bytes) -> tuple[Any, _BadLine | None]:
         except json.JSONDecodeError:
             start = line.find('{"', start + 1)
             continue
-        if isinstance(obj, dict) and all(name in obj for name in _REQUIRED):
+        if isinstance(obj, dict) and all(name in obj for name in REQUIRED_FIELDS):
             return obj, _BadLine(why, kept_from=start, torn_record=True)
         break
     return None, _BadLine(why, torn_record=torn)
@@ -362,46 +253,3 @@ def _load_benchmark_json(path: Path, doc: dict[str, Any]) -> Run:
     return Run(path=path, records=records, format="pytest-benchmark", machine_info=doc.get("machine_info") or {})
 
 
-_REQUIRED = ("kernel", "case", "config_id", "target", "outcome")
-
-
-def record_from_dict(obj: Any, where: str = "record") -> RunRecord:
-    """A RunRecord from one results-file object (or extra_info); RunFileError names ``where`` if it is bad."""
-    if not isinstance(obj, dict):
-        raise RunFileError(f"{where}: expected a JSON object with the item's fields, got {type(obj).__name__}")
-    missing = [name for name in _REQUIRED if name not in obj]
-    if missing:
-        raise RunFileError(f"{where}: missing field(s) {', '.join(missing)}; is this a pytest-rvtune results "
-                           "file (or a pytest-benchmark JSON written with the rvtune plugin)?")
-    try:
-        samples = [float(s) for s in obj.get("samples_ns") or []]
-        counters = {str(k): float(v) for k, v in (obj.get("counters") or {}).items() if v is not None}
-    except (TypeError, ValueError) as exc:
-        raise RunFileError(f"{where}: samples_ns and counters must be numbers ({exc})") from None
-    # whole-process time of the item's timed ELF run (warm-up + runs): the seeds' "Total Time (s)"
-    wall = obj.get("wall_s") or obj.get("run_seconds") or None  # 0.0 means "resumed, not run": unknown
-    problem = obj.get("problem") or {}  # absent in files written before problem keys existed: no problem keys
-    if not isinstance(problem, dict):
-        raise RunFileError(f"{where}: problem must be an object of problem-key values such as "
-                           f'{{"IS_CAUSAL": true}}, got {problem!r}')
-    return RunRecord(
-        kernel=str(obj["kernel"]),
-        case=str(obj["case"]),
-        config=dict(obj.get("config") or {}),
-        config_id=str(obj["config_id"]),
-        target=str(obj["target"]),
-        outcome=str(obj["outcome"]),
-        samples_ns=samples,
-        counters=counters,
-        timing_source=str(obj.get("timing_source") or "real"),
-        elf_sha256=str(obj.get("elf_sha256") or ""),
-        golden_sha256=str(obj.get("golden_sha256") or ""),
-        machine=dict(obj.get("machine") or {}),
-        nodeid=str(obj.get("nodeid") or ""),
-        message=str(obj.get("message") or ""),
-        time=str(obj.get("time") or ""),
-        wall_s=None if wall is None else float(wall),
-        case_params=dict(obj.get("case_params") or {}),
-        problem=dict(problem),
-        raw=dict(obj),
-    )

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_rvtune.results.records import group_label, record_from_dict
 from pytest_rvtune.results.report import default_configs, format_count, ranked
-from pytest_rvtune.results.runs import group_by_problem, group_label, metric_value, rank_metric, record_from_dict
+from pytest_rvtune.results.runs import group_by_problem, metric_value, rank_metric
 
 #: Configs listed per group.
 TOP = 3

@@ -12,7 +12,7 @@ from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.item import rerun_field
 from pytest_rvtune.results.compare import Thresholds
 from pytest_rvtune.results.confirm import CannotConfirm, Rerun, confirm
-from pytest_rvtune.results.runs import record_from_dict
+from pytest_rvtune.results.records import record_from_dict
 from pytest_rvtune.run_options import RunOptions
 from pytest_rvtune.targets.local import HostTarget, QemuTarget
 

@@ -19,8 +19,9 @@ from results_data import make_record, measure, write_jsonl
 from pytest_rvtune.cli import main
 from pytest_rvtune.results.compare import Thresholds, compare_runs
 from pytest_rvtune.results.correlation import correlation_rows
+from pytest_rvtune.results.records import RunFileError, record_from_dict
 from pytest_rvtune.results.report import build_case_reports
-from pytest_rvtune.results.runs import RunFileError, load_run, record_from_dict
+from pytest_rvtune.results.runs import load_run
 from pytest_rvtune.spec import KernelModuleError, load_kernel_module
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"

@@ -10,7 +10,8 @@ from results_data import exact_counts, make_record, measure, write_jsonl
 
 from pytest_rvtune.cli import main
 from pytest_rvtune.results.compare import Thresholds, compare_record, compare_runs
-from pytest_rvtune.results.runs import load_run, record_from_dict
+from pytest_rvtune.results.records import record_from_dict
+from pytest_rvtune.results.runs import load_run
 
 CONFIGS = [(16, 32), (32, 96)]
 

@@ -23,7 +23,7 @@ def test_m_buckets_follow_aiter(m: int, bucket: str) -> None:
 
 def test_case_m_from_params_or_name() -> None:
     run_record = make_record("k", "M=64", {"BLOCK_SIZE_M": 4}, [1.0])
-    from pytest_rvtune.results.runs import record_from_dict
+    from pytest_rvtune.results.records import record_from_dict
 
     assert case_m(record_from_dict(run_record)) == 64
     assert case_m(record_from_dict(make_record("k", "decode", {"B": 1}, [1.0], case_params={"M": 7}))) == 7

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from results_data import clean_env, make_record, measure, write_jsonl
 
-from pytest_rvtune.results.runs import RunFileError, RunFileWarning, completed_items, identity_key, load_run
+from pytest_rvtune.results.records import RunFileError
+from pytest_rvtune.results.runs import RunFileWarning, completed_items, identity_key, load_run
 
 BENCH_TEST = '''
 import json

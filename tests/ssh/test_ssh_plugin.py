@@ -89,7 +89,7 @@ def test_a_regression_is_rerun_interleaved_on_the_board_it_ran_on(sshd: Sshd, tm
     is not here). Base: the same item with its samples made 3x faster, so the same ELF looks 3x slower."""
     from pytest_rvtune.results.compare import Thresholds, compare_record
     from pytest_rvtune.results.confirm import confirm
-    from pytest_rvtune.results.runs import record_from_dict
+    from pytest_rvtune.results.records import record_from_dict
     from pytest_rvtune.run_options import RunOptions
     from pytest_rvtune.targets.config import load_targets
     from pytest_rvtune.targets.ssh import connect_board
