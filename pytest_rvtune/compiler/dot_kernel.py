@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .lower import _contig, _Func
+from .emitter import _contig, _Func
 from .ttir import Block, Op
 
 #: Ops that write no memory and run no other code: a tile loaded before them may be read in place after.

@@ -21,8 +21,8 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import lower
-from .lower import Val, _contig, _Func, _prod, keep_out_of_carried_home
+from . import emitter
+from .emitter import Val, _contig, _Func, _prod, keep_out_of_carried_home
 from .lower_ops import FLOAT_TYPES, is_elementwise, scalar_expr
 from .ttir import Block, Op
 
@@ -178,4 +178,4 @@ def fuse_elementwise(f: _Func, op: Op) -> bool:
     return True
 
 
-lower.ELEMENTWISE_HOOKS.append(fuse_elementwise)
+emitter.ELEMENTWISE_HOOKS.append(fuse_elementwise)

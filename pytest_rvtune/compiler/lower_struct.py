@@ -10,7 +10,7 @@ import contextlib
 import dataclasses
 import re
 
-from .lower import Val, _contig, _Func, _prod, handles
+from .emitter import Val, _contig, _Func, _prod, handles
 from .lower_ops import (
     FLOAT_TYPES,
     INT_WIDTH,

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import dot_kernel
-from .lower import _HANDLERS, Val, _contig, _Func, fill_stmt, keep_out_of_carried_home
+from .emitter import _HANDLERS, Val, _contig, _Func, fill_stmt, keep_out_of_carried_home
 from .lower_ops import c_type, is_elementwise
 from .ttir import Block, Op, Type, parse_int_array
 
