@@ -101,8 +101,8 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[st
 
     ``signature`` gives the Triton type of every non-constexpr parameter (``'*fp32'``, ``'i32'``, ...).
     """
-    from pytest_rvtune.compiler.emitter import LOWERING_VERSION, LoweringError, Param, lower_ttir
     from pytest_rvtune.compiler.frontend import FrontendError, full_signature, kernel_to_ttir
+    from pytest_rvtune.compiler.lower import LOWERING_VERSION, LoweringError, Param, lower_ttir
 
     name = getattr(fn, "__name__", repr(fn))
     constexprs = dict(constexprs)

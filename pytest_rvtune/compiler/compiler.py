@@ -100,7 +100,7 @@ class RVTuneBackend(BaseBackend):
 
     def hash(self) -> str:
         from pytest_rvtune.compiler.api import compiler_source_hash
-        from pytest_rvtune.compiler.emitter import LOWERING_VERSION
+        from pytest_rvtune.compiler.lower import LOWERING_VERSION
 
         return f"rvtune-{LOWERING_VERSION}-{compiler_source_hash()}-{self.target.arch}"
 
@@ -147,8 +147,8 @@ class RVTuneBackend(BaseBackend):
 
     @staticmethod
     def make_c(mod: Any, metadata: dict, options: RVTuneOptions) -> bytes:
-        from pytest_rvtune.compiler.emitter import lower_ttir
         from pytest_rvtune.compiler.frontend import generic_text
+        from pytest_rvtune.compiler.lower import lower_ttir
 
         # The lowering reads MLIR's generic form (with locations); the frontend owns that printer switch.
         lowered = lower_ttir(generic_text(mod))

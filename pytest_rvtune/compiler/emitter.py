@@ -1,4 +1,9 @@
-"""TTIR (generic form, with loc info) -> plain C11 for one kernel.
+"""The C emitter: ``FuncEmitter`` turns one ``tt.func`` into a C11 function, asking the lowering tiers for each op.
+
+This module knows how values are reachable from C and how C is written (names, loops, the tile arena); which
+C each op becomes is the tiers' job (``lower_struct``, ``ptr_analysis``, ``fusion``), composed in one ordered
+list by ``lower.py``, which also holds the entry point ``lower_ttir``. The tiers import this module, never the
+other way round.
 
 Model: every TTIR tensor has a static shape. A tensor value is either a *buffer* (a flat row-major array in a
 per-call stack arena, possibly seen through strides: broadcast / expand_dims / trans / split are free views),
@@ -16,14 +21,14 @@ import linecache
 import os
 import re
 from collections import ChainMap
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from . import lower_ops
 from .lower_ops import OpSemanticsError, c_type, scalar_expr
-from .ttir import Block, Op, Region, TTIRParseError, Type, parse_function_type, parse_module
+from .ttir import Block, Op, Region, TTIRParseError, Type
 
 #: Bump whenever the generated C changes for the same TTIR (it is part of the compile cache key).
 LOWERING_VERSION = "12"
@@ -67,7 +72,7 @@ volatile while _Bool _Complex _Imaginary _Alignas _Alignof _Atomic _Generic _Nor
 _Static_assert _Thread_local bool true false NULL main
 """.splitlines()).split())
 _ABI_NAMES = {"pid_x", "pid_y", "pid_z", "grid_x", "grid_y", "grid_z"}
-_LIBM = {n + s for n in (*lower_ops._LIBM_TWINS, "trunc", "isnan", "isinf", "isfinite", "signbit", "memcpy")
+_LIBM = {n + s for n in (*lower_ops.LIBM_TWINS, "trunc", "isnan", "isinf", "isfinite", "signbit", "memcpy")
          for s in ("", "f")}
 
 
@@ -98,7 +103,8 @@ def fill_stmt(t: Type, dst: str, value: str, count: str) -> str | None:
     return f"rv_fill_{suffix}({dst}, {value}, {count});" if suffix else None
 
 
-def _contig(shape: tuple[int, ...]) -> tuple[int, ...]:
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major element strides of a dense array of ``shape``: ``(4, 8)`` -> ``(8, 1)``."""
     strides, acc = [], 1
     for d in reversed(shape):
         strides.append(acc)
@@ -106,7 +112,8 @@ def _contig(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _prod(shape: tuple[int, ...]) -> int:
+def numel(shape: tuple[int, ...]) -> int:
+    """The number of elements of a tensor of ``shape`` (1 for a scalar's ``()``)."""
     n = 1
     for d in shape:
         n *= d
@@ -118,7 +125,7 @@ def keep_out_of_carried_home(out: Val, leaves: Iterable[Val]) -> None:
     loop's carried home: lower_struct's in-place check sees only the defining op's direct operands, and a
     fused chain or pointer block can read the home through such a view deeper down."""
     if out.storage is not None and any(x.storage is not None and (x.shape != out.shape or x.offset != 0
-                                                                   or x.strides != _contig(out.shape))
+                                                                   or x.strides != contiguous_strides(out.shape))
                                        for x in leaves):
         out.storage.def_op = None
 
@@ -167,12 +174,19 @@ class Val:
         return self.type.shape or ()
 
 
-class _Func:
-    """Emits one tt.func as a C function."""
+class FuncEmitter:
+    """Emits one tt.func as a C function.
+
+    ``tiers`` lower the ops, tried in order (see ``Tier``); what they call back here is this class's public
+    interface: values (``get``, ``new_buf``, ``scalar``, ``view``, ``materialize``), text (``emit``, ``block``,
+    ``temp``), loops (``loop``, ``copy_into``), nested regions (``lower_ops``, ``lower_blocks``) and errors
+    (``unsupported``, ``fail``, ``where``).
+    """
 
     def __init__(self, func: Op, kernel_name: str, c_name: str | None = None,
-                 callees: dict[str, tuple[str, list[Type]]] | None = None) -> None:
+                 callees: dict[str, tuple[str, list[Type]]] | None = None, *, tiers: Sequence[Tier]) -> None:
         self.func = func
+        self.tiers = tuple(tiers)
         self.kernel = kernel_name  # the public kernel (named in messages)
         self.c_name = c_name or kernel_name  # this function's C symbol
         self.helper = c_name is not None  # a noinline function called by tt.call
@@ -277,13 +291,13 @@ class _Func:
             v.storage.uses.append(self.pos)
 
     def new_buf(self, ssa: str | None, t: Type, hint: str = "tmp") -> Val:
-        nbytes = _prod(t.shape or ()) * _elem_bytes(t)
+        nbytes = numel(t.shape or ()) * _elem_bytes(t)
         st = _Storage(len(self.storages), nbytes, self.pos, self.op)
         self.storages.append(st)
         name = self.cname(ssa) if ssa else self.temp(hint)
         pt = arena_type(c_type(t)) + " *"
         self.emit(f"{pt}{name} = ({pt})(rv_arena + @OFF{st.id}@); /* {t} */")
-        return Val(t, "buf", name, _contig(t.shape or ()), 0, st)
+        return Val(t, "buf", name, contiguous_strides(t.shape or ()), 0, st)
 
     def scalar(self, ssa: str, t: Type, expr: str) -> Val:
         name = self.cname(ssa)
@@ -295,7 +309,7 @@ class _Func:
     def flat_ok(v: Val, shape: tuple[int, ...]) -> bool:
         if v.kind in ("scalar", "splat"):
             return True
-        return v.shape == shape and v.strides == _contig(shape)
+        return v.shape == shape and v.strides == contiguous_strides(shape)
 
     @staticmethod
     def access(v: Val, idx: list[str] | None, flat: str) -> str:
@@ -316,7 +330,7 @@ class _Func:
     def loop(self, shape: tuple[int, ...], vals: list[Val], body: Callable[[Callable[[Val], str], str], str]) -> None:
         """Emit a loop nest over ``shape``; ``body(at, flat)`` returns the statement for one element."""
         if all(self.flat_ok(v, shape) for v in vals):
-            with self.block(f"for (int32_t i_ = 0; i_ < {_prod(shape)}; ++i_)"):
+            with self.block(f"for (int32_t i_ = 0; i_ < {numel(shape)}; ++i_)"):
                 self.emit(body(lambda v: self.access(v, None, "i_"), "i_"))
             return
         if len(shape) == 1:  # one strided operand (a broadcast, a split half...): index it through strides
@@ -324,16 +338,16 @@ class _Func:
                 self.emit(body(lambda v: self.access(v, ["i_"], "i_"), "i_"))
             return
         idx = [f"i{d}_" for d in range(len(shape))]
-        flat = " + ".join(f"{i} * {s}" if s != 1 else i for i, s in zip(idx, _contig(shape), strict=True))
+        flat = " + ".join(f"{i} * {s}" if s != 1 else i for i, s in zip(idx, contiguous_strides(shape), strict=True))
         with contextlib.ExitStack() as stack:
             for i, n in zip(idx, shape, strict=True):
                 stack.enter_context(self.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
             self.emit(body(lambda v: self.access(v, idx, flat), flat))
 
     def copy_into(self, dst: Val, src: Val) -> None:
-        if src.kind in ("scalar", "splat") and dst.kind == "buf" and dst.strides == _contig(dst.shape):
+        if src.kind in ("scalar", "splat") and dst.kind == "buf" and dst.strides == contiguous_strides(dst.shape):
             start = dst.expr if dst.offset == 0 else f"{dst.expr} + {dst.offset}"
-            fill = fill_stmt(dst.type, start, src.expr, str(_prod(dst.shape)))
+            fill = fill_stmt(dst.type, start, src.expr, str(numel(dst.shape)))
             if fill is not None:
                 self.emit(fill)
                 return
@@ -341,7 +355,7 @@ class _Func:
 
     def materialize(self, v: Val, hint: str = "tmp") -> Val:
         """A contiguous buffer holding ``v`` (``v`` itself when it already is one)."""
-        if v.kind == "buf" and v.strides == _contig(v.shape):
+        if v.kind == "buf" and v.strides == contiguous_strides(v.shape):
             return v
         out = self.new_buf(None, v.type, hint)
         self.copy_into(out, v)
@@ -480,14 +494,12 @@ class _Func:
         self.pos += 1
         self.op = op
         self.comment_source(op)
-        handler = _HANDLERS.get(op.name)
         try:
-            if handler is not None:
-                handler(self, op)
-            elif lower_ops.is_elementwise(op.name):
-                self.op_elementwise(op)
-            else:
-                raise self.unsupported(f"operation {op.name}")
+            if not any(tier.lower(self, op) for tier in self.tiers):
+                if lower_ops.is_elementwise(op.name):
+                    self.op_elementwise(op)
+                else:
+                    raise self.unsupported(f"operation {op.name}")
         except OpSemanticsError as e:
             raise self.unsupported(str(e)) from None
         except (TTIRParseError, KeyError) as e:  # an attribute missing or unreadable: name the op and line
@@ -497,7 +509,7 @@ class _Func:
 
     # ---- element-wise ---------------------------------------------------------------------------------
     def op_elementwise(self, op: Op) -> None:
-        if any(hook(self, op) for hook in ELEMENTWISE_HOOKS):  # fusion.py: chains become one loop
+        if any(tier.elementwise is not None and tier.elementwise(self, op) for tier in self.tiers):
             return
         vals = [self.get(o) for o in op.operands]
         rt = op.result_types[0]
@@ -512,52 +524,49 @@ class _Func:
         self.values[op.results[0]] = out
 
 
-_HANDLERS: dict[str, Callable[[_Func, Op], None]] = {}
-#: Tried first for every element-wise op; a hook returning True has defined the op's result.
-ELEMENTWISE_HOOKS: list[Callable[[_Func, Op], bool]] = []
+#: Lowers one op: defines its results in the emitter.
+Handler = Callable[[FuncEmitter, Op], None]
+#: May lower one op: True when it did; False when it emitted nothing and leaves the op to the next tier.
+OptionalHandler = Callable[[FuncEmitter, Op], bool]
 
 
-def handles(*names: str) -> Callable[[Callable[[_Func, Op], None]], Callable[[_Func, Op], None]]:
-    def register(fn: Callable[[_Func, Op], None]) -> Callable[[_Func, Op], None]:
-        for n in names:
-            _HANDLERS[n] = fn
-        return fn
-    return register
+@dataclass(frozen=True)
+class Tier:
+    """One lowering tier: the ops one module lowers, by op name. ``lower.TIERS`` lists the tiers in order.
+
+    For each op the emitter asks the tiers in that order; within a tier ``handlers`` always lower the ops they
+    name and ``optional`` handlers (fast paths) may decline. An op no tier took is element-wise or unsupported:
+    element-wise ops go to each tier's ``elementwise`` handler in order (which may decline too), then to the
+    emitter's plain loop.
+    """
+
+    name: str
+    handlers: Mapping[str, Handler] = field(default_factory=dict)
+    optional: Mapping[str, OptionalHandler] = field(default_factory=dict)
+    elementwise: OptionalHandler | None = None
+
+    def lower(self, f: FuncEmitter, op: Op) -> bool:
+        """True when this tier lowered ``op`` (by name: element-wise fallbacks are the emitter's call)."""
+        handler = self.handlers.get(op.name)
+        if handler is not None:
+            handler(f, op)
+            return True
+        optional = self.optional.get(op.name)
+        return optional is not None and optional(f, op)
 
 
-from . import lower_struct  # noqa: E402,F401,I001  (registers the handlers of structural ops)
-from . import ptr_analysis  # noqa: E402,F401  (wraps loads/stores/index ops: structured blocks, fast dot)
-from . import fusion  # noqa: E402,F401  (element-wise chains in one loop)
+AnyHandler = TypeVar("AnyHandler", Handler, OptionalHandler)
 
 
-def lower_ttir(ttir: str) -> LoweredKernel:
-    """Lower the public ``tt.func`` of a TTIR module to C (see the module docstring)."""
-    try:
-        funcs = parse_module(ttir)
-    except TTIRParseError as e:
-        raise LoweringError(f"cannot read the TTIR: {e}") from None
-    funcs = [f for f in funcs if f.name == "tt.func"]
-    kernels = [f for f in funcs if f.props.get("sym_visibility", '"public"') != '"private"']
-    if len(kernels) != 1:
-        raise LoweringError(f"expected exactly one public tt.func in the TTIR, found {len(kernels)}")
-    kernel = kernels[0]
-    name = kernel.props.get("sym_name", '"kernel"').strip('"')
-    # noinline functions (tt.call targets) become static C functions before the kernel
-    callees: dict[str, tuple[str, list[Type]]] = {}
-    for f in funcs:
-        if f is not kernel:
-            sym = f.props.get("sym_name", '"?"').strip('"')
-            results = parse_function_type(f.props.get("function_type", "() -> ()"))[1]
-            callees[sym] = (f"rvh_{re.sub(r'[^0-9A-Za-z_]', '_', sym)}", results)
-    helpers = [_Func(f, name, callees[f.props["sym_name"].strip('"')][0], callees) for f in funcs if f is not kernel]
-    bodies = [h.lower()[0] for h in helpers]
-    protos = [f"static void {h.c_name}({h.signature});" for h in helpers]
-    body, params = _Func(kernel, name, None, callees).lower()
-    parts = [f'/* Kernel {name} lowered from Triton IR by pytest-rvtune. */\n'
-             '#include "rvtune_rt.h"\n#include "rvtune_dot.h"\n',
-             *([("\n".join(protos) + "\n")] if protos else []), *bodies, body]
-    return LoweredKernel(name, "\n".join(parts), params)
-
-
-__all__ = ["LOWERING_VERSION", "RUNTIME_DIR", "LoweredKernel", "LoweringError", "Param", "UnsupportedOpError",
-           "lower_ttir"]
+def handles_into(table: dict[str, AnyHandler]) -> Callable[..., Callable[[AnyHandler], AnyHandler]]:
+    """A ``@handles("op.name", ...)`` decorator that puts the decorated function into ``table`` (a tier's own
+    handler table) under each name and returns it unchanged."""
+    def handles(*names: str) -> Callable[[AnyHandler], AnyHandler]:
+        def register(fn: AnyHandler) -> AnyHandler:
+            for n in names:
+                if n in table:
+                    raise ValueError(f"two handlers for {n}: {table[n].__qualname__} and {fn.__qualname__}")
+                table[n] = fn
+            return fn
+        return register
+    return handles

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_rvtune.compiler.emitter import Param
+from pytest_rvtune.compiler.lower import Param
 from pytest_rvtune.cpu_driver import loader
 
 _launches = 0  # kernel launches run by this process's launchers (either mode)

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from pytest_rvtune.compiler.emitter import RUNTIME_DIR, LoweredKernel, lower_ttir
 from pytest_rvtune.compiler.frontend import kernel_to_ttir
+from pytest_rvtune.compiler.lower import RUNTIME_DIR, LoweredKernel, lower_ttir
 from pytest_rvtune.compiler.lower_ops import float_literal
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, Toolchain, qemu_command
 

@@ -371,7 +371,7 @@ def test_block_pointer_kernels_need_the_module() -> None:
 def test_block_pointer_accesses_are_strided_blocks(name: str) -> None:
     """The pointer analysis sees every block-pointer (and descriptor) load/store as a strided block of
     rows between the mask's bounds, as the hand-written pointer version: no per-element gather."""
-    from pytest_rvtune.compiler.emitter import lower_ttir
+    from pytest_rvtune.compiler.lower import lower_ttir
 
     call = LAUNCHES[name][0]
     ttir = kernel_to_ttir(call.fn, call.signature, call.constexprs)

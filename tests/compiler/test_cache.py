@@ -162,7 +162,7 @@ def test_new_config_rebuilds_kernel_but_shares_launcher(tmp_path, work, matmul):
 
 
 def test_key_covers_lowering_version_toolchain_and_isa(tmp_path, work, matmul, monkeypatch):
-    from pytest_rvtune.compiler import emitter as lower
+    from pytest_rvtune.compiler import lower
 
     base = compile_kernel(matmul.kernel, _sig(matmul), SMALL, RISCV_ISA, cache_root=tmp_path)
     monkeypatch.setattr(lower, "LOWERING_VERSION", lower.LOWERING_VERSION + "-next")

@@ -17,8 +17,8 @@ import triton
 import triton.language as tl
 from difftest import KernelCall, assert_match, run_c_kernels
 
-from pytest_rvtune.compiler.emitter import MAX_ARENA_BYTES, LoweringError, UnsupportedOpError, lower_ttir
 from pytest_rvtune.compiler.frontend import FrontendError, kernel_to_ttir
+from pytest_rvtune.compiler.lower import MAX_ARENA_BYTES, LoweringError, UnsupportedOpError, lower_ttir
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
 THIS_FILE = Path(__file__).name

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from difftest import KernelCall, assert_match, run_c_kernels
 
-from pytest_rvtune.compiler.emitter import lower_ttir
+from pytest_rvtune.compiler.lower import lower_ttir
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
 N = 32  # elements per op (one program, one tile): 16 edge values + 16 random

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 from difftest import KernelCall, assert_match, lower_kernel, run_c_kernels, run_interpreter_many
 
-from pytest_rvtune.compiler.emitter import RUNTIME_DIR
+from pytest_rvtune.compiler.lower import RUNTIME_DIR
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, Toolchain
 
 

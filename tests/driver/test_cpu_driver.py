@@ -23,7 +23,7 @@ from triton.runtime.driver import driver
 
 import pytest_rvtune.cpu_driver as cpu_driver
 from pytest_rvtune.compiler.driver import RVTuneDriver
-from pytest_rvtune.compiler.emitter import UnsupportedOpError
+from pytest_rvtune.compiler.lower import UnsupportedOpError
 from pytest_rvtune.cpu_driver.activation import ActivationError
 from pytest_rvtune.cpu_driver.launch import LaunchError
 from pytest_rvtune.toolchain import HOST_ISA
