@@ -1,6 +1,6 @@
 """Element-wise ops as C expressions: one scalar element in, one out, with MLIR's exact semantics.
 
-``lower.py`` decides WHERE an expression is evaluated (once for a scalar, in a loop for a tensor); this
+``emitter.py`` decides WHERE an expression is evaluated (once for a scalar, in a loop for a tensor); this
 module decides WHAT the expression is. Integer arithmetic goes through unsigned types (wraps, never C UB);
 f16/bf16 are uint16_t bit patterns computed in float and rounded back after every op.
 """
