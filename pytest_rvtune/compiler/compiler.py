@@ -7,14 +7,13 @@ C source is this backend's "binary" (``binary_ext = "c"``), so Triton stores it 
 
 This module is imported while ``triton`` itself is being imported (backend discovery), so it must only import
 ``triton.backends.compiler`` and ``triton._C`` at module level; the lowering is imported when a stage runs.
+The options, target and frontend hooks are options.py's, the same ones the frontend (frontend.py) uses.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import sys
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -27,62 +26,9 @@ if "triton" not in sys.modules:
 
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
-from pytest_rvtune.toolchain import ISAS, RISCV_ISA
-
-#: ``GPUTarget.backend`` of every rvtune target; ``arch`` is one of toolchain.ISAS, warp_size is 1 (a program
-#: is one CPU thread).
-BACKEND_NAME = "riscv"
-
-
-def rvtune_target(isa: str = RISCV_ISA) -> GPUTarget:
-    """The GPUTarget that selects this backend for one ISA (``rv64gcv_zvl256b`` or ``host``)."""
-    if isa not in ISAS:
-        raise ValueError(f"unknown ISA {isa!r}: expected one of {', '.join(ISAS)}")
-    return GPUTarget(BACKEND_NAME, isa, 1)
-
-
-def _min_dot_size(lhs_type: Any, rhs_type: Any) -> tuple[int, int, int]:
-    # CUDA rejects small tiles (fp32 K < 8); a CPU loop nest has no such limit, so 4x16x4 tiles compile.
-    return (1, 1, 1)
-
-
-@dataclass(frozen=True)
-class RVTuneOptions:
-    """Compile options. Field names the Triton frontend reads (num_warps, debug, sanitize_overflow, dot
-    precisions, fp8 lists, arch...) must exist even where they mean nothing on a CPU."""
-
-    num_warps: int = 1
-    num_ctas: int = 1
-    num_stages: int = 1
-    warp_size: int = 1
-    enable_fp_fusion: bool = True
-    launch_cooperative_grid: bool = False
-    launch_pdl: bool = False
-    # The lowering computes every fp32 dot in IEEE fp32, matching the interpreter oracle. The GPU
-    # precisions (tf32, tf32x3, bf16x3, bf16x6: faster approximations of fp32) are accepted so kernels and
-    # tests that ask for them compile; they get IEEE fp32, which is at least as accurate as each of them.
-    default_dot_input_precision: str = "ieee"
-    allowed_dot_input_precisions: tuple[str, ...] = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
-    max_num_imprecise_acc_default: int = 0
-    supported_fp8_dtypes: tuple[str, ...] = ()
-    deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
-    extern_libs: tuple[tuple[str, str], ...] | None = None
-    debug: bool = False
-    # Overflow checks are dead code on our targets and bloat the IR (see reference/triton-frontend.md).
-    sanitize_overflow: bool = False
-    instrumentation_mode: str = ""
-    # Passed by Triton 3.9's JIT on every launch (an fp sanitizer knob): accepted so ``kernel[grid](...)``
-    # works through the CPU driver; meaningless here.
-    fpsan_homomorphic_casts: bool = False
-    # triton-cpu's launch option (``triton.Config(..., num_threads=n)``): 0 = all harts, 1 = serial, N = N
-    # threads. Read by the CPU driver's launcher; the kernel C does not depend on it.
-    num_threads: int = 0
-    arch: str = RISCV_ISA
-    backend_name: str = BACKEND_NAME
-
-    def hash(self) -> str:
-        key = "_".join(f"{name}-{value}" for name, value in sorted(self.__dict__.items()))
-        return hashlib.sha256(key.encode()).hexdigest()
+from pytest_rvtune.compiler import options as rvtune_options
+from pytest_rvtune.compiler.options import BACKEND_NAME, RVTuneOptions, rvtune_target
+from pytest_rvtune.toolchain import ISAS
 
 
 class RVTuneBackend(BaseBackend):
@@ -105,28 +51,16 @@ class RVTuneBackend(BaseBackend):
         return f"rvtune-{LOWERING_VERSION}-{compiler_source_hash()}-{self.target.arch}"
 
     def parse_options(self, options: dict) -> RVTuneOptions:
-        args: dict[str, Any] = {"arch": self.target.arch}
-        fields = RVTuneOptions.__dataclass_fields__
-        args.update({k: v for k, v in options.items() if k in fields and v is not None})
-        for key in ("allowed_dot_input_precisions", "supported_fp8_dtypes",
-                    "deprecated_fp8_dot_operand_dtypes"):
-            if key in args:
-                args[key] = tuple(args[key])
-        if isinstance(args.get("extern_libs"), dict):
-            args["extern_libs"] = tuple(sorted(args["extern_libs"].items()))
-        return RVTuneOptions(**args)
+        return rvtune_options.parse_options(options, self.target.arch)
 
     def pack_metadata(self, metadata: Any) -> tuple[int, ...]:
         return (metadata.num_warps, metadata.num_ctas, metadata.shared)
 
     def get_codegen_implementation(self, options: RVTuneOptions) -> dict[str, Any]:
-        return {"min_dot_size": _min_dot_size}
+        return rvtune_options.codegen_functions(options)
 
     def get_module_map(self) -> dict[str, ModuleType]:
-        # Block pointers (removed from Triton 3.9's frontend) through our triton.language (block_ptr.py).
-        from pytest_rvtune.compiler.block_ptr import module_map
-
-        return module_map()
+        return rvtune_options.module_map()
 
     def load_dialects(self, context: Any) -> None:
         # TTIR needs only the core dialects, which triton.compile loads itself.
@@ -156,3 +90,6 @@ class RVTuneBackend(BaseBackend):
         metadata["shared"] = 0
         metadata["params"] = [[p.name, p.c_type, p.triton_type] for p in lowered.params]
         return lowered.c_source.encode()
+
+
+__all__ = ["BACKEND_NAME", "RVTuneBackend", "RVTuneOptions", "rvtune_target"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .lower import _contig, _Func
+from .emitter import FuncEmitter, contiguous_strides
 from .ttir import Block, Op
 
 #: Ops that write no memory and run no other code: a tile loaded before them may be read in place after.
@@ -34,7 +34,7 @@ class InPlaceB:
     ld: str
 
 
-def b_read_in_place(f: _Func, load: Op, block: Block, is_pure: Callable[[str], bool]) -> bool:
+def b_read_in_place(f: FuncEmitter, load: Op, block: Block, is_pure: Callable[[str], bool]) -> bool:
     """May the fp32 tile of ``load`` be read in place by the dot that uses it? Yes when its only use is as B
     of an fp32 rank-2 tt.dot later in the same block and every op in between writes no memory."""
     res = load.results[0]
@@ -59,7 +59,7 @@ def _used_in_regions(ops: list[Op], ssa: str) -> bool:
     return any(walk(o) for o in ops)
 
 
-def lower_dot(f: _Func, op: Op) -> bool:
+def lower_dot(f: FuncEmitter, op: Op) -> bool:
     t = op.result_types[0]
     types = [ty.element.elem for ty in op.operand_types[:3]]
     if types != ["f32", "f32", "f32"] or t.element.elem != "f32" or len(t.shape or ()) != 2:
@@ -77,7 +77,7 @@ def lower_dot(f: _Func, op: Op) -> bool:
         b = f.materialize(b, "dot_b")
     if fused_c:  # the accumulator's chain is computed straight into the result tile
         out = c.sym.materialize(f, c, op.results[0])
-    elif c.kind == "buf" and c.offset == 0 and c.strides == _contig(c.shape):
+    elif c.kind == "buf" and c.offset == 0 and c.strides == contiguous_strides(c.shape):
         # a loop-carried accumulator may get this result placed in its own memory (lower_struct.assign):
         # both pointers are arena constants, so clang drops whichever branch is dead
         out = f.new_buf(op.results[0], t)
@@ -89,7 +89,7 @@ def lower_dot(f: _Func, op: Op) -> bool:
     a_ptr = a.expr if a.offset == 0 else f"{a.expr} + {a.offset}"
     b_ptr = b.expr if b.offset == 0 else f"{b.expr} + {b.offset}"
     ldb = str(b.strides[0])
-    if in_place is not None and b.offset == 0 and b.strides == _contig(b.shape):
+    if in_place is not None and b.offset == 0 and b.strides == contiguous_strides(b.shape):
         # B where it lies in memory when its load skipped the copy (ptr_analysis: wholly inside its mask)
         b_ptr, ldb = f"({in_place.flag} ? {in_place.at} : {b_ptr})", f"({in_place.flag} ? {in_place.ld} : {ldb})"
     f.emit(f"/* {out.expr} += dot({m}x{k}, {k}x{n}): register-blocked micro-kernel (rvtune_dot.h) */")

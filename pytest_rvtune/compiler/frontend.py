@@ -1,8 +1,8 @@
 """Triton kernel -> TTIR with Triton's own frontend and TTIR passes (no GPU involved).
 
-The CUDA backend object only supplies the frontend hooks (codegen functions, module map, option parsing);
-nothing is compiled for a GPU. Triton is imported lazily: this module is imported while Triton discovers
-backends (our entry point), when ``triton`` itself is still half initialised.
+The options and frontend hooks (codegen functions, module map) are options.py's, the ones the registered
+backend (compiler.py) gives ``triton.compile``. Triton is imported lazily: this module is imported while
+Triton discovers backends (our entry point), when ``triton`` itself is still half initialised.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ import inspect
 import os
 import pathlib
 import threading
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from pytest_rvtune.compiler.options import RVTuneOptions, codegen_functions, module_map, rvtune_target
 
 # Without it every compile prints a deprecation warning about the fp-fusion default.
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
@@ -25,42 +28,14 @@ class FrontendError(ValueError):
     pass
 
 
-@functools.cache
-def _target() -> Any:
-    from triton.backends.compiler import GPUTarget
-
-    # Only selects the frontend hooks: sm_80 has every dtype our kernels use (bf16, ieee fp32 dot).
-    return GPUTarget("cuda", 80, 32)
-
-
-@functools.cache
-def _backend() -> Any:
-    from triton.compiler import make_backend
-
-    return make_backend(_target())
-
-
-#: The fp8 types the lowering handles: none (no C representation). Triton's frontend then refuses an fp8 kernel
-#: where the user wrote it, as the CPU driver's backend options do, instead of the lowering failing later.
-SUPPORTED_FP8_DTYPES: tuple[str, ...] = ()
-
-
-def ttir_options() -> Any:
-    """The backend options the frontend runs with: no overflow sanitizer, IEEE fp32 ``tl.dot``, no fp8."""
+def ttir_options() -> RVTuneOptions:
+    """The options the frontend runs with: the backend's defaults (no overflow sanitizer, IEEE fp32 ``tl.dot``,
+    no fp8)."""
     import triton
 
-    # fp32 tl.dot defaults to tf32 on this target; we compute real fp32 on the CPU.
+    # Triton's own knob for an fp32 tl.dot without input_precision (tf32 otherwise); we compute real fp32.
     triton.knobs.language.fp32_default = "ieee"
-    return _backend().parse_options({"sanitize_overflow": False, "default_dot_input_precision": "ieee",
-                                     "supported_fp8_dtypes": SUPPORTED_FP8_DTYPES,
-                                     "deprecated_fp8_dot_operand_dtypes": ()})
-
-
-def codegen_functions(options: Any) -> dict[str, Any]:
-    """The frontend's codegen hooks with ``min_dot_size`` lifted so 4x4x4 ``tl.dot`` tiles compile."""
-    cg = dict(_backend().get_codegen_implementation(options))
-    cg["min_dot_size"] = lambda lhs_type, rhs_type: (1, 1, 1)
-    return cg
+    return RVTuneOptions()
 
 
 def run_ttir_passes(mod: Any) -> None:
@@ -81,21 +56,49 @@ def run_ttir_passes(mod: Any) -> None:
     pm.run(mod, "ttir")
 
 
+#: MLIR's C++ function that registers the printer options (--mlir-print-op-generic...) as LLVM command-line
+#: options, by its Itanium-mangled name: ``void mlir::registerAsmPrinterCLOptions()``. Triton 3.9's Python
+#: bindings offer no way to print a module in generic form (``ir.module`` has only ``str``/``str_nodebug``/
+#: ``dump``), so this one exported C++ symbol of libtriton is called through ctypes; tests/compiler/test_frontend.py
+#: fails if it or the C API's ``LLVMParseCommandLineOptions`` goes away.
+REGISTER_PRINTER_OPTIONS_SYMBOL = "_ZN4mlir27registerAsmPrinterCLOptionsEv"
+
+
+class GenericPrintingUnavailable(FrontendError):
+    """This Triton's libtriton does not export what generic-form printing needs (see set_generic_printing)."""
+
+
 @functools.cache
-def _printer_options() -> Any:
-    """libtriton with MLIR's printer options registered as LLVM command-line options (once per process)."""
+def _command_line_options() -> Callable[[Sequence[bytes]], None]:
+    """LLVM's command-line parser of libtriton, with MLIR's printer options registered (once per process)."""
     import triton
 
-    lib = ctypes.CDLL(str(pathlib.Path(triton.__file__).parent / "_C" / "libtriton.so"), mode=ctypes.RTLD_GLOBAL)
-    lib._ZN4mlir27registerAsmPrinterCLOptionsEv()
-    lib.LLVMParseCommandLineOptions.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p]
-    return lib
+    path = pathlib.Path(triton.__file__).parent / "_C" / "libtriton.so"
+    lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    try:
+        register = getattr(lib, REGISTER_PRINTER_OPTIONS_SYMBOL)
+        parse = lib.LLVMParseCommandLineOptions
+    except AttributeError as e:
+        raise GenericPrintingUnavailable(
+            f"{path} (triton {triton.__version__}) does not export {e.args[0].split(': ')[-1]}, which rvtune "
+            "needs to print TTIR in MLIR's generic form: install the triton version pyproject.toml names") from None
+    register()
+    parse.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p]
+
+    def parse_flags(flags: Sequence[bytes]) -> None:
+        argv = (b"rvtune", *flags)
+        parse(len(argv), (ctypes.c_char_p * len(argv))(*argv), b"rvtune")
+    return parse_flags
 
 
-def _set_generic_printing(on: bool) -> None:
+def set_generic_printing(on: bool) -> None:
+    """Switch MLIR's printer (process-global) to the generic form with locations inline, or back.
+
+    The only place rvtune reaches into libtriton below its Python bindings: see
+    ``REGISTER_PRINTER_OPTIONS_SYMBOL``; raises GenericPrintingUnavailable when this Triton cannot.
+    """
     value = b"true" if on else b"false"
-    flags = (b"rvtune", b"--mlir-print-op-generic=" + value, b"--mlir-print-local-scope=" + value)
-    _printer_options().LLVMParseCommandLineOptions(len(flags), (ctypes.c_char_p * len(flags))(*flags), b"rvtune")
+    _command_line_options()([b"--mlir-print-op-generic=" + value, b"--mlir-print-local-scope=" + value])
 
 
 _print_lock = threading.Lock()
@@ -108,11 +111,11 @@ def generic_text(mod: Any) -> str:
     ``compiled.asm["ttir"]``, which users and Triton's own tests read) keeps MLIR's usual pretty form.
     """
     with _print_lock:
-        _set_generic_printing(True)
+        set_generic_printing(True)
         try:
             return mod.str()
         finally:
-            _set_generic_printing(False)
+            set_generic_printing(False)
 
 
 def full_signature(fn: Any, signature: dict[str, str], constexprs: dict[str, object]) -> dict[str, str]:
@@ -132,13 +135,6 @@ def full_signature(fn: Any, signature: dict[str, str], constexprs: dict[str, obj
             raise FrontendError(f"{kernel}: parameter {name!r} has neither a type in the signature nor a "
                                 "constexpr value: add it to one of them")
     return full
-
-
-def module_map(block_pointers: bool = True) -> dict[str, Any]:
-    """The frontend's module substitutions: the backend's, plus block-pointer support (block_ptr.py)."""
-    from pytest_rvtune.compiler import block_ptr
-
-    return {**_backend().get_module_map(), **(block_ptr.module_map() if block_pointers else {})}
 
 
 def _where(fn: Any, err: Any) -> str:
@@ -174,11 +170,10 @@ def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, obj
     with _lock:  # the MLIR context and knobs are process-global state
         options = ttir_options()
         ctx = ir.context()
-        ir.load_dialects(ctx)
-        _backend().load_dialects(ctx)
+        ir.load_dialects(ctx)  # TTIR needs only the core dialects (the backend loads no others either)
         src = ASTSource(fn=fn, signature=sig, constexprs=dict(constexprs))
         try:
-            mod = src.make_ir(_target(), options, codegen_functions(options), module_map(block_pointers), ctx)
+            mod = src.make_ir(rvtune_target(), options, codegen_functions(options), module_map(block_pointers), ctx)
         except CompilationError as e:
             raise FrontendError(f"{_where(fn, e)}in {getattr(fn, '__name__', 'kernel')}: {e}{_advice(e)}") from e
         run_ttir_passes(mod)

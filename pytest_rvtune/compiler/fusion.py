@@ -3,7 +3,7 @@
 An element-wise op whose result has exactly one use, by an op of the same block that reads it element
 for element (another element-wise op, a store, a reduce, a dot), is not computed where it is defined:
 its value stays an ``Expr`` (kind "sym", like ptr_analysis' blocks). The consumer that is element-wise
-extends the expression; any other consumer gets it through ``_Func.get``, which materialises the whole
+extends the expression; any other consumer gets it through ``FuncEmitter.get``, which materialises the whole
 chain in ONE loop nest over its leaves (ordinary tiles, views with broadcast strides, splats). A value
 with several uses is computed once into a tile, as before, so nothing is evaluated twice.
 
@@ -21,8 +21,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import lower
-from .lower import Val, _contig, _Func, _prod, keep_out_of_carried_home
+from .emitter import FuncEmitter, Tier, Val, contiguous_strides, keep_out_of_carried_home, numel
 from .lower_ops import FLOAT_TYPES, is_elementwise, scalar_expr
 from .ttir import Block, Op
 
@@ -59,7 +58,7 @@ class Expr:
             return f"rv_expf({args[0]})"
         return scalar_expr(self.op, args)
 
-    def materialize(self, f: _Func, v: Val, ssa: str | None = None) -> Val:
+    def materialize(self, f: FuncEmitter, v: Val, ssa: str | None = None) -> Val:
         leaves = self.parts()
         for leaf in leaves:
             f.touch(leaf)
@@ -71,11 +70,11 @@ class Expr:
         pragma = "RV_VECTORIZE_FUSED_WIDE" if self.small() else "RV_VECTORIZE_FUSED"  # rvtune_rt.h
         if all(f.flat_ok(x, shape) for x in (out, *leaves)):
             f.emit(pragma)
-            with f.block(f"for (int32_t i_ = 0; i_ < {_prod(shape)}; ++i_)"):
+            with f.block(f"for (int32_t i_ = 0; i_ < {numel(shape)}; ++i_)"):
                 f.emit(f"{out.expr}[i_] = {self.code(lambda x: f.access(x, None, 'i_'))};")
             return out
         idx = [f"p{d}_" for d in range(len(shape))]
-        flat = " + ".join(f"{i} * {st}" if st != 1 else i for i, st in zip(idx, _contig(shape), strict=True))
+        flat = " + ".join(f"{i} * {st}" if st != 1 else i for i, st in zip(idx, contiguous_strides(shape), strict=True))
         with contextlib.ExitStack() as stack:
             for d, (i, n) in enumerate(zip(idx, shape, strict=True)):
                 if d == len(shape) - 1:
@@ -85,7 +84,7 @@ class Expr:
         return out
 
 
-def _fusable(f: _Func) -> set[str]:
+def _fusable(f: FuncEmitter) -> set[str]:
     """SSA names defined by an element-wise tensor op and read exactly once, by a reader of the same block."""
     cached = getattr(f, "_fusable", None)
     if cached is not None:
@@ -122,7 +121,7 @@ def _vector_exp(op: Op) -> bool:
     return op.name == "math.exp" and op.result_types[0].element.elem == "f32"
 
 
-def _exp_tile(f: _Func, op: Op, arg: Val | Expr) -> Val:
+def _exp_tile(f: FuncEmitter, op: Op, arg: Val | Expr) -> Val:
     """An fp32 exp tile by one call of rv_exp_f32 (rvtune_dot.h: RVV intrinsics at LMUL 4, no spills) on a
     contiguous tile of its argument: the chain below the exp is computed into the result tile first, and
     the exp is done there in place. The exp ends the fused chain: its consumers read the tile."""
@@ -139,12 +138,12 @@ def _exp_tile(f: _Func, op: Op, arg: Val | Expr) -> Val:
         f.copy_into(out, arg)
         src = out
     src_ptr = src.expr if src.offset == 0 else f"{src.expr} + {src.offset}"
-    f.emit(f"rv_exp_f32({out.expr}, {src_ptr}, {_prod(rt.shape or ())});")
+    f.emit(f"rv_exp_f32({out.expr}, {src_ptr}, {numel(rt.shape or ())});")
     return out
 
 
-def fuse_elementwise(f: _Func, op: Op) -> bool:
-    """The element-wise hook of lower._Func.op_elementwise: True when this op was handled here."""
+def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
+    """This tier's element-wise handler (see emitter.Tier): True when this op was handled here."""
     rt = op.result_types[0] if op.result_types else None
     if rt is None or not rt.is_tensor:
         return False
@@ -178,4 +177,4 @@ def fuse_elementwise(f: _Func, op: Op) -> bool:
     return True
 
 
-lower.ELEMENTWISE_HOOKS.append(fuse_elementwise)
+TIER = Tier("fusion", elementwise=fuse_elementwise)

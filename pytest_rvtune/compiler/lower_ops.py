@@ -1,6 +1,6 @@
 """Element-wise ops as C expressions: one scalar element in, one out, with MLIR's exact semantics.
 
-``lower.py`` decides WHERE an expression is evaluated (once for a scalar, in a loop for a tensor); this
+``emitter.py`` decides WHERE an expression is evaluated (once for a scalar, in a loop for a tensor); this
 module decides WHAT the expression is. Integer arithmetic goes through unsigned types (wraps, never C UB);
 f16/bf16 are uint16_t bit patterns computed in float and rounded back after every op.
 """
@@ -260,7 +260,7 @@ def _float_op(op: Op, ft: str, a: list[str], rt: str) -> str:
 
 
 #: libdevice symbols (tl.extra.cuda.libdevice) with a libm twin: ``__nv_tanhf`` -> ``tanhf``.
-_LIBM_TWINS = frozenset((
+LIBM_TWINS = frozenset((
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos",
     "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "pow", "fmod", "hypot",
     "floor", "ceil", "round", "rint", "nearbyint", "fabs", "copysign", "fmax", "fmin", "fma", "lgamma", "tgamma",
@@ -271,8 +271,8 @@ def _extern(op: Op, args: list[str], ty: list[Type], rt: Type) -> str:
     symbol = (op.attr("symbol") or "").strip('"')
     base = symbol.removeprefix("__nv_")
     ft = rt.elem or ""
-    libm = base[:-1] if base.endswith("f") and base[:-1] in _LIBM_TWINS else base
-    if libm not in _LIBM_TWINS or ft not in FLOAT_TYPES or any(t.elem != ft for t in ty):
+    libm = base[:-1] if base.endswith("f") and base[:-1] in LIBM_TWINS else base
+    if libm not in LIBM_TWINS or ft not in FLOAT_TYPES or any(t.elem != ft for t in ty):
         raise OpSemanticsError(f"tt.extern_elementwise {symbol} (a libdevice function without a C equivalent here)")
     return from_float(f"{_fn(libm, ft)}({', '.join(to_float(a, ft) for a in args)})", ft)
 

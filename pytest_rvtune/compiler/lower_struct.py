@@ -1,6 +1,6 @@
 """Lowering of the non-element-wise ops: constants, shape views, memory, dot, reduce/scan, control flow.
 
-Each handler receives the function emitter (``lower._Func``) and the op; it defines the op's results in
+Each handler receives the function emitter (``emitter.FuncEmitter``) and the op; it defines the op's results in
 ``f.values`` and emits C through ``f.emit`` / ``f.loop``.
 """
 
@@ -10,7 +10,7 @@ import contextlib
 import dataclasses
 import re
 
-from .lower import Val, _contig, _Func, _prod, handles
+from .emitter import FuncEmitter, Handler, Tier, Val, contiguous_strides, handles_into, numel
 from .lower_ops import (
     FLOAT_TYPES,
     INT_WIDTH,
@@ -23,6 +23,10 @@ from .lower_ops import (
     to_float,
 )
 from .ttir import Block, Op, Type, parse_int_array
+
+#: The handlers of this tier, by op name (filled by ``@handles`` below; lower.TIERS composes the tiers).
+HANDLERS: dict[str, Handler] = {}
+handles = handles_into(HANDLERS)
 
 # ---- constants ----------------------------------------------------------------------------------------
 
@@ -58,7 +62,7 @@ def _hex_items(blob: str, t: Type) -> list[str]:
 
 
 @handles("arith.constant")
-def op_constant(f: _Func, op: Op) -> None:
+def op_constant(f: FuncEmitter, op: Op) -> None:
     raw, t, res = op.props["value"], op.result_types[0], op.results[0]
     if not t.is_tensor:
         f.values[res] = Val(t, "scalar", _literal(raw.rsplit(":", 1)[0], t))
@@ -86,14 +90,14 @@ def op_constant(f: _Func, op: Op) -> None:
         utype = "uint32_t" if e == "f32" else "uint64_t"
         f.emit(f"static const union {{ {utype} u[{t.numel}]; {c_type(t)} v[{t.numel}]; }} {name} = "
                f"{{{{{', '.join(f'0x{b:0{width}x}u' for b in bits)}}}}};")
-        f.values[res] = Val(t, "buf", f"{name}.v", _contig(t.shape or ()), 0, None)
+        f.values[res] = Val(t, "buf", f"{name}.v", contiguous_strides(t.shape or ()), 0, None)
         return
     f.emit(f"static const {c_type(t)} {name}[{t.numel}] = {{{', '.join(_literal(x, t) for x in items)}}};")
-    f.values[res] = Val(t, "buf", name, _contig(t.shape or ()), 0, None)
+    f.values[res] = Val(t, "buf", name, contiguous_strides(t.shape or ()), 0, None)
 
 
 @handles("ub.poison")
-def op_poison(f: _Func, op: Op) -> None:
+def op_poison(f: FuncEmitter, op: Op) -> None:
     t = op.result_types[0]
     f.values[op.results[0]] = Val(t, "splat" if t.is_tensor else "scalar", f"(({c_type(t)})0)")
 
@@ -102,26 +106,26 @@ def op_poison(f: _Func, op: Op) -> None:
 
 
 @handles("tt.get_program_id", "tt.get_num_programs")
-def op_program_id(f: _Func, op: Op) -> None:
+def op_program_id(f: FuncEmitter, op: Op) -> None:
     axis = "xyz"[op.int_attr("axis")]
     expr = f"pid_{axis}" if op.name == "tt.get_program_id" else f"((int32_t)grid_{axis})"
     f.values[op.results[0]] = Val(op.result_types[0], "scalar", expr)
 
 
 @handles("tt.make_range")
-def op_make_range(f: _Func, op: Op) -> None:
+def op_make_range(f: FuncEmitter, op: Op) -> None:
     t = op.result_types[0]
     f.values[op.results[0]] = Val(t, "iota", "", (1,), op.int_attr("start"))
 
 
 @handles("tt.splat")
-def op_splat(f: _Func, op: Op) -> None:
+def op_splat(f: FuncEmitter, op: Op) -> None:
     src = f.get(op.operands[0])
     f.values[op.results[0]] = Val(op.result_types[0], "splat", src.expr)
 
 
 @handles("tt.broadcast")
-def op_broadcast(f: _Func, op: Op) -> None:
+def op_broadcast(f: FuncEmitter, op: Op) -> None:
     src, t = f.get(op.operands[0]), op.result_types[0]
     if src.kind in ("scalar", "splat"):
         f.values[op.results[0]] = Val(t, "splat", src.expr)
@@ -132,7 +136,7 @@ def op_broadcast(f: _Func, op: Op) -> None:
 
 
 @handles("tt.expand_dims")
-def op_expand_dims(f: _Func, op: Op) -> None:
+def op_expand_dims(f: FuncEmitter, op: Op) -> None:
     src, t, axis = f.get(op.operands[0]), op.result_types[0], op.int_attr("axis")
     if src.kind in ("scalar", "splat"):
         f.values[op.results[0]] = Val(t, "splat", src.expr)
@@ -141,18 +145,18 @@ def op_expand_dims(f: _Func, op: Op) -> None:
 
 
 @handles("tt.reshape")
-def op_reshape(f: _Func, op: Op) -> None:
+def op_reshape(f: FuncEmitter, op: Op) -> None:
     src, t = f.get(op.operands[0]), op.result_types[0]
     if src.kind in ("scalar", "splat"):
         f.values[op.results[0]] = Val(t, "splat", src.expr)
         return
-    if src.strides != _contig(src.shape):
+    if src.strides != contiguous_strides(src.shape):
         src = f.materialize(src, f.cname(op.results[0]) + "_src")
-    f.values[op.results[0]] = f.view(src, t, _contig(t.shape or ()))
+    f.values[op.results[0]] = f.view(src, t, contiguous_strides(t.shape or ()))
 
 
 @handles("tt.trans")
-def op_trans(f: _Func, op: Op) -> None:
+def op_trans(f: FuncEmitter, op: Op) -> None:
     src, t = f.get(op.operands[0]), op.result_types[0]
     if src.kind in ("scalar", "splat"):
         f.values[op.results[0]] = Val(t, "splat", src.expr)
@@ -162,18 +166,18 @@ def op_trans(f: _Func, op: Op) -> None:
 
 
 @handles("tt.join")
-def op_join(f: _Func, op: Op) -> None:
+def op_join(f: FuncEmitter, op: Op) -> None:
     a, b = f.get(op.operands[0]), f.get(op.operands[1])
     t = op.result_types[0]
     out = f.new_buf(op.results[0], t)
-    inner = _contig(t.shape or ())[:-1]
+    inner = contiguous_strides(t.shape or ())[:-1]
     for k, src in enumerate((a, b)):
         f.copy_into(Val(src.type, "buf", out.expr, inner, k, out.storage), src)
     f.values[op.results[0]] = out
 
 
 @handles("tt.split")
-def op_split(f: _Func, op: Op) -> None:
+def op_split(f: FuncEmitter, op: Op) -> None:
     src = f.get(op.operands[0])
     for k, (res, t) in enumerate(zip(op.results, op.result_types, strict=True)):
         if src.kind in ("scalar", "splat"):
@@ -184,26 +188,26 @@ def op_split(f: _Func, op: Op) -> None:
 
 
 @handles("tt.cat")
-def op_cat(f: _Func, op: Op) -> None:
+def op_cat(f: FuncEmitter, op: Op) -> None:
     """Concatenation along dim 0 (in order: also a valid answer when can_reorder was given)."""
     a, b = f.get(op.operands[0]), f.get(op.operands[1])
     t = op.result_types[0]
     out = f.new_buf(op.results[0], t)
-    strides = _contig(t.shape or ())
+    strides = contiguous_strides(t.shape or ())
     f.copy_into(Val(a.type, "buf", out.expr, strides, 0, out.storage), a)
     f.copy_into(Val(b.type, "buf", out.expr, strides, a.shape[0] * strides[0], out.storage), b)
     f.values[op.results[0]] = out
 
 
 @handles("tt.unsplat")
-def op_unsplat(f: _Func, op: Op) -> None:
+def op_unsplat(f: FuncEmitter, op: Op) -> None:
     src = f.get(op.operands[0])
     t = op.result_types[0]
     f.values[op.results[0]] = f.scalar(op.results[0], t, f.access(src, ["0"] * len(src.shape), "0"))
 
 
 @handles("tt.histogram")
-def op_histogram(f: _Func, op: Op) -> None:
+def op_histogram(f: FuncEmitter, op: Op) -> None:
     src = f.get(op.operands[0])
     mask = f.get(op.operands[1]) if len(op.operands) > 1 else None
     t = op.result_types[0]
@@ -220,14 +224,14 @@ def op_histogram(f: _Func, op: Op) -> None:
 
 
 @handles("tt.gather")
-def op_gather(f: _Func, op: Op) -> None:
+def op_gather(f: FuncEmitter, op: Op) -> None:
     """out[i] = src[i with index[i] on ``axis``]; an index outside the source reads 0 (Triton: undefined)."""
     src, index = f.get(op.operands[0]), f.get(op.operands[1])
     axis, t = op.int_attr("axis"), op.result_types[0]
     out = f.new_buf(op.results[0], t)
     shape = t.shape or ()
     idx = [f"g{d}_" for d in range(len(shape))]
-    flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(shape), strict=True))
+    flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, contiguous_strides(shape), strict=True))
     with contextlib.ExitStack() as stack:
         for i, n in zip(idx, shape, strict=True):
             stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
@@ -238,12 +242,12 @@ def op_gather(f: _Func, op: Op) -> None:
 
 
 @handles("llvm.intr.assume")
-def op_assume(f: _Func, op: Op) -> None:
+def op_assume(f: FuncEmitter, op: Op) -> None:
     """tl.assume: a hint only; nothing to compute."""
 
 
 @handles("ttg.barrier")
-def op_barrier(f: _Func, op: Op) -> None:
+def op_barrier(f: FuncEmitter, op: Op) -> None:
     """tl.debug_barrier: syncs the threads of one program on a GPU; here a program is one thread with no
     shared memory, so program order already is the barrier."""
 
@@ -257,7 +261,7 @@ def _segments(op: Op, names: int) -> list[int]:
 
 
 @handles("tt.load")
-def op_load(f: _Func, op: Op) -> None:
+def op_load(f: FuncEmitter, op: Op) -> None:
     seg = _segments(op, 3)
     ops = iter(op.operands)
     ptr = f.get(next(ops))
@@ -282,7 +286,7 @@ def op_load(f: _Func, op: Op) -> None:
 
 
 @handles("tt.store")
-def op_store(f: _Func, op: Op) -> None:
+def op_store(f: FuncEmitter, op: Op) -> None:
     ptr, val = f.get(op.operands[0]), f.get(op.operands[1])
     mask = f.get(op.operands[2]) if len(op.operands) > 2 else None
 
@@ -310,7 +314,7 @@ def _widen(t: Type) -> Type:
 
 
 @handles("tt.dot")
-def op_dot(f: _Func, op: Op) -> None:
+def op_dot(f: FuncEmitter, op: Op) -> None:
     a, b, c = (f.get(o) for o in op.operands[:3])
     t = op.result_types[0]
     ea, rt = op.operand_types[0].element.elem or "", t.element.elem or ""
@@ -345,7 +349,7 @@ def op_dot(f: _Func, op: Op) -> None:
     acc_t = "int32_t" if rt == "i32" else c_type(acc.type)
     f.emit(f"/* {acc.expr} = dot({m_}x{k_} , {k_}x{n_}) + acc: i-k-j order, the j loop vectorises */")
     bi = ["b_"] if batch else []
-    with (f.block(f"for (int32_t b_ = 0; b_ < {_prod(batch)}; ++b_)") if batch else contextlib.nullcontext(),
+    with (f.block(f"for (int32_t b_ = 0; b_ < {numel(batch)}; ++b_)") if batch else contextlib.nullcontext(),
           f.block(f"for (int32_t m_ = 0; m_ < {m_}; ++m_)"),
           f.block(f"for (int32_t k_ = 0; k_ < {k_}; ++k_)")):
         f.emit(f"const {acc_t} a_ = {elem(a, [*bi, 'm_', 'k_'])};")
@@ -364,14 +368,14 @@ def op_dot(f: _Func, op: Op) -> None:
 # ---- reduce and scan ----------------------------------------------------------------------------------
 
 
-def _bind_region_args(f: _Func, block: Block, exprs: list[str]) -> None:
+def _bind_region_args(f: FuncEmitter, block: Block, exprs: list[str]) -> None:
     for (ssa, t, _loc), e in zip(block.args, exprs, strict=True):
         if t.is_tensor:
             raise f.unsupported("a tensor-valued combiner region")
         f.values[ssa] = f.scalar(ssa, t, e)
 
 
-def _region_result(f: _Func, block: Block, terminator: str) -> list[str]:
+def _region_result(f: FuncEmitter, block: Block, terminator: str) -> list[str]:
     *body, term = block.ops
     if term.name != terminator:
         raise f.fail(f"region does not end in {terminator}")
@@ -380,7 +384,7 @@ def _region_result(f: _Func, block: Block, terminator: str) -> list[str]:
     return [f.get(o).expr for o in term.operands]
 
 
-def _reduce_tree(f: _Func, op: Op) -> None:
+def _reduce_tree(f: FuncEmitter, op: Op) -> None:
     """tt.reduce as a halving tree: level by level, x[i] = combine(x[i], x[i + s]) for i < s.
 
     Every level is a loop nest whose innermost loop runs over the last (contiguous) dimension, so clang
@@ -443,7 +447,7 @@ def _row_reduction(op: Op) -> str | None:
     return _ROW_REDUCTIONS.get((comb.name, op.operand_types[0].element.elem or ""))
 
 
-def _reduce_rows(f: _Func, op: Op, helper: str) -> None:
+def _reduce_rows(f: FuncEmitter, op: Op, helper: str) -> None:
     """One vector reduction (rv_reduce_*, rvtune_rt.h: vfredusum / vfredmax ... on RVV) per row."""
     src = f.get(op.operands[0])
     if src.kind != "buf" or src.strides[-1] != 1:
@@ -460,7 +464,7 @@ def _reduce_rows(f: _Func, op: Op, helper: str) -> None:
         f.values[res] = f.scalar(res, t, call)
         return
     out = f.new_buf(res, t)
-    flat = " + ".join(f"{i} * {st}" if st != 1 else i for i, st in zip(idx, _contig(outer), strict=True))
+    flat = " + ".join(f"{i} * {st}" if st != 1 else i for i, st in zip(idx, contiguous_strides(outer), strict=True))
     with contextlib.ExitStack() as stack:
         for i, size in zip(idx, outer, strict=True):
             stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {size}; ++{i})"))
@@ -496,7 +500,7 @@ def _widened_combiner(block: Block) -> Block | None:
 
 
 @handles("tt.reduce", "tt.scan")
-def op_reduce(f: _Func, op: Op) -> None:
+def op_reduce(f: FuncEmitter, op: Op) -> None:
     length = (op.operand_types[0].shape or ())[op.int_attr("axis")]
     helper = _row_reduction(op) if op.name == "tt.reduce" else None
     if helper is not None and length >= 2:
@@ -546,7 +550,8 @@ def op_reduce(f: _Func, op: Op) -> None:
             return v.expr
         lin_idx = in_idx(r) if is_scan else idx
         shape = in_shape if is_scan else outer
-        terms = [f"{i} * {s}" if s != 1 else i for i, s in zip(lin_idx, _contig(shape), strict=True)] or ["0"]
+        strides = contiguous_strides(shape)
+        terms = [f"{i} * {s}" if s != 1 else i for i, s in zip(lin_idx, strides, strict=True)] or ["0"]
         return f"{v.expr}[{' + '.join(terms)}]"
 
     first, rest = (str(length - 1), f"int32_t r_ = {length - 2}; r_ >= 0; --r_") if reverse else \
@@ -575,7 +580,7 @@ def op_reduce(f: _Func, op: Op) -> None:
 # ---- structured control flow --------------------------------------------------------------------------
 
 
-def _declare(f: _Func, ssa: str, t: Type, init: Val | None = None) -> Val:
+def declare(f: FuncEmitter, ssa: str, t: Type, init: Val | None = None) -> Val:
     """A mutable home for a loop-carried / branch-merged value."""
     if t.is_tensor:
         v = f.new_buf(ssa, t)
@@ -588,10 +593,10 @@ def _declare(f: _Func, ssa: str, t: Type, init: Val | None = None) -> Val:
 
 
 def _identity(v: Val) -> bool:
-    return v.kind == "buf" and v.offset == 0 and v.strides == _contig(v.shape)
+    return v.kind == "buf" and v.offset == 0 and v.strides == contiguous_strides(v.shape)
 
 
-def _can_compute_in_place(f: _Func, src: Val, dst: Val, sources: list[Val], body_start: int) -> bool:
+def _can_compute_in_place(f: FuncEmitter, src: Val, dst: Val, sources: list[Val], body_start: int) -> bool:
     """May the buffer of ``src`` (computed in this loop body) simply BE ``dst``'s (the value it is yielded to)?
 
     Yes when the loop-carried value is dead from the moment ``src`` is computed (no later reads, the yield
@@ -624,7 +629,7 @@ def _can_compute_in_place(f: _Func, src: Val, dst: Val, sources: list[Val], body
     return any(f.values.get(name) is not None and f.values[name].storage is h for name in op.operands)
 
 
-def assign(f: _Func, targets: list[Val], sources: list[Val], body_start: int | None = None) -> None:
+def assign(f: FuncEmitter, targets: list[Val], sources: list[Val], body_start: int | None = None) -> None:
     """Parallel assignment targets := sources (a yield): every source is read before any target changes.
 
     With ``body_start`` (an scf.for body) a source computed in the body may be placed in its target's
@@ -662,7 +667,7 @@ def assign(f: _Func, targets: list[Val], sources: list[Val], body_start: int | N
         f.emit(f"{dst.expr} = {tmp};")
 
 
-def _lower_body(f: _Func, block: Block, on_terminator) -> None:
+def lower_body(f: FuncEmitter, block: Block, on_terminator) -> None:
     *body, term = block.ops
     f.lower_ops(body)
     f.pos += 1
@@ -671,12 +676,12 @@ def _lower_body(f: _Func, block: Block, on_terminator) -> None:
 
 
 @handles("scf.for")
-def op_for(f: _Func, op: Op) -> None:
+def op_for(f: FuncEmitter, op: Op) -> None:
     lb, ub, step = (f.get(o) for o in op.operands[:3])
     inits = [f.get(o) for o in op.operands[3:]]
     block = op.regions[0].blocks[0]
     (iv_ssa, iv_t, _), *carried = block.args
-    homes = [_declare(f, ssa, t, init) for (ssa, t, _), init in zip(carried, inits, strict=True)]
+    homes = [declare(f, ssa, t, init) for (ssa, t, _), init in zip(carried, inits, strict=True)]
     iv = f.cname(iv_ssa)
     # an i32 induction variable never overflows in 64 bits; unsignedCmp loops compare the bounds unsigned
     lo, hi = lb.expr, ub.expr
@@ -689,33 +694,33 @@ def op_for(f: _Func, op: Op) -> None:
             f.values[ssa] = v
         f.emit(f"const {c_type(iv_t)} {iv} = ({c_type(iv_t)}){iv}_it_;")
         f.values[iv_ssa] = Val(iv_t, "scalar", iv)
-        _lower_body(f, block, lambda term: assign(f, homes, [f.get(o) for o in term.operands], start))
+        lower_body(f, block, lambda term: assign(f, homes, [f.get(o) for o in term.operands], start))
     f.loops.append((start, f.pos))
     for res, v in zip(op.results, homes, strict=True):
         f.values[res] = v
 
 
 @handles("scf.if")
-def op_if(f: _Func, op: Op) -> None:
+def op_if(f: FuncEmitter, op: Op) -> None:
     cond = f.get(op.operands[0])
-    homes = [_declare(f, res, t) for res, t in zip(op.results, op.result_types, strict=True)]
+    homes = [declare(f, res, t) for res, t in zip(op.results, op.result_types, strict=True)]
     for k, region in enumerate(op.regions):
         if not region.blocks or not region.blocks[0].ops:
             continue
         header = f"if ({cond.expr})" if k == 0 else "else"
         with f.region_scope(), f.block(header):
-            _lower_body(f, region.blocks[0], lambda term: assign(f, homes, [f.get(o) for o in term.operands]))
+            lower_body(f, region.blocks[0], lambda term: assign(f, homes, [f.get(o) for o in term.operands]))
     for res, v in zip(op.results, homes, strict=True):
         f.values[res] = v
 
 
 @handles("scf.while")
-def op_while(f: _Func, op: Op) -> None:
+def op_while(f: FuncEmitter, op: Op) -> None:
     inits = [f.get(o) for o in op.operands]
     before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
-    before_homes = [_declare(f, ssa, t, init) for (ssa, t, _), init in zip(before.args, inits, strict=True)]
-    after_homes = [_declare(f, ssa, t) for ssa, t, _ in after.args]
-    results = [_declare(f, res, t) for res, t in zip(op.results, op.result_types, strict=True)]
+    before_homes = [declare(f, ssa, t, init) for (ssa, t, _), init in zip(before.args, inits, strict=True)]
+    after_homes = [declare(f, ssa, t) for ssa, t, _ in after.args]
+    results = [declare(f, res, t) for res, t in zip(op.results, op.result_types, strict=True)]
     start = f.pos + 1
 
     def on_condition(term: Op) -> None:
@@ -729,11 +734,11 @@ def op_while(f: _Func, op: Op) -> None:
         with f.region_scope():
             for (ssa, _t, _), v in zip(before.args, before_homes, strict=True):
                 f.values[ssa] = v
-            _lower_body(f, before, on_condition)
+            lower_body(f, before, on_condition)
         with f.region_scope():
             for (ssa, _t, _), v in zip(after.args, after_homes, strict=True):
                 f.values[ssa] = v
-            _lower_body(f, after, lambda term: assign(f, before_homes, [f.get(o) for o in term.operands]))
+            lower_body(f, after, lambda term: assign(f, before_homes, [f.get(o) for o in term.operands]))
     f.loops.append((start, f.pos))
     for res, v in zip(op.results, results, strict=True):
         f.values[res] = v
@@ -742,7 +747,7 @@ def op_while(f: _Func, op: Op) -> None:
 # ---- unstructured control flow (early returns) --------------------------------------------------------
 
 
-def _branch(f: _Func, target: str, args: list[str]) -> None:
+def _branch(f: FuncEmitter, target: str, args: list[str]) -> None:
     cfg = f.cfgs[-1]
     block = cfg.blocks[target]
     assign(f, [f.values[ssa] for ssa, _t, _l in block.args], [f.get(a) for a in args])
@@ -752,12 +757,12 @@ def _branch(f: _Func, target: str, args: list[str]) -> None:
 
 
 @handles("cf.br")
-def op_br(f: _Func, op: Op) -> None:
+def op_br(f: FuncEmitter, op: Op) -> None:
     _branch(f, op.successors[0], op.operands)
 
 
 @handles("cf.cond_br")
-def op_cond_br(f: _Func, op: Op) -> None:
+def op_cond_br(f: FuncEmitter, op: Op) -> None:
     seg = _segments(op, 3)
     cond = f.get(op.operands[0])
     t_args = op.operands[1:1 + seg[1]]
@@ -769,7 +774,7 @@ def op_cond_br(f: _Func, op: Op) -> None:
 
 
 @handles("tt.map_elementwise")
-def op_map_elementwise(f: _Func, op: Op) -> None:
+def op_map_elementwise(f: FuncEmitter, op: Op) -> None:
     """The scalar region (branches allowed) once per element; its returns write the result tiles."""
     if op.attr("pack") is not None and op.int_attr("pack") != 1:
         raise f.unsupported("tt.map_elementwise with pack > 1")
@@ -777,7 +782,7 @@ def op_map_elementwise(f: _Func, op: Op) -> None:
     outs = [f.new_buf(res, t) for res, t in zip(op.results, op.result_types, strict=True)]
     shape = op.result_types[0].shape or ()
     idx = [f"e{d}_" for d in range(len(shape))]
-    flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(shape), strict=True)) or "0"
+    flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, contiguous_strides(shape), strict=True)) or "0"
     region = op.regions[0]
     done = f.temp("map_done")
 
@@ -798,18 +803,18 @@ def op_map_elementwise(f: _Func, op: Op) -> None:
 
 
 @handles("tt.return")
-def op_return(f: _Func, op: Op) -> None:
+def op_return(f: FuncEmitter, op: Op) -> None:
     for ret, ssa in zip(f.returns, op.operands, strict=True):  # a noinline function's results
         v = f.get(ssa)
         if v.type.is_tensor:
-            f.copy_into(Val(v.type, "buf", ret, _contig(v.shape), 0, None), v)
+            f.copy_into(Val(v.type, "buf", ret, contiguous_strides(v.shape), 0, None), v)
         else:
             f.emit(f"*{ret} = {v.expr};")
     f.emit("return;")
 
 
 @handles("tt.call")
-def op_call(f: _Func, op: Op) -> None:
+def op_call(f: FuncEmitter, op: Op) -> None:
     callee = op.attr("callee") or ""
     target = f.callees.get(callee.strip("@").strip('"'))
     if target is None:
@@ -821,7 +826,7 @@ def op_call(f: _Func, op: Op) -> None:
             v = f.new_buf(res, t)
             outs.append(v.expr)
         else:
-            v = _declare(f, res, t)
+            v = declare(f, res, t)
             outs.append("&" + v.expr)
         f.values[res] = v
     grid = ["pid_x", "pid_y", "pid_z", "grid_x", "grid_y", "grid_z"]
@@ -832,7 +837,7 @@ _RMW = {1: "and", 2: "or", 3: "xor", 4: "add", 5: "fadd", 6: "max", 7: "min", 8:
 _ATOMIC_SUFFIX = {"f32": "f32", "f64": "f64", "f16": "f16", "bf16": "bf16", "i32": "i32", "i64": "i64"}
 
 
-def _atomic_expr(f: _Func, op: Op, kind: str, ptr: str, args: list[str]) -> str:
+def _atomic_expr(f: FuncEmitter, op: Op, kind: str, ptr: str, args: list[str]) -> str:
     elem = op.result_types[0].element.elem or ""
     if elem not in _ATOMIC_SUFFIX:
         raise f.unsupported(f"{op.name} on {elem}")
@@ -854,7 +859,7 @@ def _atomic_expr(f: _Func, op: Op, kind: str, ptr: str, args: list[str]) -> str:
 
 
 @handles("tt.atomic_rmw", "tt.atomic_cas")
-def op_atomic(f: _Func, op: Op) -> None:
+def op_atomic(f: FuncEmitter, op: Op) -> None:
     """One atomic per element, in order (never computed once for a splat pointer); masked lanes give 0."""
     ptr = f.get(op.operands[0])
     if op.name == "tt.atomic_cas":
@@ -879,5 +884,8 @@ def op_atomic(f: _Func, op: Op) -> None:
 
 
 @handles("tt.assert", "tt.print", "tt.device_assert", "tt.device_print", "tt.elementwise_inline_asm")
-def op_rejected(f: _Func, op: Op) -> None:
+def op_rejected(f: FuncEmitter, op: Op) -> None:
     raise f.unsupported(f"operation {op.name}")
+
+
+TIER = Tier("lower_struct", handlers=HANDLERS)

@@ -16,7 +16,7 @@ contiguous (or constant-stride) row between the mask's bounds: ``out[o + q] = ro
 (``stride == 1`` gets the unit-stride loop). Loop-carried pointer tensors advanced by a splat
 (``a_ptrs += BLOCK_K * stride``) keep one scalar base pointer per loop instead of a tile of pointers.
 
-Anything else reads a symbolic value through ``_Func.get``, which materialises it into an ordinary
+Anything else reads a symbolic value through ``FuncEmitter.get``, which materialises it into an ordinary
 buffer first (``Affine.materialize`` / ``Bounds.materialize``): the fallback is the old code, so every
 op keeps working. Integer wrap-around of the index arithmetic is not modelled (offsets are computed in
 64 bits), as in triton-shared and triton-cpu.
@@ -29,12 +29,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import dot_kernel
-from .lower import _HANDLERS, Val, _contig, _Func, fill_stmt, keep_out_of_carried_home
+from .emitter import (
+    FuncEmitter,
+    OptionalHandler,
+    Tier,
+    Val,
+    contiguous_strides,
+    fill_stmt,
+    handles_into,
+    keep_out_of_carried_home,
+)
 from .lower_ops import c_type, is_elementwise
+from .lower_struct import assign, declare, lower_body
 from .ttir import Block, Op, Type, parse_int_array
 
-#: The handlers this module wraps: it falls back to them whenever a pattern is not recognised.
-_ORIGINAL: dict[str, Callable[[_Func, Op], None]] = {}
+#: The fast paths of this tier, by op name: each returns False (having emitted nothing) when its pattern is not
+#: recognised, and the next tier in lower.TIERS (lower_struct) lowers the op.
+OPTIONAL: dict[str, OptionalHandler] = {}
+optional = handles_into(OPTIONAL)
 
 # ---- C expressions with constant folding ------------------------------------------------------------
 
@@ -101,7 +113,7 @@ def _dep_dims(v: Val) -> tuple[int, ...]:
     return tuple(d for d, (s, n) in enumerate(zip(v.strides, v.shape, strict=True)) if s != 0 and n != 1)
 
 
-def _touch_val(f: _Func, v: Val) -> None:
+def _touch_val(f: FuncEmitter, v: Val) -> None:
     f.touch(v)
     if v.sym is not None:
         for inner in v.sym.parts():
@@ -128,7 +140,7 @@ def _view_trans(v: Val, shape: tuple[int, ...], order: list[int]) -> Val:
     return v if v.kind in ("scalar", "splat") else _retype(v, shape, tuple(v.strides[o] for o in order))
 
 
-def _loop_nest(f: _Func, shape: tuple[int, ...]) -> contextlib.ExitStack:
+def _loop_nest(f: FuncEmitter, shape: tuple[int, ...]) -> contextlib.ExitStack:
     stack = contextlib.ExitStack()
     for d, n in enumerate(shape):
         stack.enter_context(f.block(f"for (int32_t p{d}_ = 0; p{d}_ < {n}; ++p{d}_)"))
@@ -157,16 +169,16 @@ class Affine:
         for i, s in zip(idx, self.strides, strict=True):
             e = c_add(e, c_mul(i, s))
         for v, coef in self.vecs:
-            e = c_add(e, c_mul(_i64(_Func.access(v, idx, "")), coef))
+            e = c_add(e, c_mul(_i64(FuncEmitter.access(v, idx, "")), coef))
         return e
 
-    def materialize(self, f: _Func, v: Val) -> Val:
+    def materialize(self, f: FuncEmitter, v: Val) -> Val:
         for part in self.parts():
             f.touch(part)
         out = f.new_buf(None, v.type, "aff")
         keep_out_of_carried_home(out, self.parts())
         idx = [f"p{d}_" for d in range(len(v.shape))]
-        flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(v.shape), strict=True))
+        flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, contiguous_strides(v.shape), strict=True))
         off = self.offset_expr(idx)
         with _loop_nest(f, v.shape):
             if self.ptr:
@@ -212,16 +224,16 @@ class Bounds:
                 terms.append(f"{i} < {hi}")
         for c in self.conds:
             if dims is None or set(_dep_dims(c)) <= dims:
-                terms.append(_Func.access(c, idx, ""))
+                terms.append(FuncEmitter.access(c, idx, ""))
         return " && ".join(f"({t})" for t in terms) or "1"
 
-    def materialize(self, f: _Func, v: Val) -> Val:
+    def materialize(self, f: FuncEmitter, v: Val) -> Val:
         for part in self.parts():
             f.touch(part)
         out = f.new_buf(None, v.type, "mask")
         keep_out_of_carried_home(out, self.parts())
         idx = [f"p{d}_" for d in range(len(v.shape))]
-        flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, _contig(v.shape), strict=True))
+        flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, contiguous_strides(v.shape), strict=True))
         with _loop_nest(f, v.shape):
             f.emit(f"{out.expr}[{flat}] = (uint8_t)({self.cond_expr(idx)});")
         return out
@@ -252,7 +264,7 @@ def _sym_val(t: Type, sym: Affine | Bounds) -> Val:
 # ---- recognising operands ---------------------------------------------------------------------------
 
 
-def _peek(f: _Func, ssa: str) -> Val:
+def _peek(f: FuncEmitter, ssa: str) -> Val:
     """An operand without materialising it (the caller understands symbolic values)."""
     try:
         v = f.values[ssa]
@@ -285,7 +297,7 @@ def as_affine(v: Val) -> Affine | None:
     return None
 
 
-def as_mask(f: _Func, v: Val) -> Bounds:
+def as_mask(f: FuncEmitter, v: Val) -> Bounds:
     rank = len(v.shape)
     if isinstance(v.sym, Bounds):
         return v.sym
@@ -303,27 +315,8 @@ def _structured(v: Val) -> bool:
 # ---- handlers -----------------------------------------------------------------------------------------
 
 
-def _wrap(*names: str) -> Callable[[Callable[[_Func, Op], bool]], None]:
-    """Install ``fn`` for ``names``; when it returns False the original handler (or element-wise) runs."""
-    def register(fn: Callable[[_Func, Op], bool]) -> None:
-        for name in names:
-            original = _HANDLERS.get(name)
-            if original is not None:
-                _ORIGINAL[name] = original
-
-            def handler(f: _Func, op: Op, _name: str = name) -> None:
-                if fn(f, op):
-                    return
-                if _name in _ORIGINAL:
-                    _ORIGINAL[_name](f, op)
-                else:
-                    f.op_elementwise(op)
-            _HANDLERS[name] = handler
-    return register
-
-
-@_wrap("arith.addi", "arith.subi", "arith.muli", "tt.addptr", "arith.extsi")
-def op_affine_arith(f: _Func, op: Op) -> bool:
+@optional("arith.addi", "arith.subi", "arith.muli", "tt.addptr", "arith.extsi")
+def op_affine_arith(f: FuncEmitter, op: Op) -> bool:
     rt = op.result_types[0]
     if not rt.is_tensor:
         return False
@@ -370,8 +363,8 @@ def op_affine_arith(f: _Func, op: Op) -> bool:
 _MIRROR = {2: 4, 3: 5, 4: 2, 5: 3}
 
 
-@_wrap("arith.cmpi")
-def op_cmpi(f: _Func, op: Op) -> bool:
+@optional("arith.cmpi")
+def op_cmpi(f: FuncEmitter, op: Op) -> bool:
     """``offs < N`` on a make_range-based offset: a range of indices, not a tensor of booleans."""
     rt = op.result_types[0]
     pred = op.int_attr("predicate")
@@ -403,8 +396,8 @@ def op_cmpi(f: _Func, op: Op) -> bool:
     return True
 
 
-@_wrap("arith.andi")
-def op_andi(f: _Func, op: Op) -> bool:
+@optional("arith.andi")
+def op_andi(f: FuncEmitter, op: Op) -> bool:
     rt = op.result_types[0]
     if not rt.is_tensor or rt.element.elem != "i1":
         return False
@@ -419,8 +412,8 @@ def op_andi(f: _Func, op: Op) -> bool:
     return True
 
 
-@_wrap("tt.expand_dims")
-def op_expand_dims(f: _Func, op: Op) -> bool:
+@optional("tt.expand_dims")
+def op_expand_dims(f: FuncEmitter, op: Op) -> bool:
     src = _peek(f, op.operands[0])
     if src.sym is None:
         return False
@@ -429,8 +422,8 @@ def op_expand_dims(f: _Func, op: Op) -> bool:
     return True
 
 
-@_wrap("tt.broadcast")
-def op_broadcast(f: _Func, op: Op) -> bool:
+@optional("tt.broadcast")
+def op_broadcast(f: FuncEmitter, op: Op) -> bool:
     src = _peek(f, op.operands[0])
     if src.sym is None:
         return False
@@ -439,8 +432,8 @@ def op_broadcast(f: _Func, op: Op) -> bool:
     return True
 
 
-@_wrap("tt.trans")
-def op_trans(f: _Func, op: Op) -> bool:
+@optional("tt.trans")
+def op_trans(f: FuncEmitter, op: Op) -> bool:
     src = _peek(f, op.operands[0])
     if src.sym is None:
         return False
@@ -457,7 +450,7 @@ def _segments(op: Op, names: int) -> list[int]:
     return parse_int_array(raw) if raw else [1] * names
 
 
-def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, elem_ptr_type: str,
+def block_access(f: FuncEmitter, shape: tuple[int, ...], ptr: Affine, mask: Bounds, elem_ptr_type: str,
                  inner: Callable[[str, str, list[str]], str], outside: Callable[[str, list[str]], str] | None,
                  what: str, row_copy: Callable[[str, list[str]], str] | None = None,
                  row_fill: Callable[[str, str], str | None] | None = None) -> None:
@@ -473,7 +466,7 @@ def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, el
     n = shape[last]
     outer_dims = set(range(last))
     idx = [f"p{d}_" for d in range(last)] + ["q_"]
-    contig = _contig(shape)
+    contig = contiguous_strides(shape)
     o = " + ".join(f"p{d}_ * {contig[d]}" for d in range(last)) or "0"
     row_vecs = [(v, c) for v, c in ptr.vecs if last not in _dep_dims(v)]
     col_vecs = [(v, c) for v, c in ptr.vecs if last in _dep_dims(v)]
@@ -500,7 +493,7 @@ def block_access(f: _Func, shape: tuple[int, ...], ptr: Affine, mask: Bounds, el
             elem = f"row_[{off}]"
             body = inner(elem, "o_ + q_", idx)
             if col_cond:
-                cc = " && ".join(f"({_Func.access(c, idx, '')})" for c in col_cond)
+                cc = " && ".join(f"({FuncEmitter.access(c, idx, '')})" for c in col_cond)
                 els = outside("o_ + q_", idx) if outside else ""
                 body = f"if ({cc}) {{ {body} }}" + (f" else {{ {els} }}" if els else "")
             if step == "1":  # distinct addresses in global memory, the other side arena tiles: no overlap
@@ -548,12 +541,12 @@ def _bits(t: Type) -> int:
             "f64": 64}.get(e.elem or "", 0)
 
 
-def _outer_loops(f: _Func, shape: tuple[int, ...]) -> contextlib.ExitStack:
+def _outer_loops(f: FuncEmitter, shape: tuple[int, ...]) -> contextlib.ExitStack:
     return _loop_nest(f, shape)
 
 
-@_wrap("tt.load")
-def op_load(f: _Func, op: Op) -> bool:
+@optional("tt.load")
+def op_load(f: FuncEmitter, op: Op) -> bool:
     t = op.result_types[0]
     seg = _segments(op, 3)
     ptr_v = _peek(f, op.operands[0])
@@ -569,7 +562,7 @@ def op_load(f: _Func, op: Op) -> bool:
     fill = other.expr if other is not None and other.kind in ("scalar", "splat") else "0"
 
     def other_at(flat: str, idx: list[str]) -> str:
-        value = fill if other is None or other.kind in ("scalar", "splat") else _Func.access(other, idx, "")
+        value = fill if other is None or other.kind in ("scalar", "splat") else FuncEmitter.access(other, idx, "")
         return f"{out.expr}[{flat}] = {value};"
 
     width = _bits(t)
@@ -611,7 +604,7 @@ def _whole_block(ptr: Affine, mask: Bounds, shape: tuple[int, ...]) -> str | Non
     return " && ".join(f"({x})" for x in terms) if terms else None
 
 
-def _block_of(f: _Func, op: Op) -> Block | None:
+def _block_of(f: FuncEmitter, op: Op) -> Block | None:
     def walk(parent: Op) -> Block | None:
         for region in parent.regions:
             for block in region.blocks:
@@ -625,7 +618,7 @@ def _block_of(f: _Func, op: Op) -> Block | None:
     return walk(f.func)
 
 
-def _in_place_for_dot(f: _Func, op: Op, ptr: Affine, mask: Bounds, shape: tuple[int, ...]) -> str | None:
+def _in_place_for_dot(f: FuncEmitter, op: Op, ptr: Affine, mask: Bounds, shape: tuple[int, ...]) -> str | None:
     """For a B tile only a dot reads (dot_kernel.b_read_in_place): a C flag, true at run time when the block
     lies wholly inside its mask with unit-stride rows (and the ISA wants it: RV_DOT_B_IN_PLACE, rvtune_dot.h);
     then the dot reads it in place and the copy is skipped (on RVV the copy costs up to a tenth of the dot)."""
@@ -646,8 +639,8 @@ def _in_place_for_dot(f: _Func, op: Op, ptr: Affine, mask: Bounds, shape: tuple[
     return flag
 
 
-@_wrap("tt.store")
-def op_store(f: _Func, op: Op) -> bool:
+@optional("tt.store")
+def op_store(f: FuncEmitter, op: Op) -> bool:
     t = op.operand_types[0]
     ptr_v = _peek(f, op.operands[0])
     if not t.is_tensor or not isinstance(ptr_v.sym, Affine) or not ptr_v.sym.ptr:
@@ -657,7 +650,7 @@ def op_store(f: _Func, op: Op) -> bool:
         val = f.get(op.operands[1])  # a pointer block / mask stored as data: materialised
 
     def element(idx: list[str]) -> str:  # a fused element-wise chain (fusion.Expr) is computed in the store
-        at = lambda leaf: _Func.access(leaf, idx, "")  # noqa: E731
+        at = lambda leaf: FuncEmitter.access(leaf, idx, "")  # noqa: E731
         return val.sym.code(at) if val.sym is not None else at(val)
 
     shape = t.shape or ()
@@ -667,7 +660,7 @@ def op_store(f: _Func, op: Op) -> bool:
     plain = val.sym is None and val.kind == "buf" and val.strides and val.strides[-1] == 1
 
     def copy(stride: str, idx: list[str]) -> str:
-        src = _Func.access(val, [*idx[:-1], "lo_"], "")
+        src = FuncEmitter.access(val, [*idx[:-1], "lo_"], "")
         return f"rv_copy_e{width}(row_ + lo_ * {stride}, {stride}, &{src}, 1, hi_ - lo_);"
 
     block_access(f, shape, ptr_v.sym, mask, c_type(t),
@@ -683,7 +676,7 @@ def _defs(block: Block) -> dict[str, Op]:
     return {r: op for op in block.ops for r in op.results}
 
 
-def _advances_by_splat(f: _Func, block: Block, arg: str, yielded: str) -> bool:
+def _advances_by_splat(f: FuncEmitter, block: Block, arg: str, yielded: str) -> bool:
     """``yielded`` is ``arg`` advanced by addptr of splats only (``a_ptrs += BLOCK_K * stride``)."""
     defs = _defs(block)
     cur = yielded
@@ -704,10 +697,8 @@ def _advances_by_splat(f: _Func, block: Block, arg: str, yielded: str) -> bool:
     return True
 
 
-@_wrap("scf.for")
-def op_for(f: _Func, op: Op) -> bool:
-    from .lower_struct import _declare, _lower_body, assign
-
+@optional("scf.for")
+def op_for(f: FuncEmitter, op: Op) -> bool:
     block = op.regions[0].blocks[0]
     (iv_ssa, iv_t, _), *carried = block.args
     term = block.ops[-1]
@@ -724,7 +715,7 @@ def op_for(f: _Func, op: Op) -> bool:
             f.emit(f"{c_type(t)} {name} = {init.sym.base};")
             homes.append(_sym_val(t, Affine(name, init.sym.strides, init.sym.vecs, True)))
         else:
-            homes.append(_declare(f, ssa, t, f.get(op.operands[3 + k])))
+            homes.append(declare(f, ssa, t, f.get(op.operands[3 + k])))
     iv = f.cname(iv_ssa)
     start = f.pos + 1
 
@@ -753,13 +744,16 @@ def op_for(f: _Func, op: Op) -> bool:
             f.values[ssa] = v
         f.emit(f"const {c_type(iv_t)} {iv} = ({c_type(iv_t)}){iv}_it_;")
         f.values[iv_ssa] = Val(iv_t, "scalar", iv)
-        _lower_body(f, block, on_yield)
+        lower_body(f, block, on_yield)
     f.loops.append((start, f.pos))
     for res, v in zip(op.results, homes, strict=True):
         f.values[res] = v
     return True
 
 
-@_wrap("tt.dot")
-def op_dot(f: _Func, op: Op) -> bool:
+@optional("tt.dot")
+def op_dot(f: FuncEmitter, op: Op) -> bool:
     return dot_kernel.lower_dot(f, op)
+
+
+TIER = Tier("ptr_analysis", optional=OPTIONAL)
