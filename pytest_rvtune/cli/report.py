@@ -25,13 +25,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--top", type=int, default=None, metavar="N",
                    help="show the N best configs per case (files under --out keep all)")
+    p.add_argument("--html", type=Path, default=None, metavar="FILE",
+                   help="also write one self-contained HTML page (opens offline): sortable rankings, heatmaps, "
+                        "counter correlations and, with --base, the comparison with a base run")
+    p.add_argument("--base", default=None, metavar="RUN",
+                   help="with --html: a base run to compare with, item by item, as `rvtune compare BASE RUN` does")
     p.set_defaults(func=run_report)
 
 
 def run_report(args: argparse.Namespace) -> int:
     from pytest_rvtune.results.correlation import correlation_rows, strong
 
+    if args.base and not args.html:
+        print("rvtune report: --base compares in the HTML page only: add --html FILE (or use `rvtune compare`)",
+              file=sys.stderr)
+        return 2
     run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
+    base = load_run(args.base) if args.base else None
     reports = build_case_reports(run)
     correlations = strong(correlation_rows(run.records))
     text = render_report(run, reports, args.format, correlations)
@@ -51,4 +61,8 @@ def run_report(args: argparse.Namespace) -> int:
 
         written += write_plots(run, out)
     print(f"wrote {len(written)} files under {out}", file=sys.stderr)
+    if args.html:
+        from pytest_rvtune.results.html import write_html
+
+        print(f"wrote {write_html(run, args.html, base)}", file=sys.stderr)
     return 0

@@ -19,21 +19,12 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from scipy.stats import spearmanr
 
+from pytest_rvtune.results.heatmap import heatmap_grid
 from pytest_rvtune.results.records import RunRecord
 from pytest_rvtune.results.report import counter_names, problem_file, ranked
-from pytest_rvtune.results.runs import Run, group_by_problem, metric_value, rank_metric
+from pytest_rvtune.results.runs import Run, group_by_problem, rank_metric
 
 MAX_SCATTER_PANELS = 12
-
-
-def _axes_params(records: Sequence[RunRecord]) -> list[str]:
-    """The two parameters to plot: BLOCK_SIZE_M (rows) x BLOCK_SIZE_N (columns) when present, else the
-    parameters with the most distinct values. Problem keys are constant within a group: never an axis."""
-    params = list(dict.fromkeys(k for r in records for k in r.config))
-    varied = [p for p in params if len({str(r.config.get(p)) for r in records}) > 1]
-    if "BLOCK_SIZE_M" in varied and "BLOCK_SIZE_N" in varied:
-        return ["BLOCK_SIZE_M", "BLOCK_SIZE_N"]
-    return sorted(varied, key=lambda p: -len({str(r.config.get(p)) for r in records}))[:2]
 
 
 def _scale(metric: str, values: Sequence[float]) -> tuple[float, str]:
@@ -50,10 +41,6 @@ def _scale(metric: str, values: Sequence[float]) -> tuple[float, str]:
     return 1.0, metric
 
 
-def _sort_values(values: set) -> list:
-    return sorted(values, key=lambda v: (not isinstance(v, int | float), v if isinstance(v, int | float) else str(v)))
-
-
 def heatmap(group: Sequence[RunRecord], path: Path) -> Path | None:
     """The group's heatmap as a PNG at ``path``; None when there is nothing to plot."""
     fig = heatmap_figure(group)
@@ -65,28 +52,18 @@ def heatmap(group: Sequence[RunRecord], path: Path) -> Path | None:
 
 def heatmap_figure(group: Sequence[RunRecord]) -> Figure | None:
     """BLOCK_SIZE_M x BLOCK_SIZE_N (or the two most varied params) of one group, the winner boxed."""
-    params = _axes_params(group)
-    if not params:
+    grid_data = heatmap_grid(group)
+    if grid_data is None:
         return None
-    metric = rank_metric(group)
-    order = ranked(group, metric)
-    if not order:
-        return None
-    row_p = params[0]
-    col_p = params[1] if len(params) > 1 else None
-    rows = _sort_values({r.config.get(row_p) for r in group})
-    cols = _sort_values({r.config.get(col_p) for r in group}) if col_p else [None]
-    best_in_cell: dict[tuple, RunRecord] = {}
-    for record in order:  # best first: the first record seen per cell is that cell's best
-        best_in_cell.setdefault((record.config.get(row_p), record.config.get(col_p) if col_p else None), record)
-    tried = {(r.config.get(row_p), r.config.get(col_p) if col_p else None) for r in group}
-    div, unit = _scale(metric, [metric_value(r, metric) for r in order])
+    metric, rows, cols = grid_data.metric, grid_data.rows, grid_data.cols
+    row_p, col_p = grid_data.row_param, grid_data.col_param
+    div, unit = _scale(metric, [v for v in map(grid_data.value, grid_data.best_in_cell) if v is not None])
 
     import numpy as np
 
     grid = np.full((len(rows), len(cols)), np.nan)
-    for (rv, cv), record in best_in_cell.items():
-        grid[rows.index(rv), cols.index(cv)] = metric_value(record, metric) / div
+    for cell in grid_data.best_in_cell:
+        grid[cell] = (grid_data.value(cell) or 0.0) / div
     fig = Figure(figsize=(1.2 * len(cols) + 3.5, 0.7 * len(rows) + 2.5), dpi=110, layout="constrained")
     ax = fig.add_subplot()
     ax.set_facecolor("#d9d9d9")  # cells without a valid config (failed, or not in the space) show grey
@@ -97,27 +74,24 @@ def heatmap_figure(group: Sequence[RunRecord]) -> Figure | None:
     ax.set_xlabel(col_p or "")
     ax.set_ylabel(row_p)
     lo, hi = np.nanmin(grid), np.nanmax(grid)
-    for i, rv in enumerate(rows):
-        for j, cv in enumerate(cols):
+    for i in range(len(rows)):
+        for j in range(len(cols)):
             value = grid[i, j]
             if np.isnan(value):
-                text, colour = ("fail" if (rv, cv) in tried else ""), "black"
+                text, colour = ("fail" if (i, j) in grid_data.tried else ""), "black"
             else:
                 text = f"{value:.4g}"
                 colour = "white" if hi > lo and (value - lo) / (hi - lo) > 0.6 else "black"
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
-    best = order[0]
-    bi, bj = rows.index(best.config.get(row_p)), cols.index(best.config.get(col_p) if col_p else None)
+    bi, bj = grid_data.best
     ax.add_patch(Rectangle((bj - 0.5, bi - 0.5), 1, 1, fill=False, edgecolor="blue", linewidth=2.5))
     first = group[0]
     what = "in-kernel instructions (QEMU)" if metric != "time" else "median time" + (
         " (emulated)" if first.emulated else "")
-    # problem keys are fixed in this group (named in the title), not "at their best"
-    others = [p for p in dict.fromkeys(k for r in group for k in r.config) if p not in params and p not in
-              first.problem]
+    others = grid_data.others
     subtitle = f"other params at their best ({', '.join(others)})" if others else ""
     ax.set_title(f"{first.kernel} / {first.group_label} on {first.target}: {what}\n"
-                 f"best (boxed): {best.config_id}" + (f"\n{subtitle}" if subtitle else ""), fontsize=9)
+                 f"best (boxed): {grid_data.winner.config_id}" + (f"\n{subtitle}" if subtitle else ""), fontsize=9)
     return fig
 
 
