@@ -19,7 +19,7 @@ PYTHON=${PYTHON:-python3}
 # the index, whose Linux build pulls several GB of nvidia-* packages.
 TORCH_WHEEL_DIR=${TORCH_WHEEL_DIR:-/opt/wheels}
 TORCH_VERSION=2.13.0
-APT_PACKAGES=(clang-19 lld-19 llvm-19 g++-riscv64-linux-gnu qemu-user openssh-server iproute2 linux-perf
+APT_PACKAGES=(clang-19 lld-19 llvm-19 g++-riscv64-linux-gnu qemu-user openssh-server iproute2 linux-perf chromium
     gcc make xz-utils)
 
 CHECK=0

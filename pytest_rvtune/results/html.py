@@ -535,7 +535,7 @@ dl.summary dt { font-size:11px; text-transform:uppercase; letter-spacing:.04em; 
 dl.summary dd { margin:0; font-size:17px; font-weight:600; }
 p.machine { margin:2px 0; color:#cbd5e1; font-size:12px; }
 .layout { display:flex; align-items:flex-start; gap:20px; padding:20px 28px; }
-nav { position:sticky; top:12px; flex:0 0 230px; background:var(--card); border-radius:10px; padding:12px;
+nav { position:sticky; top:12px; flex:0 0 200px; background:var(--card); border-radius:10px; padding:12px;
   box-shadow:0 1px 2px rgba(0,0,0,.06); max-height:calc(100vh - 24px); overflow:auto; }
 nav h2 { font-size:12px; text-transform:uppercase; letter-spacing:.05em; color:var(--muted); margin:0 0 8px; }
 nav ul { list-style:none; margin:0; padding:0; }
@@ -573,7 +573,7 @@ th[aria-sort=ascending]::after { content:"\\25B2"; color:var(--accent); }
 th[aria-sort=descending]::after { content:"\\25BC"; color:var(--accent); }
 .num { text-align:right; font-variant-numeric:tabular-nums; }
 td.metric { font-weight:650; background:#f8fafc; }
-td.config { white-space:normal; min-width:320px; max-width:440px; overflow-wrap:anywhere; }
+td.config { white-space:normal; min-width:250px; max-width:380px; overflow-wrap:anywhere; }
 tbody tr:nth-child(even) { background:#fcfcfd; }
 tbody tr:hover { background:#eef2ff; }
 tr.winner td { background:#ecfdf5; }

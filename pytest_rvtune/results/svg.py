@@ -113,7 +113,7 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 def _padded(lo: float, hi: float) -> tuple[float, float]:
     """A little room beyond the outermost ticks, so a point on the edge is drawn whole."""
-    pad = (hi - lo) * 0.04 or 1.0
+    pad = (hi - lo) * 0.07 or 1.0
     return lo - pad, hi + pad
 
 
