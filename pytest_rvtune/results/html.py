@@ -539,8 +539,10 @@ nav { position:sticky; top:12px; flex:0 0 200px; background:var(--card); border-
   box-shadow:0 1px 2px rgba(0,0,0,.06); max-height:calc(100vh - 24px); overflow:auto; }
 nav h2 { font-size:12px; text-transform:uppercase; letter-spacing:.05em; color:var(--muted); margin:0 0 8px; }
 nav ul { list-style:none; margin:0; padding:0; }
-nav a { display:flex; justify-content:space-between; gap:8px; padding:5px 6px; border-radius:6px;
-  color:var(--ink); text-decoration:none; font-size:13px; }
+nav a { display:block; padding:5px 8px; border-radius:6px; color:var(--ink); text-decoration:none;
+  font-size:13px; }
+nav a span { display:block; }
+nav a span.muted { font-size:11.5px; }
 nav a:hover { background:#eef2ff; }
 main { flex:1; min-width:0; }
 section { background:var(--card); border-radius:10px; padding:16px 20px 18px; margin-bottom:20px;
@@ -573,7 +575,7 @@ th[aria-sort=ascending]::after { content:"\\25B2"; color:var(--accent); }
 th[aria-sort=descending]::after { content:"\\25BC"; color:var(--accent); }
 .num { text-align:right; font-variant-numeric:tabular-nums; }
 td.metric { font-weight:650; background:#f8fafc; }
-td.config { white-space:normal; min-width:250px; max-width:380px; overflow-wrap:anywhere; }
+td.config { white-space:normal; width:24em; min-width:24em; overflow-wrap:anywhere; }
 tbody tr:nth-child(even) { background:#fcfcfd; }
 tbody tr:hover { background:#eef2ff; }
 tr.winner td { background:#ecfdf5; }
