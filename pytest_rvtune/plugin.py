@@ -17,9 +17,11 @@ from pytest_rvtune import collect
 from pytest_rvtune.benchmark_bridge import add_record, compared_machine_error
 from pytest_rvtune.collect import ITEM_KEY
 from pytest_rvtune.fixtures import rvtune_build, rvtune_golden, rvtune_item, rvtune_target, rvtune_targets
+from pytest_rvtune.progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_INTERVAL
+from pytest_rvtune.progress import ProgressReporter
 from pytest_rvtune.run_options import DEFAULT_MAX_TIME
 from pytest_rvtune.selection import filter_errors, rewrite_keyword
-from pytest_rvtune.session import SESSION_KEY, RvtuneSession, TargetUnavailable, is_controller, session_of
+from pytest_rvtune.session import RECORD_KEY, SESSION_KEY, RvtuneSession, TargetUnavailable, is_controller, session_of
 
 #: The fixtures this plugin provides (imported here so pytest registers them with the plugin module).
 FIXTURES = (rvtune_item, rvtune_targets, rvtune_target, rvtune_build, rvtune_golden)
@@ -70,6 +72,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "samples alone)")
     group.addoption("--rvtune-resume", default=None, metavar="RUN",
                     help="reuse results of RUN for items whose ELF, golden data and target are unchanged")
+    group.addoption("--rvtune-progress", type=float, default=DEFAULT_PROGRESS_INTERVAL, metavar="SECONDS",
+                    help="builds and runs done, elapsed time and ETA: one status line updated in place on a "
+                         "terminal, else a line every SECONDS (default %(default)g; 0: none)")
     parser.addini("rvtune_kernels", type="paths", default=[],
                   help="directories holding kernel modules (default: kernels/)")
     parser.addini("rvtune_golden", type="paths", default=[],
@@ -84,8 +89,11 @@ def pytest_configure(config: pytest.Config) -> None:
     keyword = config.getoption("keyword", default="")
     if keyword:
         config.option.keyword = rewrite_keyword(keyword)
-    config.stash[SESSION_KEY] = RvtuneSession(config)
+    session = config.stash[SESSION_KEY] = RvtuneSession(config)
     config.pluginmanager.register(ReportHooks(config), "rvtune-session")
+    if is_controller(config):
+        config.pluginmanager.register(ProgressReporter(config, session.is_kernel_item, RECORD_KEY,
+                                                       session.options.progress), "rvtune-progress")
 
 
 def pytest_configure_node(node: Any) -> None:

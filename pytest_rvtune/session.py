@@ -60,6 +60,7 @@ class RvtuneOptions:
     resume: str | None
     kernel_dirs: tuple[Path, ...]
     golden_dir: Path
+    progress: float  # seconds between progress lines off a terminal (0: no progress shown)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> RvtuneOptions:
@@ -96,6 +97,7 @@ class RvtuneOptions:
             resume=config.getoption("rvtune_resume"),
             kernel_dirs=kernel_dirs,
             golden_dir=golden_dir,
+            progress=config.getoption("rvtune_progress"),
         )
 
     def check_ranges(self) -> None:
@@ -110,6 +112,9 @@ class RvtuneOptions:
         if self.max_time is not None and not 0 <= self.max_time <= 3600:
             raise pytest.UsageError(f"--rvtune-max-time {self.max_time:g}: seconds of samples per item, between 0 "
                                     "and 3600 (0: exactly --rvtune-runs samples)")
+        if not 0 <= self.progress < float("inf"):
+            raise pytest.UsageError(f"--rvtune-progress {self.progress:g}: seconds between progress lines, a number "
+                                    ">= 0 (0: no progress shown)")
 
 
 class TargetUnavailable(Exception):
@@ -131,6 +136,7 @@ class RvtuneSession:
         self.cases: list[str] = list(options.cases)
         self.config_filters: list[str] = list(options.config_filters)
         self.kernel_dirs = list(options.kernel_dirs)
+        self._kernel_modules: dict[str, bool] = {}  # module part of a node id -> is_kernel_item
         self.golden_dir = options.golden_dir
         self.targets: dict[str, Any] = {}
         self.target_errors: dict[str, str] = {}
@@ -325,8 +331,17 @@ class RvtuneSession:
         back and no record was written, but the item ran and must be counted."""
         if not (report.failed and report.when == "???" and "crashed while running" in str(report.longrepr)):
             return False
-        path = (self.rootdir / report.nodeid.split("::")[0]).resolve()
-        return path.name == "rvtune.toml" or any(path.is_relative_to(d) for d in self.kernel_dirs)
+        return self.is_kernel_item(report.nodeid)
+
+    def is_kernel_item(self, nodeid: str) -> bool:
+        """Whether a node id is a kernel item: a module in the kernel directories, or a Triton_RVV project's
+        rvtune.toml (collect.py); a user's own tests in the same session are not."""
+        module = nodeid.split("::")[0]
+        if module not in self._kernel_modules:
+            path = (self.rootdir / module).resolve()
+            self._kernel_modules[module] = path.name == "rvtune.toml" or any(
+                path.is_relative_to(d) for d in self.kernel_dirs)
+        return self._kernel_modules[module]
 
     def summary_lines(self) -> list[str]:
         """The lines the session ends with: the ranking under emulation and the one-line tally."""
