@@ -149,10 +149,14 @@ class ProgressReporter:
         if not self.progress.total or not self.is_kernel_item(report.nodeid):
             return result
         lost = report.when == "???"  # xdist: the worker died under the item
-        if report.when == "teardown" or lost:
+        finished = report.when == "teardown" or lost
+        if finished:
             record = None if lost else next((v for k, v in report.user_properties if k == self.record_key), None)
             self.progress.finish(report.nodeid, record)
-        self.show()
+        if self.in_place:
+            self.draw()  # again after every report: pytest's character for it erased the last drawing
+        elif finished:
+            self.print_line()
         return result
 
     @pytest.hookimpl(tryfirst=True)
@@ -173,25 +177,29 @@ class ProgressReporter:
             self.config.get_terminal_writer().write_raw(ERASE_TO_END, flush=True)
             self.drawn = False
 
-    def show(self) -> None:
+    def draw(self) -> None:
+        """The status after pytest's characters on its current line, the cursor put back where pytest left it;
+        cut to the free columns so that it never wraps (a wrap would move the saved position)."""
+        if not self.shown or not self.progress.total:
+            return
+        writer = self.config.get_terminal_writer()
+        room = writer.fullwidth - writer.width_of_current_line - 3
+        if room >= MIN_ROOM:
+            shown = writer.markup(f"  {self.progress.line(self.clock())[:room]}", cyan=True)
+            writer.write_raw(SAVE_CURSOR + shown + RESTORE_CURSOR, flush=True)
+            self.drawn = True
+
+    def print_line(self) -> None:
+        """A line of its own when ``interval`` has passed since the last (or the start), and a last one when
+        every item is done if any was printed."""
         if not self.shown or not self.progress.total:
             return
         now = self.clock()
-        writer = self.config.get_terminal_writer()
-        text = self.progress.line(now)
-        if self.in_place:
-            # after pytest's characters on its current line, the cursor put back where pytest left it; the
-            # text is cut to the free columns so it never wraps (a wrap would move the saved position)
-            room = writer.fullwidth - writer.width_of_current_line - 3
-            if room >= MIN_ROOM:
-                shown = writer.markup(f"  {text[:room]}", cyan=True)
-                writer.write_raw(SAVE_CURSOR + shown + RESTORE_CURSOR, flush=True)
-                self.drawn = True
-            return
-        if self.last_line is None:
-            self.last_line = self.progress.started or now
-        if now - self.last_line >= self.interval:
+        last = self.last_line if self.last_line is not None else (self.progress.started or now)
+        all_done = self.progress.items >= self.progress.total
+        if now - last >= self.interval or (all_done and self.last_line is not None):
             self.last_line = now
+            writer = self.config.get_terminal_writer()
             if writer.width_of_current_line:
                 writer.line()
-            writer.line(f"rvtune progress: {text}")
+            writer.line(f"rvtune progress: {self.progress.line(now)}")
