@@ -21,7 +21,7 @@ help:
 ifneq ($(words $(wildcard $(VENV)/bin/python $(TOOLS)/libicount.so)),2)
 .PHONY: $(SETUP_STAMP)
 endif
-$(SETUP_STAMP): scripts/setup.sh pyproject.toml qemu_plugin/icount.c
+$(SETUP_STAMP): scripts/setup.sh pyproject.toml pytest_rvtune/targets/qemu_plugin/icount.c
 	scripts/setup.sh
 	@touch $@
 

@@ -101,7 +101,7 @@ fi
 
 # --- 3. QEMU instruction-count plugin --------------------------------------------------------------------
 header=$TOOLS/include/qemu-plugin.h
-plugin_src=$ROOT/qemu_plugin/icount.c
+plugin_src=$ROOT/pytest_rvtune/targets/qemu_plugin/icount.c
 plugin_so=$TOOLS/libicount.so
 
 # qemu-plugin.h is not in any Debian binary package: take it from the qemu source package matching the

@@ -52,7 +52,7 @@ def test_check_rebuilds_a_plugin_older_than_its_source(tmp_path: Path) -> None:
     stale = tmp_path / "libicount.so"
     shutil.copy(paths.icount_plugin(), stale)
     os.utime(tmp_path / "include" / "qemu-plugin.h", (0, 0))
-    os.utime(stale, (1, 1))  # older than qemu_plugin/icount.c
+    os.utime(stale, (1, 1))  # older than pytest_rvtune/targets/qemu_plugin/icount.c
     check = setup("--check", env={"RVTUNE_TOOLS_DIR": str(tmp_path)})
     assert check.returncode == 1
     assert f"setup: would build {stale}" in check.stdout.splitlines()
