@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rvtune import collect
+from pytest_rvtune import collect, paths
 from pytest_rvtune.benchmark_bridge import add_record, compared_machine_error
 from pytest_rvtune.collect import ITEM_KEY
 from pytest_rvtune.fixtures import rvtune_build, rvtune_golden, rvtune_item, rvtune_target, rvtune_targets
@@ -23,6 +23,8 @@ from pytest_rvtune.session import SESSION_KEY, RvtuneSession, TargetUnavailable,
 
 #: The fixtures this plugin provides (imported here so pytest registers them with the plugin module).
 FIXTURES = (rvtune_item, rvtune_targets, rvtune_target, rvtune_build, rvtune_golden)
+#: The project root that was in force before this session set its own (paths.set_project_root).
+_OUTER_ROOT_KEY = pytest.StashKey["Path | None"]()
 
 
 # --------------------------------------------------------------------------------------------- options
@@ -84,6 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
     keyword = config.getoption("keyword", default="")
     if keyword:
         config.option.keyword = rewrite_keyword(keyword)
+    # The project's state (.rvtune/: results, caches) lives under pytest's rootdir, whatever the working directory.
+    config.stash[_OUTER_ROOT_KEY] = paths.set_project_root(Path(config.rootpath))
     config.stash[SESSION_KEY] = RvtuneSession(config)
     config.pluginmanager.register(ReportHooks(config), "rvtune-session")
 
@@ -97,6 +101,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         session.close()
+    if _OUTER_ROOT_KEY in config.stash:  # a session run inside another (pytester) gives the outer its root back
+        paths.set_project_root(config.stash[_OUTER_ROOT_KEY])
 
 
 @pytest.hookimpl(trylast=True)  # after the terminal's header: the first thing under it

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_rvtune import paths
 from pytest_rvtune.results.writer import ResultsWriter, new_run_id, unwritable_reason
 from pytest_rvtune.run_options import RunOptions, default_run_options
 from pytest_rvtune.verdict import OUTCOMES
@@ -148,7 +149,7 @@ class RvtuneSession:
         workerinput = getattr(config, "workerinput", None)
         self.run_id: str = workerinput["rvtune_run_id"] if workerinput else new_run_id()
         self.results_path = (Path(options.results).resolve() if options.results
-                             else self.rootdir / ".rvtune" / "results" / f"{self.run_id}.jsonl")
+                             else paths.results_dir(self.rootdir) / f"{self.run_id}.jsonl")
         self._writer: ResultsWriter | None = None
         self.results_errors: list[str] = []  # the cause, per record not written (controller: of all workers)
         self.results_error_shown = False

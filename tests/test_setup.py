@@ -13,7 +13,9 @@ from pathlib import Path
 
 from pytest_rvtune import paths
 
-SETUP = paths.REPO_ROOT / "scripts" / "setup.sh"
+REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout these tests belong to
+
+SETUP = REPO_ROOT / "scripts" / "setup.sh"
 
 
 def setup(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -22,7 +24,7 @@ def setup(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 
 
 def products() -> dict[Path, int]:
-    made = [paths.REPO_ROOT / ".venv" / ".rvtune-setup-stamp", paths.icount_plugin(),
+    made = [REPO_ROOT / ".venv" / ".rvtune-setup-stamp", paths.icount_plugin(),
             paths.tools_dir() / "include" / "qemu-plugin.h"]
     return {p: p.stat().st_mtime_ns for p in made}
 
