@@ -97,14 +97,22 @@ def setup(header_from: Path | None = None, say: Callable[[str], None] = print) -
     with FileLock(str(tools / "setup.lock")):
         steps = planned_steps(header_from)
         header = paths.qemu_plugin_header()
+        new_header: bytes | None = None
         for step in steps:
             say(f"rvtune setup: {step.what} ({step.why})")
             if step.kind == "copy_header" and header_from is not None:
-                _install_file(header, header_from.read_bytes())
+                new_header = header_from.read_bytes()
             elif step.kind == "fetch_header":
-                _install_file(header, fetch_qemu_plugin_header())
+                new_header = fetch_qemu_plugin_header()
             elif step.kind == "build_plugin":
-                build_icount_plugin(header, paths.icount_plugin())
+                # Built against the new header in a scratch directory: a header that does not compile leaves the
+                # tools directory as it was (old header, old plugin, old stamp).
+                with tempfile.TemporaryDirectory(dir=tools, prefix=".build-") as scratch:
+                    candidate = Path(scratch) / header.name
+                    candidate.write_bytes(new_header if new_header is not None else header.read_bytes())
+                    build_icount_plugin(candidate, paths.icount_plugin())
+        if new_header is not None:
+            _install_file(header, new_header)
         return steps
 
 
