@@ -10,6 +10,7 @@ is 1 if anything is missing or broken.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import importlib.util
 import os
@@ -32,7 +33,7 @@ FIX = "rvtune setup"
 #: The fix of a check that failed because a tool listed above is missing.
 FIX_TOOLS_ABOVE = "install the missing tools above"
 #: Python packages that only one feature needs: their absence is reported, not counted as a problem.
-OPTIONAL_PACKAGES = {"asyncssh": ("asyncssh", "boards"), "matplotlib": ("matplotlib", "plots")}
+OPTIONAL_PACKAGES = {"asyncssh": "boards", "matplotlib": "plots"}  # distribution -> the extra that brings it
 PROBE_SYMBOL = "rvtune_doctor_kernel"
 PROBE_N = 100
 PROBE_TIMEOUT_S = 60.0
@@ -140,9 +141,9 @@ def tool_rows() -> list[Row]:
             version = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             if dist in OPTIONAL_PACKAGES:
-                extra = OPTIONAL_PACKAGES[dist][1]
-                rows.append(Row(dist, True, f"not installed: only {extra} need it "
-                                            f"(pip install 'pytest-rvtune[{extra}]')"))
+                feature = OPTIONAL_PACKAGES[dist]
+                rows.append(Row(dist, True, f"not installed: only {feature} need it "
+                                            f"(pip install 'pytest-rvtune[{feature}]')"))
             else:
                 rows.append(Row(dist, False, "python package missing", fix="run `pip install pytest-rvtune` (it "
                                 "requires every such package)"))
@@ -226,7 +227,7 @@ def _configured_targets(rootdir: Path) -> dict[str, tuple[Callable[[], Target], 
     for name, cfg in config.load_targets(rootdir).items():
         fix = (f"install any tool missing above, then run `{FIX}`" if cfg.kind == "builtin" else
                f"check {cfg.where()} (host, port, user, key, known_hosts) and that the board answers ssh")
-        targets[name] = ((lambda cfg=cfg: make_target(cfg, worker_id="doctor")), fix)
+        targets[name] = (functools.partial(make_target, cfg, worker_id="doctor"), fix)
     return targets
 
 
