@@ -19,7 +19,7 @@ from pytest_rvtune.collect import ITEM_KEY
 from pytest_rvtune.fixtures import rvtune_build, rvtune_golden, rvtune_item, rvtune_target, rvtune_targets
 from pytest_rvtune.run_options import DEFAULT_MAX_TIME
 from pytest_rvtune.selection import filter_errors, rewrite_keyword
-from pytest_rvtune.session import SESSION_KEY, RvtuneSession, TargetUnavailable, is_controller, session_of
+from pytest_rvtune.session import RENAMED_INI, SESSION_KEY, RvtuneSession, TargetUnavailable, is_controller, session_of
 
 #: The fixtures this plugin provides (imported here so pytest registers them with the plugin module).
 FIXTURES = (rvtune_item, rvtune_targets, rvtune_target, rvtune_build, rvtune_golden)
@@ -72,8 +72,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "samples alone)")
     group.addoption("--rvtune-resume", default=None, metavar="RUN",
                     help="reuse results of RUN for items whose ELF, golden data and target are unchanged")
-    parser.addini("rvtune_kernels", type="paths", default=[],
-                  help="directories holding kernel modules (default: kernels/)")
+    group.addoption("--rvtune", action="store_true", default=False,
+                    help="collect the kernel modules of kernels/ in a project whose configuration names no "
+                         "rvtune_kernel_dirs")
+    parser.addini("rvtune_kernel_dirs", type="paths", default=[],
+                  help="directories holding kernel modules: naming them is what makes pytest-rvtune collect "
+                       "this project's kernels (without it, only with --rvtune, from kernels/)")
+    parser.addini(RENAMED_INI, type="paths", default=[], help="renamed: use rvtune_kernel_dirs")
     parser.addini("rvtune_golden", type="paths", default=[],
                   help="golden data directory (default: golden/ beside the first kernels directory); "
                        "the RVTUNE_GOLDEN_DIR environment variable wins over both")

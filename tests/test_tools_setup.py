@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_rvtune import paths
-from pytest_rvtune.doctor import PROBE_SYMBOL, ProbeBuilder
+from pytest_rvtune.cli.doctor import PROBE_SYMBOL, ProbeBuilder
 from pytest_rvtune.targets.local import QemuTarget
 from pytest_rvtune.toolchain import RISCV_ISA
 
