@@ -2,7 +2,10 @@
 # a stamp keeps a second run from spending any time on it.
 SHELL := /bin/bash
 VENV := .venv
-TOOLS := $(or $(RVTUNE_TOOLS_DIR),.rvtune/tools)
+# The checkout keeps its QEMU plugin in .rvtune/tools (an installed package uses the user cache directory);
+# exported so the pytest runs below and `rvtune setup` in scripts/setup.sh use the same one.
+export RVTUNE_TOOLS_DIR ?= $(CURDIR)/.rvtune/tools
+TOOLS := $(RVTUNE_TOOLS_DIR)
 SETUP_STAMP := .rvtune/setup.stamp
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k icount -x"`.
 PYTEST_ARGS ?=
@@ -12,7 +15,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make bench    run the kernel suite on the default target (local QEMU)"
 	@echo "make test     run the test suite"
-	@echo "make setup    install what is missing (Debian packages, .venv, QEMU plugin); idempotent"
+	@echo "make setup    install what is missing (Debian packages, .venv, QEMU plugin via rvtune setup); idempotent"
 	@echo "make doctor   check every tool and target"
 	@echo "make lint     ruff check, then import circles and private names (scripts/check_layout.py)"
 	@echo "make clean    drop build caches (keeps .venv and tools); distclean drops those too"
@@ -21,7 +24,7 @@ help:
 ifneq ($(words $(wildcard $(VENV)/bin/python $(TOOLS)/libicount.so)),2)
 .PHONY: $(SETUP_STAMP)
 endif
-$(SETUP_STAMP): scripts/setup.sh pyproject.toml qemu_plugin/icount.c
+$(SETUP_STAMP): scripts/setup.sh pyproject.toml pytest_rvtune/targets/qemu_plugin/icount.c
 	scripts/setup.sh
 	@touch $@
 

@@ -4,5 +4,5 @@ from pathlib import Path
 
 __version__ = "0.1.0"
 
-#: The repository (or installed tree) root: tools and caches live under ``<root>/.rvtune``.
+#: The installed package: files shipped with it (icount.c, runtime headers, harness sources) are found here.
 PACKAGE_DIR = Path(__file__).resolve().parent

@@ -7,6 +7,7 @@ only makes pytest collectors and items of them, and turns an item's outcome into
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rvtune.compat.project import PROJECT_FILE, RvvCase, RvvEntry, RvvProject
+from pytest_rvtune.compat.project import PROJECT_FILE, TABLE, RvvCase, RvvEntry, RvvProject
 from pytest_rvtune.compat.triton_rvv_module import RvvConfig
 from pytest_rvtune.item import ItemOutcome, finish_item, run_kernel_item, run_project_item
 from pytest_rvtune.selection import config_keywords, filter_keys
@@ -145,7 +146,19 @@ class ProjectItemInfo:
 
 
 def is_project_file(file_path: Path) -> bool:
-    return file_path.name == PROJECT_FILE
+    """An rvtune.toml with a [triton_rvv] table: a Triton_RVV project, which opts in by having it (an rvtune.toml
+    that only configures boards is not collected). A file that is not valid TOML but mentions the table is
+    collected, so its error is reported."""
+    if file_path.name != PROJECT_FILE:
+        return False
+    try:
+        text = file_path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        return TABLE in tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return TABLE in text
 
 
 class ProjectFile(pytest.File):

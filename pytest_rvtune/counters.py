@@ -43,7 +43,7 @@ def parse_icount(text: str, source: str = "icount output") -> dict[str, float]:
     if missing:
         raise CounterFormatError(
             f"{source}: missing {', '.join(missing)} in {text.strip()!r} (is the QEMU plugin up to date? "
-            "run `make setup`)"
+            "run `rvtune setup`)"
         )
     return counters
 

@@ -16,14 +16,15 @@ from pytest_rvtune.session import RvtuneSession, TargetUnavailable, session_of
 def resolve_item(session: RvtuneSession, param: Any) -> KernelItemInfo:
     """A KernelItemInfo for a user's own test: ``(kernel, case, config)`` given by indirect parametrization.
 
-    kernel is a module name in the kernel directories or a path; config a config id, a dict, or None for
-    the first config; case None for the target's default case.
+    kernel is a module name in the kernel directories (kernels/ when the project names none) or a path; config
+    a config id, a dict, or None for the first config; case None for the target's default case.
     """
     from pytest_rvtune.spec import as_config, load_kernel_module
     kernel, case, config = (*tuple(param), None, None)[:3] if isinstance(param, list | tuple) else (param, None, None)
     path = Path(kernel)
     if path.suffix != ".py":
-        path = next((d / f"{kernel}.py" for d in session.kernel_dirs if (d / f"{kernel}.py").is_file()), path)
+        dirs = session.kernel_dirs or [session.rootdir / "kernels"]
+        path = next((d / f"{kernel}.py" for d in dirs if (d / f"{kernel}.py").is_file()), path)
     spec = load_kernel_module(path)
     if config is None:
         chosen = spec.configs[0]
@@ -47,7 +48,7 @@ def rvtune_item(request: pytest.FixtureRequest) -> KernelItemInfo:
         return info
     if not hasattr(request, "param"):
         raise pytest.UsageError("rvtune_item: parametrize it indirectly with (kernel, case, config id); "
-                                "see README 'Using the fixtures in your own tests'")
+                                "see docs/usage.md, 'Using the fixtures in your own tests'")
     return resolve_item(session_of(request.config), request.param)
 
 

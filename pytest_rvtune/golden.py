@@ -298,7 +298,7 @@ class GoldenSet:
 
 def golden_dir(kernels_dir: Path | None = None) -> Path:
     """Committed golden data: ``golden/`` beside the kernels directory (override with RVTUNE_GOLDEN_DIR)."""
-    default = (kernels_dir.parent if kernels_dir else paths.REPO_ROOT) / "golden"
+    default = (kernels_dir.parent if kernels_dir else paths.project_root()) / "golden"
     return Path(os.environ.get("RVTUNE_GOLDEN_DIR", default))
 
 

@@ -269,7 +269,7 @@ def run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: Bu
                               session.earlier_round((work.target, work.kernel, work.case, work.config_id)))
         return outcome
     except Exception as exc:  # a board lost after its retry, a full disk, a lock never freed: this item
-        from pytest_rvtune.targets.ssh import BoardLostError
+        from pytest_rvtune.targets.base import BoardLostError
         if isinstance(exc, BoardLostError):
             # The board is gone for this session: its later items skip with a pointer to this error instead of
             # each waiting for a reconnect that fails the same way.

@@ -1,20 +1,64 @@
-"""Where pytest-rvtune keeps its tools and caches (all under one ``.rvtune`` directory)."""
+"""Where pytest-rvtune keeps things: a project's state under the project, the user's tools in the user's cache.
+
+- A project's state (results files, build, golden-data and count caches) lives in ``<project root>/.rvtune``.
+  The project root is pytest's rootdir while a pytest session runs (the plugin sets it at configure), else the
+  nearest directory at or above the working directory holding a pytest or rvtune configuration file, else the
+  working directory. ``RVTUNE_CACHE_DIR`` moves the caches elsewhere (e.g. one cache shared by checkouts).
+- Built helper tools (the QEMU instruction-count plugin and the qemu-plugin.h it is built against) serve every
+  project of the user: ``~/.cache/pytest-rvtune/tools`` (the platform's user cache directory), or
+  ``RVTUNE_TOOLS_DIR``. ``rvtune setup`` builds them there.
+- Files shipped inside the package (icount.c, runtime headers, harness sources) are found next to the code, so an
+  installed wheel and a checkout behave the same.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import platformdirs
+
 from pytest_rvtune import PACKAGE_DIR
 
-#: The source checkout this package is installed from (editable install): the setup step builds the
-#: QEMU plugin into ``<REPO_ROOT>/.rvtune/tools``.
-REPO_ROOT = PACKAGE_DIR.parent
+APP_NAME = "pytest-rvtune"
+#: The per-project state directory's name, under the project root.
+STATE_DIRNAME = ".rvtune"
+#: Files that mark a project root when no pytest session says which it is (pytest's own rootdir markers, and
+#: rvtune.toml, which a Triton_RVV project has).
+ROOT_MARKERS = ("rvtune.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+_session_root: Path | None = None
 
 
-def tools_dir() -> Path:
-    """Built helper tools (the QEMU instruction-count plugin). Override with RVTUNE_TOOLS_DIR."""
-    return Path(os.environ.get("RVTUNE_TOOLS_DIR", REPO_ROOT / ".rvtune" / "tools"))
+def set_project_root(root: Path | None) -> Path | None:
+    """Make ``root`` (pytest's rootdir) the project root of this process; returns the one it replaces, for the
+    caller to restore (a pytest session run inside another, as pytester does, must not leave its root behind).
+    A process-wide setting rather than an argument: the caches are reached from deep inside the build, golden
+    and target code, which serves the CLI too and knows nothing of pytest."""
+    global _session_root
+    previous, _session_root = _session_root, (root.resolve() if root is not None else None)
+    return previous
+
+
+def project_root() -> Path:
+    """The project whose state we read and write (see the module's docstring)."""
+    if _session_root is not None:
+        return _session_root
+    cwd = Path.cwd().resolve()
+    for directory in (cwd, *cwd.parents):
+        if any((directory / marker).is_file() for marker in ROOT_MARKERS):
+            return directory
+    return cwd
+
+
+def state_dir(root: Path | None = None) -> Path:
+    """``<project root>/.rvtune``."""
+    return (root or project_root()) / STATE_DIRNAME
+
+
+def results_dir(root: Path | None = None) -> Path:
+    """Where a session's results file goes unless --rvtune-results names another."""
+    return state_dir(root) / "results"
 
 
 def cache_dir() -> Path:
@@ -22,8 +66,26 @@ def cache_dir() -> Path:
 
     Override with RVTUNE_CACHE_DIR (e.g. to share one cache between checkouts).
     """
-    return Path(os.environ.get("RVTUNE_CACHE_DIR", REPO_ROOT / ".rvtune" / "cache"))
+    override = os.environ.get("RVTUNE_CACHE_DIR")
+    return Path(override) if override else state_dir() / "cache"
+
+
+def tools_dir() -> Path:
+    """Built helper tools (the QEMU instruction-count plugin), one set per user. Override with RVTUNE_TOOLS_DIR."""
+    override = os.environ.get("RVTUNE_TOOLS_DIR")
+    return Path(override) if override else platformdirs.user_cache_path(APP_NAME) / "tools"
 
 
 def icount_plugin() -> Path:
+    """The built QEMU instruction-count plugin (`rvtune setup` builds it)."""
     return tools_dir() / "libicount.so"
+
+
+def qemu_plugin_header() -> Path:
+    """QEMU's plugin API header, which no Debian binary package ships (`rvtune setup` fetches it)."""
+    return tools_dir() / "include" / "qemu-plugin.h"
+
+
+def icount_source() -> Path:
+    """The plugin's C source, shipped inside the package."""
+    return PACKAGE_DIR / "targets" / "qemu_plugin" / "icount.c"

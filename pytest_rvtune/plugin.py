@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rvtune import collect
+from pytest_rvtune import collect, paths
 from pytest_rvtune.benchmark_bridge import add_record, compared_machine_error
 from pytest_rvtune.collect import ITEM_KEY
 from pytest_rvtune.fixtures import rvtune_build, rvtune_golden, rvtune_item, rvtune_target, rvtune_targets
@@ -21,10 +21,20 @@ from pytest_rvtune.progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_INTERVAL
 from pytest_rvtune.progress import ProgressReporter
 from pytest_rvtune.run_options import DEFAULT_MAX_TIME
 from pytest_rvtune.selection import filter_errors, rewrite_keyword
-from pytest_rvtune.session import RECORD_KEY, SESSION_KEY, RvtuneSession, TargetUnavailable, is_controller, session_of
+from pytest_rvtune.session import (
+    RECORD_KEY,
+    RENAMED_INI,
+    SESSION_KEY,
+    RvtuneSession,
+    TargetUnavailable,
+    is_controller,
+    session_of,
+)
 
 #: The fixtures this plugin provides (imported here so pytest registers them with the plugin module).
 FIXTURES = (rvtune_item, rvtune_targets, rvtune_target, rvtune_build, rvtune_golden)
+#: The project root that was in force before this session set its own (paths.set_project_root).
+_OUTER_ROOT_KEY = pytest.StashKey["Path | None"]()
 
 
 # --------------------------------------------------------------------------------------------- options
@@ -75,8 +85,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rvtune-progress", type=float, default=DEFAULT_PROGRESS_INTERVAL, metavar="SECONDS",
                     help="builds and runs done, elapsed time and ETA: one status line updated in place on a "
                          "terminal, else a line every SECONDS (default %(default)g; 0: none)")
-    parser.addini("rvtune_kernels", type="paths", default=[],
-                  help="directories holding kernel modules (default: kernels/)")
+    group.addoption("--rvtune", action="store_true", default=False,
+                    help="collect the kernel modules of kernels/ in a project whose configuration names no "
+                         "rvtune_kernel_dirs")
+    parser.addini("rvtune_kernel_dirs", type="paths", default=[],
+                  help="directories holding kernel modules: naming them is what makes pytest-rvtune collect "
+                       "this project's kernels (without it, only with --rvtune, from kernels/)")
+    parser.addini(RENAMED_INI, type="paths", default=[], help="renamed: use rvtune_kernel_dirs")
     parser.addini("rvtune_golden", type="paths", default=[],
                   help="golden data directory (default: golden/ beside the first kernels directory); "
                        "the RVTUNE_GOLDEN_DIR environment variable wins over both")
@@ -89,6 +104,8 @@ def pytest_configure(config: pytest.Config) -> None:
     keyword = config.getoption("keyword", default="")
     if keyword:
         config.option.keyword = rewrite_keyword(keyword)
+    # The project's state (.rvtune/: results, caches) lives under pytest's rootdir, whatever the working directory.
+    config.stash[_OUTER_ROOT_KEY] = paths.set_project_root(Path(config.rootpath))
     session = config.stash[SESSION_KEY] = RvtuneSession(config)
     config.pluginmanager.register(ReportHooks(config), "rvtune-session")
     if is_controller(config):
@@ -105,6 +122,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         session.close()
+    if _OUTER_ROOT_KEY in config.stash:  # a session run inside another (pytester) gives the outer its root back
+        paths.set_project_root(config.stash[_OUTER_ROOT_KEY])
 
 
 @pytest.hookimpl(trylast=True)  # after the terminal's header: the first thing under it

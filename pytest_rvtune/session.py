@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_rvtune import paths
 from pytest_rvtune.results.writer import ResultsWriter, new_run_id, unwritable_reason
 from pytest_rvtune.run_options import RunOptions, default_run_options
 from pytest_rvtune.verdict import OUTCOMES
@@ -23,6 +24,8 @@ RECORD_KEY = "rvtune_record"
 #: user_properties key of an item whose record could not be written: the cause, for the controller to show.
 RESULTS_ERROR_KEY = "rvtune_results_error"
 DEFAULT_TARGET = "qemu"
+#: The kernel-directory ini option's name before collection became opt-in (rvtune_kernel_dirs); refused by name.
+RENAMED_INI = "rvtune_kernels"
 DEFAULT_TIMEOUT = 300.0
 #: The outcomes the summary line always shows (others only when they happened).
 SUMMARY_OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout")
@@ -58,7 +61,7 @@ class RvtuneOptions:
     alpha: float | None
     confirm: int | None
     resume: str | None
-    kernel_dirs: tuple[Path, ...]
+    kernel_dirs: tuple[Path, ...]  # collected from: empty unless the project opts in (rvtune_kernel_dirs, --rvtune)
     golden_dir: Path
     progress: float  # seconds between progress lines off a terminal (0: no progress shown)
 
@@ -72,9 +75,17 @@ class RvtuneOptions:
             except ValueError as exc:
                 raise pytest.UsageError(f"--rvtune-config: {exc}") from None
         rootdir = Path(config.rootpath)
-        kernel_dirs = tuple(Path(p).resolve() for p in config.getini("rvtune_kernels") or [rootdir / "kernels"])
+        if config.getini(RENAMED_INI):
+            raise pytest.UsageError(f"{config.inipath or '-o'}: the ini option {RENAMED_INI} is now "
+                                    "rvtune_kernel_dirs: rename it there")
+        # Collection is opt-in: a project names its kernel directories (or passes --rvtune), so an unrelated
+        # project's kernels/util.py is never imported as a kernel module.
+        kernel_dirs = tuple(Path(p).resolve() for p in config.getini("rvtune_kernel_dirs"))
+        if not kernel_dirs and config.getoption("rvtune"):
+            kernel_dirs = ((rootdir / "kernels").resolve(),)
         golden = config.getini("rvtune_golden")
-        golden_dir = Path(golden[0]).resolve() if golden else kernel_dirs[0].parent / "golden"
+        golden_dir = (Path(golden[0]).resolve() if golden
+                      else (kernel_dirs[0].parent if kernel_dirs else rootdir.resolve()) / "golden")
         if os.environ.get("RVTUNE_GOLDEN_DIR"):  # the documented override wins over both
             golden_dir = Path(os.environ["RVTUNE_GOLDEN_DIR"]).resolve()
         return cls(
@@ -154,7 +165,7 @@ class RvtuneSession:
         workerinput = getattr(config, "workerinput", None)
         self.run_id: str = workerinput["rvtune_run_id"] if workerinput else new_run_id()
         self.results_path = (Path(options.results).resolve() if options.results
-                             else self.rootdir / ".rvtune" / "results" / f"{self.run_id}.jsonl")
+                             else paths.results_dir(self.rootdir) / f"{self.run_id}.jsonl")
         self._writer: ResultsWriter | None = None
         self.results_errors: list[str] = []  # the cause, per record not written (controller: of all workers)
         self.results_error_shown = False
@@ -233,7 +244,7 @@ class RvtuneSession:
             if unknown:
                 raise pytest.UsageError(
                     f"--rvtune-target {', '.join(unknown)}: unknown target; known targets are "
-                    f"{', '.join(sorted(configs))} (configure boards in rvtune.toml, see README)")
+                    f"{', '.join(sorted(configs))} (configure boards in rvtune.toml, see docs/targets.md)")
             self._configs = configs
         return self._configs
 

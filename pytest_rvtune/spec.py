@@ -1,6 +1,6 @@
 """Kernel modules -> ``KernelSpec``: configs, cases, config ids, config filters, launch capture, interpreter.
 
-A kernel module ``kernels/<name>.py`` defines (see README "Adding a kernel"):
+A kernel module ``kernels/<name>.py`` defines (see docs/kernels.md):
 
 - ``<name>_kernel``: the ``@triton.jit`` function (a plain function is jitted here, as triton-cpu scripts do);
 - ``get_<name>_kernel_autotune_config()``: a list of ``triton.Config`` (int / bool constexprs only), optionally
@@ -609,7 +609,7 @@ def load_kernel_module(path: str | Path) -> KernelSpec:
     for fn_name, nparams in (("make_inputs", 2), ("reference", 2), ("launch", 3)):
         f = getattr(module, fn_name, None)
         if not callable(f):
-            raise KernelModuleError(f"kernel module {path}: no function {fn_name}() (see README 'Adding a kernel')")
+            raise KernelModuleError(f"kernel module {path}: no function {fn_name}() (see docs/kernels.md)")
         try:
             inspect.signature(f).bind(*range(nparams))
         except TypeError:

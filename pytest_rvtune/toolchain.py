@@ -28,10 +28,24 @@ class ToolchainError(RuntimeError):
     pass
 
 
+#: The Debian package that provides each external tool we run.
+DEBIAN_PACKAGES = {
+    "clang-19": "clang-19", "clang++-19": "clang-19", "ld.lld-19": "lld-19", "llvm-objdump-19": "llvm-19",
+    "llvm-nm-19": "llvm-19", "qemu-riscv64": "qemu-user", "riscv64-linux-gnu-gcc": "g++-riscv64-linux-gnu",
+    "sshd": "openssh-server", "perf": "linux-perf",
+}
+
+
+def install_hint(tool: str) -> str:
+    """How to get ``tool``: its Debian package (a checkout's `make setup` installs them all)."""
+    package = DEBIAN_PACKAGES.get(tool, tool)
+    return f"install it with `apt-get install {package}` (a pytest-rvtune checkout's `make setup` installs all)"
+
+
 def find_tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        raise ToolchainError(f"{name} not found on PATH: run `make setup` (scripts/setup.sh) to install it")
+        raise ToolchainError(f"{name} not found on PATH: {install_hint(name)}")
     return path
 
 

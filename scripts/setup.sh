@@ -7,8 +7,8 @@
 #
 # Steps: (1) Debian packages (checked with dpkg-query), (2) the .venv with torch (CPU wheel from disk, never
 # the CUDA build) and the package editable with dev extras (stamp keyed on the hash of pyproject.toml),
-# (3) the QEMU instruction-count plugin, built against qemu-plugin.h from Debian's qemu source package
-# (rebuilt when its source is newer than the .so).
+# (3) the QEMU instruction-count plugin, by `rvtune setup` (built against qemu-plugin.h from Debian's qemu
+# source package; rebuilt when icount.c, the header or the flags change).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -100,55 +100,20 @@ Remove the venv (rm -rf $VENV) and rerun make setup with the CPU torch wheel in 
 fi
 
 # --- 3. QEMU instruction-count plugin --------------------------------------------------------------------
-header=$TOOLS/include/qemu-plugin.h
-plugin_src=$ROOT/qemu_plugin/icount.c
-plugin_so=$TOOLS/libicount.so
-
-# qemu-plugin.h is not in any Debian binary package: take it from the qemu source package matching the
-# installed qemu-user. Private apt dirs with deb-src twins of the system's Debian entries leave /etc/apt and
-# the system's package lists untouched.
-fetch_qemu_header() {
-    local codename version
-    work=$(mktemp -d)  # global: the EXIT trap removes it (23 MB of sources) however the script ends
-    trap 'rm -rf "$work"' EXIT
-    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-    mkdir -p "$work"/{etc/sources.list.d,lists/partial,cache/archives/partial,src}
-    : > "$work/etc/sources.list"
-    local f
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -e "$f" ] || continue
-        # deb822 stanzas of this Debian release, turned into deb-src.
-        awk -v RS= -v ORS='\n\n' -v c="$codename" \
-            '$0 ~ ("Suites:[^\n]*" c) && /Types:[^\n]*deb/ { sub(/Types:[^\n]*/, "Types: deb-src"); print }' \
-            "$f" > "$work/etc/sources.list.d/$(basename "$f")"
-    done
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [ -e "$f" ] || continue
-        sed -n "s/^deb \(.*\b$codename\b.*\)/deb-src \1/p" "$f" >> "$work/etc/sources.list"
-    done
-    local apt_opts=(-q -o "Dir::Etc::SourceList=$work/etc/sources.list"
-        -o "Dir::Etc::SourceParts=$work/etc/sources.list.d" -o "Dir::State::Lists=$work/lists"
-        -o "Dir::Cache=$work/cache" -o "APT::Sandbox::User=root")
-    apt-get "${apt_opts[@]}" update >/dev/null || die "apt-get update (deb-src, private dirs) failed"
-    version=$(dpkg-query -W -f='${source:Version}' qemu-user)
-    # The exact source of the installed qemu-user if the mirror still has it, else the release's current one.
-    (cd "$work/src" && { apt-get "${apt_opts[@]}" source --download-only "qemu=$version" >/dev/null 2>&1 \
-        || apt-get "${apt_opts[@]}" source --download-only qemu >/dev/null; }) \
-        || die "apt-get source qemu failed: no deb-src for $codename reachable"
-    mkdir -p "$TOOLS/include"
-    tar -xJOf "$work"/src/qemu_*.orig.tar.xz --wildcards '*/include/qemu/qemu-plugin.h' > "$header.tmp"
-    [ -s "$header.tmp" ] || die "qemu-plugin.h not found in the qemu source package"
-    mv "$header.tmp" "$header"
-}
-
-if [ ! -s "$header" ] && plan "fetch qemu-plugin.h (apt-get source qemu) into $TOOLS/include"; then
-    fetch_qemu_header
-fi
-if { [ ! -f "$plugin_so" ] || [ "$plugin_src" -nt "$plugin_so" ] || [ "$header" -nt "$plugin_so" ]; } \
-    && plan "build $plugin_so"; then
-    gcc -O2 -Wall -Wextra -Wno-unused-parameter -fPIC -shared -I"$TOOLS/include" \
-        -o "$plugin_so.tmp" "$plugin_src"
-    mv "$plugin_so.tmp" "$plugin_so"
+# `rvtune setup` (the package's own command, which pip users run too) fetches qemu-plugin.h and builds the
+# plugin from the packaged icount.c into $TOOLS when either is missing or out of date.
+export RVTUNE_TOOLS_DIR=$TOOLS
+if [ -x "$VENV/bin/rvtune" ]; then
+    if ! plugin_plan=$("$VENV/bin/rvtune" setup --check); then
+        TODO=1
+        if [ "$CHECK" = 1 ]; then
+            echo "${plugin_plan//rvtune setup: would/setup: would}"
+        else
+            "$VENV/bin/rvtune" setup || die "rvtune setup failed (see above)"
+        fi
+    fi
+else  # only in --check mode: otherwise step 2 has made the venv
+    plan "build the QEMU plugin into $TOOLS (rvtune setup)" || true
 fi
 
 if [ "$TODO" = 0 ]; then

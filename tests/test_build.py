@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from pytest_rvtune import build
-from pytest_rvtune.paths import REPO_ROOT
 from pytest_rvtune.spec import KernelSpec, load_kernel_module
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, qemu_command
+
+REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout these tests belong to
 
 RUN_OPTS = ["--warmup", "0", "--runs", "2"]
 

@@ -21,6 +21,8 @@ from pytest_rvtune.harness import HEADER_DIR
 from pytest_rvtune.harness.generate import HarnessArg, HarnessError, argv, generate
 from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, qemu_command
 
+REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout these tests belong to
+
 SYMBOL = "tk_kernel"
 
 # out[i] += alpha * x[idx[i]] (accumulates: only a reset before every run keeps it one run's worth);
@@ -359,7 +361,6 @@ _C_TYPES = {"*fp32": "float *", "*i32": "int32_t *", "i32": "int32_t"}
 def moe_objects(tmp_path_factory: pytest.TempPathFactory):
     """(spec, dir, toolchain, C++ toolchain, objects shared by every config): kernel, launcher, harness."""
     from pytest_rvtune.build import cxx_toolchain, main_cpp_path
-    from pytest_rvtune.paths import REPO_ROOT
     from pytest_rvtune.spec import load_kernel_module
 
     spec = load_kernel_module(REPO_ROOT / "kernels" / "fused_moe.py")

@@ -1,4 +1,4 @@
-"""The QEMU instruction-count plugin (qemu_plugin/icount.c) on real QEMU with real cross-built programs."""
+"""The QEMU instruction-count plugin (pytest_rvtune/targets/qemu_plugin/icount.c) on real QEMU, real programs."""
 
 from __future__ import annotations
 

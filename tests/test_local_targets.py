@@ -200,5 +200,5 @@ def test_icount_file_format() -> None:
     with pytest.raises(CounterFormatError, match="missing kernel_insns"):
         parse_icount("insns=10 vector_insns=0 launches=0", source="x.txt")
     # an older plugin (no launch counting) is named as such, with the fix
-    with pytest.raises(CounterFormatError, match=r"missing launches .*make setup"):
+    with pytest.raises(CounterFormatError, match=r"missing launches .*rvtune setup"):
         parse_icount("insns=10 vector_insns=0 kernel_insns=3", source="x.txt")

@@ -11,15 +11,18 @@ import importlib
 import sys
 import warnings
 
+from pytest_rvtune import __version__
+
 #: Modules of pytest_rvtune.cli, each named after the `rvtune` command it defines, in --help order.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "compile", "report", "compare", "export_best", "correlate", "doctor", "golden", "bench_compiler", "noise",
-    "import_project",
+    "import_project", "setup",
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rvtune", description="pytest-rvtune: Triton kernels on RISC-V")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(f"pytest_rvtune.cli.{name}").add_parser(subparsers)

@@ -3,12 +3,14 @@
 Lists every tool with its version and path, then proves the pieces work together: QEMU runs a real
 rv64gcv VLEN-256 vector program (cross-built with toolchain.py) and gets the right answer, the instruction-count
 plugin counts it, and every configured target runs the same probe program. Every missing piece is named with
-the command that fixes it; the exit code is 1 if anything is missing or broken.
+the command that fixes it (`apt-get install ...` for a Debian tool, `rvtune setup` for the plugin); the exit code
+is 1 if anything is missing or broken.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import importlib.util
 import os
@@ -23,9 +25,15 @@ from tabulate import tabulate
 
 from pytest_rvtune import paths
 from pytest_rvtune.targets.base import RunResult, Target
-from pytest_rvtune.toolchain import RISCV_ISA, RISCV_VLEN, Toolchain, ToolchainError
+from pytest_rvtune.toolchain import DEBIAN_PACKAGES, RISCV_ISA, RISCV_VLEN, Toolchain, ToolchainError
+from pytest_rvtune.tools import plugin_state
 
-FIX = "make setup"
+#: The fix for the helper tools pytest-rvtune builds itself (the QEMU plugin).
+FIX = "rvtune setup"
+#: The fix of a check that failed because a tool listed above is missing.
+FIX_TOOLS_ABOVE = "install the missing tools above"
+#: Python packages that only one feature needs: their absence is reported, not counted as a problem.
+OPTIONAL_PACKAGES = {"asyncssh": "boards", "matplotlib": "plots"}  # distribution -> the extra that brings it
 PROBE_SYMBOL = "rvtune_doctor_kernel"
 PROBE_N = 100
 PROBE_TIMEOUT_S = 60.0
@@ -80,7 +88,12 @@ class Row:
     ok: bool
     detail: str
     path: str = ""
-    fix: str = FIX  # what the headline tells the user to do when this row failed
+    fix: str = f"run `{FIX}`"  # what the headline tells the user to do when this row failed
+    apt: str = ""  # the Debian package that fixes it (the headline gathers them into one apt-get command)
+
+
+def _apt_row(what: str, detail_prefix: str, package: str) -> Row:
+    return Row(what, False, f"{detail_prefix}: `apt-get install {package}`", apt=package)
 
 
 def _first_line(cmd: list[str]) -> str:
@@ -112,7 +125,7 @@ def tool_rows() -> list[Row]:
     for name, version_args, extra in tools:
         path = _which(name, extra)
         if path is None:
-            rows.append(Row(name, False, f"missing: run `{FIX}`"))
+            rows.append(_apt_row(name, "missing", DEBIAN_PACKAGES[name]))
         else:
             rows.append(Row(name, True, _first_line([path, *version_args]), path))
     # Static rv64 links need the cross C library, not just the compiler driver.
@@ -121,19 +134,26 @@ def tool_rows() -> list[Row]:
     if libc.is_file() and gcc_cross:
         rows.append(Row("riscv64 sysroot", True, f"gcc-cross {gcc_cross[-1].name}", str(libc.parent.parent)))
     else:
-        rows.append(Row("riscv64 sysroot", False, f"missing (g++-riscv64-linux-gnu): run `{FIX}`"))
+        rows.append(_apt_row("riscv64 sysroot", "missing", "g++-riscv64-linux-gnu"))
     for dist, module in (("triton", "triton"), ("torch", "torch"), ("pytest-benchmark", "pytest_benchmark"),
-                         ("asyncssh", "asyncssh")):
+                         ("asyncssh", "asyncssh"), ("matplotlib", "matplotlib")):
         try:
             version = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
-            rows.append(Row(dist, False, f"python package missing: run `{FIX}`"))
+            if dist in OPTIONAL_PACKAGES:
+                feature = OPTIONAL_PACKAGES[dist]
+                rows.append(Row(dist, True, f"not installed: only {feature} need it "
+                                            f"(pip install 'pytest-rvtune[{feature}]')"))
+            else:
+                rows.append(Row(dist, False, "python package missing", fix="run `pip install pytest-rvtune` (it "
+                                "requires every such package)"))
             continue
         spec = importlib.util.find_spec(module)
         rows.append(Row(dist, True, version, str(Path(spec.origin).parent) if spec and spec.origin else ""))
-    plugin = paths.icount_plugin()
-    rows.append(Row("QEMU icount plugin", plugin.is_file(),
-                    "built" if plugin.is_file() else f"missing: run `{FIX}`", str(plugin)))
+    plugin, state = paths.icount_plugin(), plugin_state()
+    detail = {"ok": "built", "missing": f"missing: run `{FIX}`",
+              "stale": f"out of date (icount.c, qemu-plugin.h or the flags changed): run `{FIX}`"}[state]
+    rows.append(Row("QEMU icount plugin", state == "ok", detail, str(plugin)))
     return rows
 
 
@@ -177,12 +197,12 @@ def qemu_rows(builder: ProbeBuilder) -> list[Row]:
 
     elf = builder.elf(RISCV_ISA)
     if isinstance(elf, str):
-        return [Row("QEMU rv64gcv VLEN 256", False, elf if FIX in elf else f"{elf}; run `{FIX}`")]
+        return [Row("QEMU rv64gcv VLEN 256", False, elf, fix=FIX_TOOLS_ABOVE)]
     rows: list[Row] = []
     try:
         plain = QemuTarget(counters=False).run(elf, [], PROBE_TIMEOUT_S)
     except ToolchainError as exc:
-        return [Row("QEMU rv64gcv VLEN 256", False, str(exc))]
+        return [Row("QEMU rv64gcv VLEN 256", False, str(exc), fix=FIX_TOOLS_ABOVE)]
     ok, detail = _verdict(plain)
     rows.append(Row("QEMU rv64gcv VLEN 256", ok, detail))
     try:
@@ -198,16 +218,16 @@ def qemu_rows(builder: ProbeBuilder) -> list[Row]:
 
 
 def _configured_targets(rootdir: Path) -> dict[str, tuple[Callable[[], Target], str]]:
-    """name -> (factory, fix): the built-ins, fixed by `make setup`, and the configured boards, fixed in their
+    """name -> (factory, fix): the built-ins, fixed by the tools above, and the configured boards, fixed in their
     own entry of the configuration file."""
     from pytest_rvtune.targets import config
     from pytest_rvtune.targets.factory import make_target
 
     targets: dict[str, tuple[Callable[[], Target], str]] = {}
     for name, cfg in config.load_targets(rootdir).items():
-        fix = FIX if cfg.kind == "builtin" else (f"check {cfg.where()} (host, port, user, key, known_hosts) and that "
-                                                 "the board answers ssh")
-        targets[name] = ((lambda cfg=cfg: make_target(cfg, worker_id="doctor")), fix)
+        fix = (f"install any tool missing above, then run `{FIX}`" if cfg.kind == "builtin" else
+               f"check {cfg.where()} (host, port, user, key, known_hosts) and that the board answers ssh")
+        targets[name] = (functools.partial(make_target, cfg, worker_id="doctor"), fix)
     return targets
 
 
@@ -226,7 +246,7 @@ def target_rows(builder: ProbeBuilder, rootdir: Path) -> list[Row]:
         try:
             elf = builder.elf(target.isa)
             if isinstance(elf, str):
-                rows.append(Row(f"target {name}", False, elf))
+                rows.append(Row(f"target {name}", False, elf, fix=FIX_TOOLS_ABOVE))
                 continue
             target.prepare([])
             ok, detail = _verdict(target.run(elf, [], PROBE_TIMEOUT_S, kernel_symbol=PROBE_SYMBOL))
@@ -251,15 +271,23 @@ def run_doctor(rootdir: Path) -> int:
     bad = [r for r in rows + checks if not r.ok]
     print()
     if bad:
-        by_fix: dict[str, list[str]] = {}
-        for r in bad:
-            by_fix.setdefault(r.fix, []).append(r.what)
-        fixes = "; ".join(f"{', '.join(whats)}: {f'run `{fix}`' if fix == FIX else fix}"
-                          for fix, whats in by_fix.items())
-        print(f"rvtune doctor: {len(bad)} problem(s). Fix: {fixes}; then rerun `rvtune doctor`")
+        print(f"rvtune doctor: {len(bad)} problem(s). Fix: {_fixes(bad)}; then rerun `rvtune doctor`")
         return 1
     print("rvtune doctor: everything is in place")
     return 0
+
+
+def _fixes(bad: list[Row]) -> str:
+    """One clause per fix naming what it fixes; every missing Debian package in one apt-get command."""
+    by_fix: dict[str, list[str]] = {}
+    packages = list(dict.fromkeys(r.apt for r in bad if r.apt))
+    if packages:
+        by_fix[f"run `apt-get install {' '.join(packages)}` (a pytest-rvtune checkout's `make setup` does this)"] = [
+            r.what for r in bad if r.apt]
+    for r in bad:
+        if not r.apt:
+            by_fix.setdefault(r.fix, []).append(r.what)
+    return "; ".join(f"{', '.join(whats)}: {fix}" for fix, whats in by_fix.items())
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

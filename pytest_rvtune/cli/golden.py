@@ -56,9 +56,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _default_kernels_dir() -> Path:
-    """./kernels when run in a project that has one, else this checkout's kernel suite."""
+    """./kernels when run in a project that has one, else the project root's."""
     here = Path("kernels")
-    return here if here.is_dir() else paths.REPO_ROOT / "kernels"
+    return here if here.is_dir() else paths.project_root() / "kernels"
 
 
 def _specs(args: argparse.Namespace) -> list[KernelSpec]:

@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_rvtune.extras import MissingExtraError
 from pytest_rvtune.results.report import FORMATS, build_case_reports, default_out_dir, render_report, write_perf_stats
 from pytest_rvtune.results.runs import load_run
 
@@ -56,13 +57,18 @@ def run_report(args: argparse.Namespace) -> int:
     written = [out / f"report.{ext}"]
     written[0].write_text(text, encoding="utf-8")
     written += write_perf_stats(run, out)
+    status = 0
     if not args.no_plots:
-        from pytest_rvtune.results.plots import write_plots
-
-        written += write_plots(run, out)
+        try:
+            from pytest_rvtune.results.plots import write_plots
+        except MissingExtraError as exc:  # the report and CSVs are written; only the PNGs are missing
+            print(f"rvtune report: {exc} (or pass --no-plots)", file=sys.stderr)
+            status = 2
+        else:
+            written += write_plots(run, out)
     print(f"wrote {len(written)} files under {out}", file=sys.stderr)
     if args.html:
         from pytest_rvtune.results.html import write_html
 
         print(f"wrote {write_html(run, args.html, base)}", file=sys.stderr)
-    return 0
+    return status

@@ -15,9 +15,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 from scipy.stats import spearmanr
+
+from pytest_rvtune.extras import missing_extra
+
+try:
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+except ImportError as exc:  # the [plots] extra
+    raise missing_extra("matplotlib", "plots", "The report's plots") from exc
 
 from pytest_rvtune.results.heatmap import heatmap_grid
 from pytest_rvtune.results.records import RunRecord

@@ -90,6 +90,16 @@ class Target(Protocol):
     def close(self) -> None: ...
 
 
+class BoardError(RuntimeError):
+    """A board cannot be used (unreachable, auth, host key, wrong ISA/VLEN, full disk, lost mid-run)."""
+
+
+class BoardLostError(BoardError):
+    """The board went away mid-session and reconnecting failed: later runs on it would fail the same way.
+    Defined here, not in ssh.py, so the item pipeline can tell it without importing asyncssh (the [boards]
+    extra)."""
+
+
 class RunFilesError(ValueError):
     """A ``files`` mapping a target cannot lay out: names the path and what is wrong with it."""
 

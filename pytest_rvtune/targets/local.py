@@ -186,7 +186,7 @@ class QemuTarget:
         self.counters = counters
         if counters and not self.plugin.is_file():
             raise TargetSetupError(
-                f"QEMU instruction-count plugin {self.plugin} is missing: run `make setup` to build it"
+                f"QEMU instruction-count plugin {self.plugin} is missing: run `rvtune setup` to build it"
             )
 
     @functools.cache  # noqa: B019 (one target object per session: caching on self is intended)

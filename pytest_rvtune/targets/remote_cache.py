@@ -13,7 +13,12 @@ import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import asyncssh
+from pytest_rvtune.extras import missing_extra
+
+try:
+    import asyncssh
+except ImportError as exc:  # the [boards] extra
+    raise missing_extra("asyncssh", "boards", "RISC-V boards over SSH") from exc
 
 from pytest_rvtune.hashing import sha256_file
 

@@ -28,13 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-import asyncssh
+from pytest_rvtune.extras import missing_extra
+
+try:
+    import asyncssh
+except ImportError as exc:  # the [boards] extra
+    raise missing_extra("asyncssh", "boards", "RISC-V boards over SSH") from exc
 
 from pytest_rvtune import paths
 from pytest_rvtune.counters import parse_perf_stat_csv
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
-from pytest_rvtune.targets.base import RunResult, TimingSource, run_dir_files
+from pytest_rvtune.targets.base import BoardError, BoardLostError, RunResult, TimingSource, run_dir_files
 from pytest_rvtune.targets.config import TargetConfig
 from pytest_rvtune.targets.output_cap import CappedOutput
 from pytest_rvtune.targets.remote_cache import RemoteCache, UploadError
@@ -83,14 +88,6 @@ int main(void) {
     return 0;
 }
 """
-
-
-class BoardError(RuntimeError):
-    """A board cannot be used (unreachable, auth, host key, wrong ISA/VLEN, full disk, lost mid-run)."""
-
-
-class BoardLostError(BoardError):
-    """The board went away mid-session and reconnecting failed: later runs on it would fail the same way."""
 
 
 class _BoardBusy(Exception):

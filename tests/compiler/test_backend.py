@@ -6,18 +6,20 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import triton
 from triton.backends.compiler import GPUTarget, Language
 from triton.compiler import ASTSource, make_backend
 
-from pytest_rvtune import paths
 from pytest_rvtune.compiler.compiler import RVTuneBackend, RVTuneOptions, rvtune_target
 from pytest_rvtune.compiler.driver import RVTuneDriver
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
-MATMUL = paths.REPO_ROOT / "kernels" / "matmul.py"
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout these tests belong to
+
+MATMUL = REPO_ROOT / "kernels" / "matmul.py"
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,8 @@ from pytest_rvtune.compiler import api
 from pytest_rvtune.compiler.frontend import FrontendError, kernel_to_ttir
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout these tests belong to
+
 # ---- kernels -------------------------------------------------------------------------------------------
 
 
@@ -328,11 +330,10 @@ def test_matches_numpy(isa: str, name: str, outputs) -> None:
 
 def _suite_kernel_calls() -> list[KernelCall]:
     """The kernels of kernels/*.py, each on its "small" case and first config (no block pointers in them)."""
-    from pytest_rvtune import paths
     from pytest_rvtune.spec import load_kernel_module
 
     calls = []
-    for path in sorted((paths.REPO_ROOT / "kernels").glob("*.py")):
+    for path in sorted((REPO_ROOT / "kernels").glob("*.py")):
         spec = load_kernel_module(path)
         launch = spec.capture_launch("small", spec.configs[0])
         signature = {k: v for k, v in launch.signature.items() if v != "constexpr"}

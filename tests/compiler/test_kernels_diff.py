@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_rvtune import paths
 from pytest_rvtune.compiler.api import compile_kernel
 from pytest_rvtune.harness import HEADER_DIR
 from pytest_rvtune.harness import generate as harness
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, Toolchain, qemu_command
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout these tests belong to
 
 CASE = "small"
 
@@ -76,7 +77,7 @@ def interpreted():
 
     def get(kernel: str) -> tuple[Any, list]:
         if kernel not in done:
-            spec = load_kernel_module(paths.REPO_ROOT / "kernels" / f"{kernel}.py")
+            spec = load_kernel_module(REPO_ROOT / "kernels" / f"{kernel}.py")
             runs = []
             for i, config in enumerate(CONFIGS[kernel]):
                 case = spec.case(CASE, spec.variant_of(config))

@@ -8,10 +8,11 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
-from pytest_rvtune import paths
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout these tests belong to
 
-RUNNER = paths.REPO_ROOT / "benchmarks" / "triton_conformance.py"
+RUNNER = REPO_ROOT / "benchmarks" / "triton_conformance.py"
 
 FAKE_TEST_CORE = '''
 import os
@@ -74,7 +75,7 @@ def run(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
     test_file = tmp_path / "test_core.py"
     test_file.write_text(textwrap.dedent(FAKE_TEST_CORE))
     out = tmp_path / "verdicts.json"
-    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton"), "PYTHONPATH": str(paths.REPO_ROOT)}
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton"), "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.run([sys.executable, str(RUNNER), str(test_file), "--json", str(out), *args],
                           capture_output=True, text=True, env=env, timeout=600, check=False)
     assert out.exists(), proc.stdout + proc.stderr
@@ -110,7 +111,7 @@ def test_sample_in_process(tmp_path):
 def test_a_kernel_crash_under_qemu_is_other_and_named_even_behind_the_tests_own_assert():
     # Triton's tests wrap some launches in ``try: ... except BaseException: assert False``; the verdict and the
     # reason must come from the crash, not from that assert (nor count it as a refusal of ours).
-    sys.path.insert(0, str(paths.REPO_ROOT / "benchmarks"))
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
     try:
         import triton_conformance_plugin as plugin
     finally:
@@ -140,7 +141,7 @@ def test_an_assert_inside_torch_is_other_but_torch_testing_mismatches_are_wrong(
     # not a wrong result; torch.testing.assert_close (raised from inside torch as well) is one.
     import torch
 
-    sys.path.insert(0, str(paths.REPO_ROOT / "benchmarks"))
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
     try:
         import triton_conformance_plugin as plugin
     finally:

@@ -47,7 +47,7 @@ def project(pytester: pytest.Pytester, rvtune_cache_dir: Path, monkeypatch: pyte
     monkeypatch.delenv("RVTUNE_GOLDEN_DIR", raising=False)
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     pytester.mkdir("kernels")
-    pytester.makeini("[pytest]\ntestpaths = kernels\n")
+    pytester.makeini("[pytest]\ntestpaths = kernels\nrvtune_kernel_dirs = kernels\n")
     return pytester
 
 
