@@ -18,6 +18,7 @@ from pytest_rvtune.toolchain import RISCV_ISA, Toolchain
 BENCH_DIR = Path(__file__).resolve().parent
 MATMUL_SOURCE = BENCH_DIR / "rvv_matmul.c"
 ROWS_SOURCE = BENCH_DIR / "rvv_rows.c"
+FLASH_SOURCE = BENCH_DIR / "rvv_flash.c"
 
 #: argv variant of rvv_matmul.c -> (kernel symbol, description).
 MATMUL_VARIANTS = {"4x4": ("rvv_matmul", "hand-written RVV 4 rows x LMUL4"),
@@ -137,6 +138,30 @@ def layer_norm(rows: int, cols: int, workdir: Path) -> Counts:
     return counts
 
 
+def flash_attention(heads: int, n: int, d: int, causal: bool, workdir: Path) -> Counts:
+    """rvv_flash.c on q, k, v ~ N(0, 1) of shape [heads, n, d] (as kernels/flash_attention_fwd.py with Z=1);
+    out and L (logsumexp of each score row) checked against numpy."""
+    what = f"rvv_flash (heads={heads} n={n} d={d} causal={causal})"
+    elf = build(FLASH_SOURCE, workdir)
+    rng = np.random.default_rng(heads * n * d)
+    q, k, v = (rng.standard_normal((heads, n, d)).astype(np.float32) for _ in range(3))
+    tag = f"flash_{heads}x{n}x{d}_{int(causal)}"
+    outs = [workdir / f"{tag}_out.bin", workdir / f"{tag}_lse.bin"]
+    inputs = [_save(workdir / f"{tag}_{name}.bin", t) for name, t in (("q", q), ("k", k), ("v", v))]
+    counts = _run(elf, [str(heads), str(n), str(d), str(int(causal)), str(REPS), *inputs, *map(str, outs)],
+                  "rvv_flash", what)
+    s = np.einsum("hid,hjd->hij", q.astype(np.float64), k.astype(np.float64)) / np.sqrt(d)
+    if causal:
+        s = np.where(np.triu(np.ones((n, n), dtype=bool), 1), -np.inf, s)
+    top = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - top)
+    want = np.einsum("hij,hjd->hid", e / e.sum(axis=-1, keepdims=True), v.astype(np.float64))
+    lse = (top[..., 0] + np.log(e.sum(axis=-1)))
+    _check(what, "out", _load(outs[0], (heads, n, d)), want, atol=1e-4, rtol=1e-4)
+    _check(what, "L", _load(outs[1], (heads, n)), lse, atol=1e-4, rtol=1e-4)
+    return counts
+
+
 def gemm_floor_insns_per_flop(rows: int = 3, lanes: int = FLOATS_PER_M8) -> float:
     """The GEMM floor, a computed figure: per K step of a ``rows`` x LMUL-8 register tile, one B vector load,
     one address add, and per row one scalar A load and one vfmacc.vf of ``lanes`` multiply-adds (2 FLOPs
@@ -149,6 +174,7 @@ __all__ = [
     "MATMUL_VARIANTS",
     "Counts",
     "YardstickError",
+    "flash_attention",
     "gemm_floor_insns_per_flop",
     "layer_norm",
     "matmul",

@@ -13,8 +13,8 @@ One table, one row per measurement, each with the load average when it was taken
   FLOP (matmul) or per element (softmax, layer_norm at the kernels' emu shapes) for the config with the
   fewest, against each hand-written RVV-intrinsics yardstick of ``pytest_rvtune/bench`` (same clang flags, same
   plugin, the whole call counted as ``launch_insns`` too, every output checked against numpy) and the GEMM
-  floor (a computed figure, bench/yardsticks.py). ``est_cycles`` is printed beside the counts when the plugin
-  gives it.
+  floor (a computed figure, bench/yardsticks.py); flash attention (non-causal, emu shape) per FLOP likewise.
+  ``est_cycles`` is printed beside the counts when the plugin gives it.
 
 Every kernel run also checks its answer against the kernel module's reference (a wrong answer is an error).
 """
@@ -79,7 +79,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--runs", type=int, default=5, help="timed launches per host measurement (default 5)")
     p.add_argument("--skip-torch", action="store_true",
                    help="host: only matmul (no flash attention / fused MoE / softmax / layer_norm rows)")
-    p.add_argument("--skip-rows", action="store_true", help="QEMU: only matmul (no softmax / layer_norm rows)")
+    p.add_argument("--skip-rows", action="store_true",
+                   help="QEMU: only matmul (no softmax / layer_norm / flash attention rows)")
     p.add_argument("--skip-qemu", action="store_true", help="no QEMU rows")
     p.add_argument("--json", type=Path, default=None, help="also write the rows as JSON to this file")
     p.set_defaults(func=run)
@@ -165,7 +166,8 @@ def numpy_matmul_seconds(n: int, runs: int) -> tuple[float, str]:
     process whose environment has only PATH and the thread counts: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (which
     can slow OpenBLAS down) are unset there and only there."""
     env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", _NUMPY_TIMER, str(n), str(max(runs, 3))], capture_output=True,
+    # at least 20 tries: a 512^3 matmul takes a few ms, and on a shared machine a few tries can all be preempted
+    out = subprocess.run([sys.executable, "-c", _NUMPY_TIMER, str(n), str(max(runs, 20))], capture_output=True,
                          text=True, env=env, check=False)
     if out.returncode != 0:
         raise BenchError(f"timing numpy matmul failed (is threadpoolctl installed? pip install -e .[dev]): "
@@ -349,10 +351,20 @@ def qemu_row_kernel_rows(args: argparse.Namespace, name: str, workdir: Path) -> 
                 f"insns ours/ref; {_cycles_note(ours, elements)}")]
 
 
-def qemu_flash_note() -> Row:
-    """No hand-written flash-attention yardstick yet: said in the table, not left out silently."""
-    return Row(QEMU, "flash attention fwd, launch insns / FLOP", "", "", "no hand-written yardstick yet", "",
-               "not built this session (issue 17): the matmul and row-kernel yardsticks bound its two halves")
+def qemu_flash_rows(args: argparse.Namespace, workdir: Path) -> list[Row]:
+    """Flash attention (non-causal) at the module's emu shape: launch insns per FLOP (4 N^2 D per head, the
+    two matmuls) vs the hand-written RVV kernel."""
+    spec = _spec(args.kernels, "flash_attention_fwd")
+    configs = [c for c in _module_configs(spec) if not c["IS_CAUSAL"]][:args.max_configs]
+    config, ours = _best_qemu(spec, "emu", configs)
+    case = spec.case("emu", spec.variant_of(config))
+    heads, n, d = case["Z"] * case["H"], case["N_CTX"], case["D_HEAD"]
+    flops = 4.0 * heads * n * n * d
+    hand = yardsticks.flash_attention(heads, n, d, False, workdir).launch_insns / flops
+    ipf = ours["launch_insns"] / flops
+    return [Row(QEMU, f"flash attention fwd (Z*H={heads} N_CTX={n} D={d}), launch insns / FLOP", _short(config),
+                f"{ipf:.4f}", f"{hand:.4f} (hand-written RVV, K^T packed, LMUL8 online softmax)",
+                f"{ipf / hand:.2f}x", f"insns ours/ref; {_cycles_note(ours, flops)}")]
 
 
 def bench_rows(args: argparse.Namespace) -> list[Row]:
@@ -364,7 +376,8 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
                  host_row_kernel_row(args, "layer_norm")]
     if not args.skip_qemu:
         rows += qemu_rows(args, paths.cache_dir() / "bench_compiler")
-        rows.append(qemu_flash_note())
+        if not args.skip_rows:
+            rows += qemu_flash_rows(args, paths.cache_dir() / "bench_compiler")
     return rows
 
 
