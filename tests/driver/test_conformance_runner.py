@@ -30,8 +30,10 @@ def add_one(X, Z, SIZE: tl.constexpr):
 
 
 @triton.jit
-def printing(X, SIZE: tl.constexpr):
-    tl.device_print("x", tl.load(X + tl.arange(0, SIZE)))
+def inline_asm(X, SIZE: tl.constexpr):
+    x = tl.load(X + tl.arange(0, SIZE))
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(X + tl.arange(0, SIZE), y)
 
 
 @pytest.mark.parametrize("size", [4, 8, 16])
@@ -50,7 +52,7 @@ def test_wrong_reference(device):
 
 
 def test_refused(device):
-    printing[(1, )](torch.zeros(4, device=device), SIZE=4)
+    inline_asm[(1, )](torch.zeros(4, device=device), SIZE=4)
 
 
 def test_other(device):
@@ -97,7 +99,7 @@ def test_every_verdict_and_a_crash(tmp_path):
     assert "| test_add " in proc.stdout and "|     3 |      3 |       0 |" in proc.stdout
     assert "items that reached our lowering: 5, passed 3 (60.00 %)" in proc.stdout, proc.stdout
     assert "test_core.py::test_wrong_reference: AssertionError: Not equal to tolerance" in proc.stdout
-    assert "UnsupportedOpError: operation tt.print: rvtune cannot lower it" in proc.stdout
+    assert "UnsupportedOpError: operation tt.elementwise_inline_asm: rvtune cannot lower it" in proc.stdout
     assert "the test process crashed" in proc.stdout
 
 
