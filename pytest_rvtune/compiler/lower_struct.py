@@ -883,7 +883,7 @@ def op_atomic(f: FuncEmitter, op: Op) -> None:
     f.values[op.results[0]] = out
 
 
-@handles("tt.assert", "tt.print", "tt.device_assert", "tt.device_print", "tt.elementwise_inline_asm")
+@handles("tt.assert", "tt.device_assert", "tt.elementwise_inline_asm")  # tt.print: lower_print's tier
 def op_rejected(f: FuncEmitter, op: Op) -> None:
     raise f.unsupported(f"operation {op.name}")
 
