@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,8 +36,13 @@ VERDICTS = ("pass", "wrong", "refused", "other", "skipped")
 
 
 def run_tests(test_file: Path, target: str, sample: int, seed: int, workers: int, keyword: str | None,
-              timeout: float | None) -> list[dict[str, Any]]:
-    """Run the file under pytest with the driver active; the verdict of every item run."""
+              timeout: float | None, shuffle: bool = False,
+              stop_after: float | None = None) -> tuple[list[dict[str, Any]], bool]:
+    """Run the file under pytest with the driver active: the verdict of every item run, and whether it was
+    stopped early.
+
+    ``stop_after`` seconds: pytest is interrupted (SIGINT, as Ctrl-C) and the verdicts of the items that
+    finished are returned; with ``shuffle`` those are a random sample of the file."""
     with tempfile.TemporaryDirectory(prefix="rvtune-conformance-") as tmp:
         work = Path(tmp)
         shutil.copy(test_file, work / test_file.name)
@@ -51,12 +57,27 @@ def run_tests(test_file: Path, target: str, sample: int, seed: int, workers: int
             cmd += ["-n", str(workers)]
         if keyword:
             cmd += ["-k", keyword]
+        if shuffle:
+            cmd += ["--conformance-shuffle"]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), str(REPO), env.get("PYTHONPATH")) if p)
-        proc = subprocess.run(cmd, cwd=work, env=env, timeout=timeout, check=False)
+        proc = subprocess.Popen(cmd, cwd=work, env=env)
+        stopped = False
+        try:
+            proc.wait(timeout=stop_after)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)  # pytest stops, its session-finish hook writes what finished
+            stopped = True
+            print(f"\nstopped after {stop_after:.0f} s (--stop-after): the verdicts below are the items that "
+                  "finished", flush=True)
+            try:
+                proc.wait(timeout=timeout or 300)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         if not report.exists():
             raise SystemExit(f"pytest ended (exit status {proc.returncode}) without verdicts: see its output above")
-        return json.loads(report.read_text())
+        return json.loads(report.read_text()), stopped
 
 
 def summary_rows(results: list[dict[str, Any]]) -> list[list[Any]]:
@@ -94,18 +115,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1,
                         help="xdist workers (default 1: isolates crashes; 0: in this process's pytest)")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression, e.g. 'test_bin_op or test_dot'")
-    parser.add_argument("--timeout", type=float, default=None, help="give up after this many seconds")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="after --stop-after, wait this long for pytest to end (default 300 s)")
+    parser.add_argument("--shuffle", action="store_true", help="run the items in a random order (--seed)")
+    parser.add_argument("--stop-after", type=float, default=None,
+                        help="interrupt the run after this many seconds and report the items that finished "
+                             "(with --shuffle: a random sample of the file)")
     parser.add_argument("--json", type=Path, help="also write every item's verdict here")
     args = parser.parse_args(argv)
     if not args.test_file.is_file():
         parser.error(f"{args.test_file}: no such file (pass the path of Triton's test_core.py)")
 
-    results = run_tests(args.test_file.resolve(), args.target, args.sample, args.seed, args.workers,
-                        args.keyword, args.timeout)
+    results, stopped = run_tests(args.test_file.resolve(), args.target, args.sample, args.seed, args.workers,
+                        args.keyword, args.timeout, args.shuffle, args.stop_after)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
     print(f"\n{args.test_file} on {args.target}"
-          + (f" (sample of {args.sample}, seed {args.seed})" if args.sample else ""))
+          + (f" (sample of {args.sample}, seed {args.seed})" if args.sample else "")
+          + (f" (random order, seed {args.seed})" if args.shuffle else "")
+          + (f": stopped after {args.stop_after:.0f} s, {len(results)} items finished" if stopped else ""))
     print(tabulate(summary_rows(results), headers=["test function", "run", *VERDICTS], tablefmt="github"))
     passed, reached = reached_pass_rate(results)
     if reached:

@@ -40,6 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conformance-target", choices=("host", "rv64"), default="host")
     group.addoption("--conformance-sample", type=int, default=0, help="run N items drawn at random (0: all)")
     group.addoption("--conformance-seed", type=int, default=0)
+    group.addoption("--conformance-shuffle", action="store_true",
+                    help="run the items in a random order (seeded): a run stopped early is then a random sample")
     group.addoption("--conformance-report", default=None, help="write the verdicts to this JSON file")
 
 
@@ -88,6 +90,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if 0 < n < len(items):
         keep = set(random.Random(config.getoption("--conformance-seed")).sample(range(len(items)), n))
         items[:] = [item for i, item in enumerate(items) if i in keep]
+    if config.getoption("--conformance-shuffle"):
+        random.Random(config.getoption("--conformance-seed")).shuffle(items)
 
 
 @pytest.fixture

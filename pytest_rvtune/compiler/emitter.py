@@ -134,7 +134,8 @@ def _elem_bytes(t: Type) -> int:
     e = t.element
     if e.pointee is not None:
         return 8
-    return {"i1": 1, "i8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4}.get(e.elem or "", 8)
+    return {"i1": 1, "i8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4,
+            **dict.fromkeys(lower_ops.FP8_TYPES, 1)}.get(e.elem or "", 8)
 
 
 @dataclass

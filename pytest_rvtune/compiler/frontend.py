@@ -30,7 +30,7 @@ class FrontendError(ValueError):
 
 def ttir_options() -> RVTuneOptions:
     """The options the frontend runs with: the backend's defaults (no overflow sanitizer, IEEE fp32 ``tl.dot``,
-    no fp8)."""
+    our fp8 types)."""
     import triton
 
     # Triton's own knob for an fp32 tl.dot without input_precision (tf32 otherwise); we compute real fp32.
@@ -149,9 +149,12 @@ def _where(fn: Any, err: Any) -> str:
 
 def _advice(err: Any) -> str:
     """What to do about a frontend refusal our options cause (fp8 types); empty for any other error."""
-    if "not supported in this architecture" in str(err) and "fp8" in str(err):
-        return ("\nthe rvtune backend has no fp8 types: load fp16/bf16/fp32 data (convert fp8 tensors with "
-                "torch's .to() before the launch)")
+    text = str(err)
+    # an fp8 type outside our options, or a cast to/from float8e4b15 (Triton converts it with codegen hooks of
+    # the GPU backends, which we do not provide)
+    if ("not supported in this architecture" in text and "fp8" in text) or "provide conversion for this type" in text:
+        return (f"\nthe rvtune backend's fp8 types are {', '.join(RVTuneOptions().supported_fp8_dtypes)}: load one "
+                "of those or fp16/bf16/fp32 data (convert other tensors with torch's .to() before the launch)")
     return ""
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from . import fusion, lower_struct, ptr_analysis
+from . import fusion, lower_print, lower_scaled, lower_struct, ptr_analysis
 from .emitter import (
     LOWERING_VERSION,
     MAX_ARENA_BYTES,
@@ -25,8 +25,10 @@ from .ttir import TTIRParseError, Type, parse_function_type, parse_module
 #: The lowering tiers, most specific first: the first tier that lowers an op defines its results.
 #: ptr_analysis: pointer/mask blocks kept symbolic, block loads/stores, the dot micro-kernel (may decline);
 #: lower_struct: every structural op (loads, stores, dot, reduce, control flow...), the general lowering;
+#: lower_scaled: tt.dot_scaled (operands decoded to fp32); lower_print: tt.print (printf);
 #: fusion: float element-wise chains in one loop (element-wise ops only; others take the plain loop).
-TIERS: tuple[Tier, ...] = (ptr_analysis.TIER, lower_struct.TIER, fusion.TIER)
+TIERS: tuple[Tier, ...] = (ptr_analysis.TIER, lower_struct.TIER, lower_scaled.TIER, lower_print.TIER,
+                             fusion.TIER)
 
 
 def lower_ttir(ttir: str, tiers: tuple[Tier, ...] = TIERS) -> LoweredKernel:

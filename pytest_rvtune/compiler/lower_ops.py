@@ -12,9 +12,13 @@ from collections.abc import Callable
 from .ttir import Op, Type
 
 INT_WIDTH = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
-FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+#: The 8-bit floats (Triton's float8e5, float8e4nv, float8e4b8, float8e5b16): uint8_t bit patterns computed in
+#: float, converted by rvtune_fp8.h. Triton 3.9 gives float8e4b15 no MLIR float type (it is i8): not here.
+FP8_TYPES = {"f8E5M2": "f8e5m2", "f8E4M3FN": "f8e4m3fn", "f8E4M3FNUZ": "f8e4m3fnuz", "f8E5M2FNUZ": "f8e5m2fnuz"}
+FLOAT_TYPES = ("f16", "bf16", "f32", "f64", *FP8_TYPES)
 C_SCALAR = {"i1": "uint8_t", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
-            "index": "int64_t", "f16": "uint16_t", "bf16": "uint16_t", "f32": "float", "f64": "double"}
+            "index": "int64_t", "f16": "uint16_t", "bf16": "uint16_t", "f32": "float", "f64": "double",
+            **dict.fromkeys(FP8_TYPES, "uint8_t")}
 
 
 class OpSemanticsError(Exception):
@@ -54,10 +58,17 @@ def _sext(e: str, w: int) -> str:
 
 
 def to_float(e: str, ftype: str) -> str:
+    if ftype in FP8_TYPES:
+        return f"rv_{FP8_TYPES[ftype]}_to_f32({e})"
     return {"f16": f"rv_f16_to_f32({e})", "bf16": f"rv_bf16_to_f32({e})"}.get(ftype, e)
 
 
-def from_float(e: str, ftype: str) -> str:
+def from_float(e: str, ftype: str, rtz: bool = False) -> str:
+    """``e`` (a float or double expression) rounded to ``ftype``'s storage: to nearest even, or toward zero."""
+    if ftype in FP8_TYPES:
+        return f"rv_f32_to_{FP8_TYPES[ftype]}{'_rtz' if rtz else ''}({e})"
+    if rtz:
+        return {"f16": f"rv_f32_to_f16_rtz({e})", "bf16": f"rv_f32_to_bf16_rtz({e})"}.get(ftype, e)
     return {"f16": f"rv_f32_to_f16({e})", "bf16": f"rv_f32_to_bf16({e})"}.get(ftype, e)
 
 
@@ -107,10 +118,22 @@ _FLOAT_CALL1 = {"math.exp": "exp", "math.exp2": "exp2", "math.log": "log", "math
 _CAST_SI = {"arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui"}
 
 
+def _c_double(value: float) -> str:
+    import math
+
+    if math.isnan(value):
+        return "NAN"
+    if math.isinf(value):
+        return "-INFINITY" if value < 0 else "INFINITY"
+    return float(value).hex()
+
+
 def float_literal(value: float, ftype: str) -> str:
     """Exact C spelling of a constant of type ``ftype`` (hex floats; bit patterns for 16-bit types)."""
     import numpy as np
 
+    if ftype in FP8_TYPES:  # a constant expression clang folds; the rounding is rvtune_fp8.h's
+        return f"rv_f32_to_{FP8_TYPES[ftype]}({_c_double(value)})"
     if ftype == "f16":
         return f"((uint16_t)0x{int(np.float16(value).view(np.uint16)):04x}u)"
     if ftype == "bf16":
@@ -290,16 +313,15 @@ def _int_cast(name: str, src: Type, dst: Type, a: str) -> str:
 
 def _float_cast(op: Op, src: str, dst: str, a: str) -> str:
     if src not in FLOAT_TYPES or dst not in FLOAT_TYPES:
-        raise OpSemanticsError(f"{op.name} from {src} to {dst} is not supported (only f16/bf16/f32/f64)")
+        raise OpSemanticsError(f"{op.name} from {src} to {dst} is not supported (only fp8/f16/bf16/f32/f64)")
     f = to_float(a, src)
     if dst == "f64":
         return f"((double){f})"
-    if src == "f64":
+    if src == "f64" and dst not in FP8_TYPES:  # the fp8 encoders take the double: one rounding, not two
         f = f"((float){f})"
     rounding = op.attr("rounding") if op.name == "tt.fp_to_fp" else None
-    if rounding is not None and ("rtz" in rounding or rounding.split(":")[0].strip() == "0"):
-        return {"f16": f"rv_f32_to_f16_rtz({f})", "bf16": f"rv_f32_to_bf16_rtz({f})"}.get(dst, f)
-    return from_float(f, dst)
+    rtz = rounding is not None and ("rtz" in rounding or rounding.split(":")[0].strip() == "0")
+    return from_float(f, dst, rtz)
 
 
 def _bitcast(src: Type, dst: Type, a: str) -> str:
@@ -314,7 +336,7 @@ def _bitcast(src: Type, dst: Type, a: str) -> str:
         return f"((int64_t)rv_f64_bits({a}))"
     if d == "f64":
         return f"rv_bits_f64((uint64_t){a})"
-    if {s, d} <= {"f16", "bf16", "i16"}:  # all three are stored as 16-bit patterns
+    if {s, d} <= {"f16", "bf16", "i16"} or {s, d} <= {"i8", *FP8_TYPES}:  # same-width bit patterns
         return f"(({C_SCALAR[d]}){a})"
     raise OpSemanticsError(f"bitcast from {s} to {d} is not supported")
 

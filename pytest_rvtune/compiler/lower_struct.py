@@ -13,6 +13,7 @@ import re
 from .emitter import FuncEmitter, Handler, Tier, Val, contiguous_strides, handles_into, numel
 from .lower_ops import (
     FLOAT_TYPES,
+    FP8_TYPES,
     INT_WIDTH,
     OpSemanticsError,
     c_type,
@@ -42,6 +43,8 @@ def _literal(text: str, t: Type) -> str:
             bits = int(text, 16)
             if e in ("f16", "bf16"):
                 return f"((uint16_t)0x{bits:04x}u)"
+            if e in FP8_TYPES:
+                return f"((uint8_t)0x{bits:02x}u)"
             return f"rv_bits_f32(0x{bits:08x}u)" if e == "f32" else f"rv_bits_f64(0x{bits:016x}ull)"
         return float_literal(float(text), e)
     raise OpSemanticsError(f"constant of type {t} is not supported")
@@ -52,7 +55,7 @@ def _hex_items(blob: str, t: Type) -> list[str]:
 
     e = t.element.elem or ""
     dtype = {"i1": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "f16": np.uint16,
-             "bf16": np.uint16, "f32": np.uint32, "f64": np.uint64}[e]
+             "bf16": np.uint16, "f32": np.uint32, "f64": np.uint64, **dict.fromkeys(FP8_TYPES, np.uint8)}[e]
     data = np.frombuffer(bytes.fromhex(blob), dtype=dtype)
     if data.size == 1:
         data = np.repeat(data, t.numel)
@@ -340,11 +343,8 @@ def op_dot(f: FuncEmitter, op: Op) -> None:
     batch = shape[:-2]
     m_, n_ = shape[-2], shape[-1]
     k_ = (op.operand_types[0].shape or ())[-1]
-    conv = {"f16": "rv_f16_to_f32", "bf16": "rv_bf16_to_f32"}
-
-    def elem(v: Val, idx: list[str]) -> str:
-        e = f.access(v, idx, "")
-        return f"{conv[ea]}({e})" if ea in conv else e
+    def elem(v: Val, idx: list[str]) -> str:  # 16- and 8-bit float inputs are widened (exactly) to float
+        return to_float(f.access(v, idx, ""), v.type.element.elem or "")
 
     acc_t = "int32_t" if rt == "i32" else c_type(acc.type)
     f.emit(f"/* {acc.expr} = dot({m_}x{k_} , {k_}x{n_}) + acc: i-k-j order, the j loop vectorises */")
@@ -883,7 +883,7 @@ def op_atomic(f: FuncEmitter, op: Op) -> None:
     f.values[op.results[0]] = out
 
 
-@handles("tt.assert", "tt.print", "tt.device_assert", "tt.device_print", "tt.elementwise_inline_asm")
+@handles("tt.assert", "tt.device_assert", "tt.elementwise_inline_asm")  # tt.print: lower_print's tier
 def op_rejected(f: FuncEmitter, op: Op) -> None:
     raise f.unsupported(f"operation {op.name}")
 

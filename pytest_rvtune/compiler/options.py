@@ -51,9 +51,9 @@ class RVTuneOptions:
     default_dot_input_precision: str = "ieee"
     allowed_dot_input_precisions: tuple[str, ...] = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
     max_num_imprecise_acc_default: int = 0
-    # The fp8 types the lowering handles: none (no C representation). Triton's frontend then refuses an fp8
-    # kernel where the user wrote it, instead of the lowering failing later.
-    supported_fp8_dtypes: tuple[str, ...] = ()
+    # The fp8 types the lowering handles (uint8_t bit patterns, runtime/rvtune_fp8.h). Triton's frontend refuses
+    # any other (float8e4b15, which Triton 3.9 types as i8) where the user wrote it, instead of the lowering later.
+    supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e4nv", "fp8e4b8", "fp8e5b16")
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     extern_libs: tuple[tuple[str, str], ...] | None = None
     debug: bool = False
@@ -94,7 +94,7 @@ def min_dot_size(lhs_type: Any, rhs_type: Any) -> tuple[int, int, int]:
 
 
 def codegen_functions(options: RVTuneOptions) -> dict[str, Any]:
-    """The frontend's codegen hooks (``min_dot_size`` only: no fp8 conversions, as there are no fp8 types)."""
+    """The frontend's codegen hooks (``min_dot_size`` only: the fp8 types we have convert with tt.fp_to_fp)."""
     return {"min_dot_size": min_dot_size}
 
 

@@ -39,7 +39,7 @@ from .emitter import (
     handles_into,
     keep_out_of_carried_home,
 )
-from .lower_ops import c_type, is_elementwise
+from .lower_ops import FP8_TYPES, c_type, is_elementwise
 from .lower_struct import assign, declare, lower_body
 from .ttir import Block, Op, Type, parse_int_array
 
@@ -538,7 +538,7 @@ def _bits(t: Type) -> int:
     if e.pointee is not None:
         return 64
     return {"i1": 8, "i8": 8, "i16": 16, "f16": 16, "bf16": 16, "i32": 32, "f32": 32, "i64": 64,
-            "f64": 64}.get(e.elem or "", 0)
+            "f64": 64, **dict.fromkeys(FP8_TYPES, 8)}.get(e.elem or "", 0)
 
 
 def _outer_loops(f: FuncEmitter, shape: tuple[int, ...]) -> contextlib.ExitStack:

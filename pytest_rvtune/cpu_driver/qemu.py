@@ -19,6 +19,7 @@ import hashlib
 import signal
 import struct
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -228,3 +229,6 @@ class QemuLauncher:
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-10:])
             raise LaunchError(f"kernel {self.call.name}: the rv64 run under QEMU failed (exit status "
                               f"{proc.returncode}, {elf}):\n{tail}")
+        if proc.stdout:  # the kernel's tl.device_print lines, where the host mode's printf puts them
+            sys.stdout.write(proc.stdout)
+            sys.stdout.flush()

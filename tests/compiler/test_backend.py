@@ -123,5 +123,6 @@ def test_driver_maps_types():
     drv = RVTuneDriver()
     assert drv.map_python_to_cpp_type("*fp32") == "float *"
     assert drv.map_python_to_cpp_type("i64") == "int64_t"
-    with pytest.raises(ValueError, match="'fp8e5'"):
-        drv.map_python_to_cpp_type("fp8e5")
+    assert drv.map_python_to_cpp_type("*fp8e4nv") == "uint8_t *"
+    with pytest.raises(ValueError, match="'fp8e4b15'"):
+        drv.map_python_to_cpp_type("fp8e4b15")

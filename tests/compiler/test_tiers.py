@@ -12,7 +12,7 @@ import pytest
 import triton
 import triton.language as tl
 
-from pytest_rvtune.compiler import fusion, lower_struct, ptr_analysis
+from pytest_rvtune.compiler import fusion, lower_print, lower_scaled, lower_struct, ptr_analysis
 from pytest_rvtune.compiler.emitter import Tier
 from pytest_rvtune.compiler.frontend import kernel_to_ttir
 from pytest_rvtune.compiler.lower import TIERS, UnsupportedOpError, lower_ttir
@@ -32,8 +32,8 @@ def ttir() -> str:
 
 
 def test_tiers_in_order():
-    assert [t.name for t in TIERS] == ["ptr_analysis", "lower_struct", "fusion"]
-    assert TIERS == (ptr_analysis.TIER, lower_struct.TIER, fusion.TIER)
+    assert [t.name for t in TIERS] == ["ptr_analysis", "lower_struct", "lower_scaled", "lower_print", "fusion"]
+    assert TIERS == (ptr_analysis.TIER, lower_struct.TIER, lower_scaled.TIER, lower_print.TIER, fusion.TIER)
 
 
 def test_any_import_order_gives_the_same_c(ttir, tmp_path):

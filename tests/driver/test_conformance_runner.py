@@ -31,8 +31,10 @@ def add_one(X, Z, SIZE: tl.constexpr):
 
 
 @triton.jit
-def printing(X, SIZE: tl.constexpr):
-    tl.device_print("x", tl.load(X + tl.arange(0, SIZE)))
+def inline_asm(X, SIZE: tl.constexpr):
+    x = tl.load(X + tl.arange(0, SIZE))
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(X + tl.arange(0, SIZE), y)
 
 
 @pytest.mark.parametrize("size", [4, 8, 16])
@@ -51,7 +53,7 @@ def test_wrong_reference(device):
 
 
 def test_refused(device):
-    printing[(1, )](torch.zeros(4, device=device), SIZE=4)
+    inline_asm[(1, )](torch.zeros(4, device=device), SIZE=4)
 
 
 def test_other(device):
@@ -98,7 +100,7 @@ def test_every_verdict_and_a_crash(tmp_path):
     assert "| test_add " in proc.stdout and "|     3 |      3 |       0 |" in proc.stdout
     assert "items that reached our lowering: 5, passed 3 (60.00 %)" in proc.stdout, proc.stdout
     assert "test_core.py::test_wrong_reference: AssertionError: Not equal to tolerance" in proc.stdout
-    assert "UnsupportedOpError: operation tt.print: rvtune cannot lower it" in proc.stdout
+    assert "UnsupportedOpError: operation tt.elementwise_inline_asm: rvtune cannot lower it" in proc.stdout
     assert "the test process crashed" in proc.stdout
 
 
@@ -159,3 +161,35 @@ def test_an_assert_inside_torch_is_other_but_torch_testing_mismatches_are_wrong(
     assert plugin.classify(no_cuda) == ("other", False)
     mismatch = raised(lambda: torch.testing.assert_close(torch.ones(2), torch.zeros(2)))
     assert plugin.classify(mismatch) == ("wrong", False)
+
+
+STOPPABLE_TEST_CORE = '''
+import time
+
+import pytest
+
+
+@pytest.mark.parametrize("i", range(4))
+def test_quick(i, device):
+    assert device == "cpu"
+
+
+def test_slow(device):
+    time.sleep(900)
+'''
+
+
+def test_stop_after_reports_the_items_that_finished_in_random_order(tmp_path):
+    """A run longer than the machine allows is interrupted (--stop-after) and still reports what finished;
+    --shuffle makes that a random sample of the file. The slow item never finishes, so it is never counted."""
+    test_file = tmp_path / "test_core.py"
+    test_file.write_text(textwrap.dedent(STOPPABLE_TEST_CORE))
+    out = tmp_path / "verdicts.json"
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton"), "PYTHONPATH": str(paths.REPO_ROOT)}
+    proc = subprocess.run([sys.executable, str(RUNNER), str(test_file), "--json", str(out), "--shuffle", "--seed", "3",
+                           "--stop-after", "45", "--workers", "1"],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert "stopped after 45 s, " in proc.stdout and "(random order, seed 3)" in proc.stdout, proc.stdout
+    results = json.loads(out.read_text())
+    assert all(r["verdict"] == "pass" and r["function"] == "test_quick" for r in results), results
+    assert proc.returncode == 0

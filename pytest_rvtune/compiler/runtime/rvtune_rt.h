@@ -134,6 +134,8 @@ RV_INLINE uint16_t rv_f32_to_bf16_rtz(float f) {
     return (uint16_t)(x >> 16);
 }
 
+#include "rvtune_fp8.h" /* the 8-bit floats: uses RV_INLINE and the bit casts above */
+
 /* ---- integer division, remainder and shifts: defined for every input ---------------------------- */
 #define RV_INT_OPS(W, UW)                                                                                \
     RV_INLINE int##W##_t rv_divsi##W(int##W##_t a, int##W##_t b) {                                       \

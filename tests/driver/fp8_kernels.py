@@ -1,0 +1,141 @@
+"""Kernels and numpy/torch references of the fp8, tl.dot_scaled and tl.device_print tests (host and QEMU modes).
+
+The references are independent of the lowering: torch's own fp8 conversions (correctly rounded, to nearest
+even) for values in range, and for tl.dot_scaled a float64 product of operands decoded by hand (the OCP MX
+tables) with an fp32 error bound, so a wrong decode, nibble order, scale index or K grouping is caught.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+#: (torch dtype, Triton dtype) of every fp8 format the lowering handles.
+FP8_FORMATS = [
+    (torch.float8_e5m2, tl.float8e5),
+    (torch.float8_e4m3fn, tl.float8e4nv),
+    (torch.float8_e4m3fnuz, tl.float8e4b8),
+    (torch.float8_e5m2fnuz, tl.float8e5b16),
+]
+
+
+@triton.jit
+def convert_kernel(x_ptr, y_ptr, back_ptr, N: tl.constexpr, T: tl.constexpr, RTZ: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    y = x.to(T, fp_downcast_rounding="rtz" if RTZ else None)
+    tl.store(y_ptr + offs, y)  # 8-bit storage
+    tl.store(back_ptr + offs, tl.load(y_ptr + offs).to(tl.float32))  # an 8-bit load, widened
+
+
+def convert(x: torch.Tensor, fp8: torch.dtype, t: tl.dtype, rtz: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` converted by the kernel: (the fp8 tensor, its values read back as float32)."""
+    y = torch.empty(x.shape, dtype=fp8)
+    back = torch.empty(x.shape, dtype=torch.float32)
+    convert_kernel[(1,)](x, y, back, N=x.numel(), T=t, RTZ=rtz)
+    return y, back
+
+
+def assert_conversions_match_torch(fp8: torch.dtype, t: tl.dtype, x: torch.Tensor) -> None:
+    """Bit-exact with torch for every value in the format's range; NaN stays NaN; the widening is exact."""
+    y, back = convert(x, fp8, t)
+    in_range = x.float().abs() <= torch.finfo(fp8).max
+    got, want = y.view(torch.uint8), x.to(fp8).view(torch.uint8)
+    bad = in_range & (got != want)
+    assert not bad.any(), (f"{x.dtype} -> {fp8}: {int(bad.sum())} of {x.numel()} differ, e.g. "
+                           f"{x[bad][:4].tolist()} -> {got[bad][:4].tolist()}, torch {want[bad][:4].tolist()}")
+    assert y.float()[x.float().isnan()].isnan().all()
+    assert torch.equal(back.isnan(), y.float().isnan())
+    assert torch.equal(back[~back.isnan()], y.float()[~back.isnan()])
+
+
+@triton.jit
+def scaled_dot_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                      A_ROWS: tl.constexpr, A_COLS: tl.constexpr, B_ROWS: tl.constexpr, B_COLS: tl.constexpr,
+                      TYPE_A: tl.constexpr, TYPE_B: tl.constexpr, LHS_K_PACK: tl.constexpr,
+                      SCALE_A: tl.constexpr, SCALE_B: tl.constexpr):
+    a = tl.load(a_ptr + tl.arange(0, A_ROWS)[:, None] * A_COLS + tl.arange(0, A_COLS)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, B_ROWS)[:, None] * B_COLS + tl.arange(0, B_COLS)[None, :])
+    sa = None
+    sb = None
+    if SCALE_A:
+        sa = tl.load(sa_ptr + tl.arange(0, M)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    if SCALE_B:
+        sb = tl.load(sb_ptr + tl.arange(0, N)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    acc = tl.full((M, N), 0.5, tl.float32)
+    c = tl.dot_scaled(a, sa, TYPE_A, b, sb, TYPE_B, acc, lhs_k_pack=LHS_K_PACK)
+    tl.store(out_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+_E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=torch.float64)
+_FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _decode(x: torch.Tensor, fmt: str, packed_dim: int) -> torch.Tensor:
+    """float64 values of an operand; e2m1 holds two per byte along ``packed_dim``, the even index low."""
+    if fmt != "e2m1":
+        return x.view(_FP8[fmt]).double()
+    nibbles = torch.stack([x & 0xF, x >> 4], dim=packed_dim + 1).flatten(packed_dim, packed_dim + 1)
+    mag = _E2M1[(nibbles & 7).long()]
+    return torch.where((nibbles & 8) != 0, -mag, mag)
+
+
+def _e8m0(s: torch.Tensor) -> torch.Tensor:
+    return torch.where(s == 255, torch.tensor(float("nan"), dtype=torch.float64), torch.exp2(s.double() - 127))
+
+
+def make_operand(shape: tuple[int, int], fmt: str, gen: torch.Generator) -> torch.Tensor:
+    if fmt in ("bf16", "fp16"):
+        return torch.randn(shape, generator=gen).to(_FP8[fmt])
+    x = torch.randint(0, 256, shape, generator=gen, dtype=torch.uint8)
+    if fmt in ("e4m3", "e5m2"):  # finite codes only: the reference's bound needs finite products
+        top = 0x7F if fmt == "e4m3" else 0x7C
+        x = torch.where(x & top == top, x & 0x83, x)
+    return x
+
+
+def check_scaled_dot(type_a: str, type_b: str, scale_a: bool, scale_b: bool, lhs_k_pack: bool = True,
+                     m: int = 16, n: int = 32, k: int = 64, seed: int = 0, a_scales: tuple[int, int] = (100, 150),
+                     b_scales: tuple[int, int] = (100, 150), nan_scale_rows: tuple[int, ...] = ()) -> None:
+    """``a_scales`` / ``b_scales``: the range the e8m0 bytes are drawn from; ``nan_scale_rows``: rows of a whose
+    second scale group is 255 (NaN)."""
+    gen = torch.Generator().manual_seed(seed)
+    a_shape = (m, k // 2) if type_a == "e2m1" and lhs_k_pack else (m // 2, k) if type_a == "e2m1" else (m, k)
+    b_shape = (k // 2, n) if type_b == "e2m1" else (k, n)
+    a, b = make_operand(a_shape, type_a, gen), make_operand(b_shape, type_b, gen)
+    sa = torch.randint(*a_scales, (m, k // 32), generator=gen, dtype=torch.uint8)
+    sb = torch.randint(*b_scales, (n, k // 32), generator=gen, dtype=torch.uint8)
+    sa[list(nan_scale_rows), 1] = 255
+    out = torch.empty((m, n))
+    scaled_dot_kernel[(1,)](a, sa if scale_a else None, b, sb if scale_b else None, out, M=m, N=n, K=k,
+                            A_ROWS=a_shape[0], A_COLS=a_shape[1], B_ROWS=b_shape[0], B_COLS=b_shape[1],
+                            TYPE_A=type_a, TYPE_B=type_b, LHS_K_PACK=lhs_k_pack, SCALE_A=scale_a, SCALE_B=scale_b)
+    A = _decode(a, type_a, 1 if lhs_k_pack else 0)
+    B = _decode(b, type_b, 0)
+    if scale_a:
+        A = A * _e8m0(sa).repeat_interleave(32, dim=1)
+    if scale_b:
+        B = B * _e8m0(sb).repeat_interleave(32, dim=1).T
+    ref = A @ B + 0.5
+    bound = (A.abs() @ B.abs() + 0.5) * (2 * (k + 1) * 2.0**-24)  # fp32 products and sums, any order
+    nan = ref.isnan()
+    assert torch.equal(out.isnan(), nan), f"NaN where the reference has none (or not where it has): {out}"
+    err = (out.double() - ref).abs()
+    assert (err[~nan] <= bound[~nan]).all(), (f"{type_a} x {type_b}: max error {err[~nan].max().item()} "
+                                               f"beyond the fp32 bound {bound[~nan].max().item()}")
+
+
+@triton.jit
+def fp8_dot_kernel(a_ptr, b_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    a = tl.load(a_ptr + tl.arange(0, M)[:, None] * K + tl.arange(0, K)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(out_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], tl.dot(a, b))
+
+
+@triton.jit
+def print_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    print("n =", n)
+    tl.device_print("x", x, hex=True)
+    tl.device_print("h", x.to(tl.float16), x.to(tl.uint8))
