@@ -185,7 +185,7 @@ def test_stop_after_reports_the_items_that_finished_in_random_order(tmp_path):
     test_file = tmp_path / "test_core.py"
     test_file.write_text(textwrap.dedent(STOPPABLE_TEST_CORE))
     out = tmp_path / "verdicts.json"
-    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton"), "PYTHONPATH": str(paths.REPO_ROOT)}
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton"), "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.run([sys.executable, str(RUNNER), str(test_file), "--json", str(out), "--shuffle", "--seed", "3",
                            "--stop-after", "45", "--workers", "1"],
                           capture_output=True, text=True, env=env, timeout=600, check=False)
