@@ -86,14 +86,19 @@ EXTRA_INFO_FIELDS = ("kernel", "case", "case_params", "problem", "config", "conf
                      "counters", "timing_source", "elf_sha256", "golden_sha256", "samples_ns", "outcome", "nodeid")
 
 
+def benchmark_tables(config: Any) -> bool:
+    """Whether records go to pytest-benchmark (its tables and JSON). Under xdist pytest-benchmark marks itself
+    disabled on the controller too: that is exactly the case we merge for, so only the user's own
+    --benchmark-disable / --benchmark-skip stop us."""
+    return config.pluginmanager.get_plugin("pytest-benchmark") is not None and not (
+        config.getoption("benchmark_disable", False) or config.getoption("benchmark_skip", False))
+
+
 def add_record(config: Any, record: dict[str, Any]) -> None:
     """Hand one finished item's samples to pytest-benchmark, unless the user turned it off."""
-    bench_session = config.pluginmanager.get_plugin("pytest-benchmark")
-    # Under xdist pytest-benchmark marks itself disabled on the controller too: that is exactly the case we
-    # merge for, so only the user's own --benchmark-disable / --benchmark-skip stop us.
-    if bench_session is None or config.getoption("benchmark_disable", False) or \
-            config.getoption("benchmark_skip", False):
+    if not benchmark_tables(config):
         return
+    bench_session = config.pluginmanager.get_plugin("pytest-benchmark")
     nodeid = record["nodeid"]
     name = nodeid.rsplit("::", 1)[-1]
     param = name[name.index("[") + 1:-1] if "[" in name else ""
@@ -104,9 +109,11 @@ def add_record(config: Any, record: dict[str, Any]) -> None:
 
 
 def benchmark_group(record: dict[str, Any]) -> str:
-    """One pytest-benchmark table per kernel, case and problem (causal and non-causal never share one)."""
+    """One pytest-benchmark table per kernel, case and problem (causal and non-causal never share one); a table
+    of QEMU times says so in its title: they are not performance."""
     problem = "-".join(f"{key}={value}" for key, value in (record.get("problem") or {}).items())
-    return "-".join(part for part in (record["kernel"], record["case"], problem) if part)
+    group = "-".join(part for part in (record["kernel"], record["case"], problem) if part)
+    return f"{group} (QEMU: emulated time, not performance)" if record.get("timing_source") == "emulated" else group
 
 
 #: The identity fields that name the machine measured (not the toolchain: comparing compilers is legitimate).

@@ -218,10 +218,13 @@ def build_item(spec: Any, case_name: str, config: Any, isa: str = RISCV_ISA,
         store = Store(root=golden_root) if golden_root is not None else None
         inputs, expected = _golden_files(golden_set(spec, case_name, config, store=store))
         harness_args = harness_args_of(launch, inputs, expected)
-        ck = compile_kernel(spec.kernel, launch.signature, launch.constexprs, isa)
-        objects, launcher_header = _compiled_objects(ck)
         main_cpp = main_cpp_path(spec)
         custom = main_cpp.is_file()
+        # The generic harness never reads the config's block constants (a main_cpp harness may): without them,
+        # configs whose kernel code is identical (a constexpr the kernel ignores) link the same ELF, from the
+        # cache, and the count cache runs it once for all of them.
+        ck = compile_kernel(spec.kernel, launch.signature, launch.constexprs, isa, consts_object=custom)
+        objects, launcher_header = _compiled_objects(ck)
         harness_obj, _ = harness_object(tc, launch.kernel, launcher_header, main_cpp if custom else None,
                                         harness_args)
         elf, asm, hit = link_elf(tc, [*objects, harness_obj], launch.kernel, cxx=custom)

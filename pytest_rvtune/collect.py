@@ -219,3 +219,15 @@ def project_item_test(request: pytest.FixtureRequest, rvtune_item: ProjectItemIn
     session = session_of(request.config)
     finish(request, session, run_project_item(session, request.node.nodeid, rvtune_item, rvtune_target),
            rvtune_target)
+
+
+def left_out_by_shortlist(items: list[pytest.Item], shortlist: Any) -> list[pytest.Item]:
+    """The kernel items --rvtune-shortlist leaves out (results/shortlist.py); other items, a user's tests, stay."""
+    from pytest_rvtune.spec import config_id
+    dropped: list[pytest.Item] = []
+    for item in items:
+        info = item.stash.get(ITEM_KEY, None)
+        if info is not None and not shortlist.keeps(info.spec.name, info.case,
+                                                    config_id(info.spec.problem_of(info.config)), info.config_id):
+            dropped.append(item)
+    return dropped

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNT_KEY, LAUNCH_COUNTER
+from pytest_rvtune.harness.data_image import data_image
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.results.writer import RecordDict, now_iso
 from pytest_rvtune.run_options import RunOptions
@@ -145,7 +146,9 @@ def run_item(
     again: its result comes from the cache (record field ``counts_cached``)."""
     started, started_epoch = time.perf_counter(), time.time()
     if external is None:
-        run_argv: list[Any] = [*options.harness_args(), *argv]
+        # Our harness reads each golden file's binary image (parsed once on the host, the same values): parsing
+        # text was most of a QEMU run. A file without an exact image stays text (harness/data_image.py).
+        run_argv: list[Any] = [*options.harness_args(), *(data_image(a) if isinstance(a, Path) else a for a in argv)]
         files, output_format = None, None
         expected_launches = options.warmup + options.runs
     else:

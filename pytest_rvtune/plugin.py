@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_rvtune import collect, paths
-from pytest_rvtune.benchmark_bridge import add_record, compared_machine_error
+from pytest_rvtune.benchmark_bridge import add_record, benchmark_tables, compared_machine_error
 from pytest_rvtune.collect import ITEM_KEY
 from pytest_rvtune.fixtures import rvtune_build, rvtune_golden, rvtune_item, rvtune_target, rvtune_targets
 from pytest_rvtune.progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_INTERVAL
@@ -52,13 +52,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rvtune-timeout", type=float, default=None, metavar="SECONDS",
                     help="kill one ELF run after this long (default: the target's timeout, else 300)")
     group.addoption("--rvtune-runs", type=int, default=None, metavar="N",
-                    help="timed runs per item (default: 10 on real hardware, 2 under emulation)")
+                    help="timed runs per item (default: 10 on real hardware, 1 under emulation)")
     group.addoption("--rvtune-max-time", type=float, default=None, metavar="SECONDS",
                     help="on real hardware, sample each item for this long (at least --rvtune-runs samples, "
                          f"at most 200): a shared machine's slow and fast spells both show (default "
                          f"{DEFAULT_MAX_TIME}; 0 under emulation, whose time is not gated)")
     group.addoption("--rvtune-warmup", type=int, default=None, metavar="N",
-                    help="warm-up runs per item (default: 2 on real hardware, 1 under emulation)")
+                    help="warm-up runs per item (default: 2 on real hardware, 0 under emulation)")
     group.addoption("--rvtune-threads", type=int, default=1, metavar="N",
                     help="launcher threads (0 = all harts, default 1: serial)")
     group.addoption("--rvtune-results", default=None, metavar="PATH",
@@ -82,6 +82,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "samples alone)")
     group.addoption("--rvtune-resume", default=None, metavar="RUN",
                     help="reuse results of RUN for items whose ELF, golden data and target are unchanged")
+    group.addoption("--rvtune-shortlist", default=None, metavar="RUN",
+                    help="run only the best configs of an earlier run RUN (results file or benchmark JSON), per "
+                         "kernel, case and problem by its ranking metric (launch_insns under emulation): rank on "
+                         "QEMU, then time the shortlist on a board")
+    group.addoption("--rvtune-shortlist-size", type=int, default=None, metavar="N",
+                    help="with --rvtune-shortlist: distinct results kept per kernel, case and problem (default 3)")
     group.addoption("--rvtune-progress", type=float, default=DEFAULT_PROGRESS_INTERVAL, metavar="SECONDS",
                     help="builds and runs done, elapsed time and ETA: one status line updated in place on a "
                          "terminal, else a line every SECONDS (default %(default)g; 0: none)")
@@ -151,6 +157,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.own_markers = [m for m in item.own_markers
                                     if not (m.name == "skip" and "benchmark-only" in str(m.kwargs.get("reason")))]
     session = session_of(config)
+    if session.shortlist is not None:
+        dropped = collect.left_out_by_shortlist(items, session.shortlist)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            gone = {id(item) for item in dropped}
+            items[:] = [item for item in items if id(item) not in gone]
     for message in filter_errors(session.filter_keys_unknown, session.kernel_modules, session.filter_values,
                                  session.filters_matched):
         # A collection error rather than a UsageError: xdist workers forward it to the controller, which
@@ -173,6 +185,16 @@ class ReportHooks:
         record = session_of(self.config).tally_report(report)
         if record is not None:
             add_record(self.config, record)
+
+    @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's tables: the ranking is what people look for
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not is_controller(self.config):
+            return
+        lines = session_of(self.config).ranking_lines(benchmark_tables(self.config))
+        if lines:
+            terminalreporter.ensure_newline()
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(trylast=True)

@@ -61,6 +61,8 @@ class RvtuneOptions:
     alpha: float | None
     confirm: int | None
     resume: str | None
+    shortlist: str | None
+    shortlist_size: int | None
     kernel_dirs: tuple[Path, ...]  # collected from: empty unless the project opts in (rvtune_kernel_dirs, --rvtune)
     golden_dir: Path
     progress: float  # seconds between progress lines off a terminal (0: no progress shown)
@@ -106,6 +108,8 @@ class RvtuneOptions:
             alpha=config.getoption("rvtune_alpha"),
             confirm=config.getoption("rvtune_confirm"),
             resume=config.getoption("rvtune_resume"),
+            shortlist=config.getoption("rvtune_shortlist"),
+            shortlist_size=config.getoption("rvtune_shortlist_size"),
             kernel_dirs=kernel_dirs,
             golden_dir=golden_dir,
             progress=config.getoption("rvtune_progress"),
@@ -160,7 +164,7 @@ class RvtuneSession:
         self.filter_values: dict[str, dict[str, set[str]]] = {f: {} for f in self.config_filters}
         self.filters_matched: set[str] = set()
         self.unconfirmed: list[dict[str, Any]] = []  # records' confirmation fields: flagged, then refuted
-        self.emulated_records: list[dict[str, Any]] = []  # controller: for the ranking at the end
+        self.finished_records: list[dict[str, Any]] = []  # controller: for the ranking at the end
         self.kernel_modules = 0
         workerinput = getattr(config, "workerinput", None)
         self.run_id: str = workerinput["rvtune_run_id"] if workerinput else new_run_id()
@@ -179,6 +183,7 @@ class RvtuneSession:
         self.compare_thresholds = self._compare_thresholds()
         self.confirm_trials = self._confirm_trials()
         self.resume_index = self._load_resume_index()
+        self.shortlist = self._load_shortlist()
         if self.results_path.is_file():  # read now: a file that is not a run (binary...) is refused before
             self._earlier_rounds = self._load_earlier_rounds()  # anything runs or is appended to it
 
@@ -333,8 +338,7 @@ class RvtuneSession:
             self.identities.setdefault(record["target"], record["machine"])
         if record["outcome"] == "passed" and confirmation and not confirmation["confirmed"]:
             self.unconfirmed.append(confirmation)
-        if record.get("timing_source") == "emulated":
-            self.emulated_records.append(record)
+        self.finished_records.append(record)
         return record if record["outcome"] in ("passed", "regressed") and record.get("samples_ns") else None
 
     def _lost_with_its_worker(self, report: pytest.TestReport) -> bool:
@@ -354,8 +358,28 @@ class RvtuneSession:
                 path.is_relative_to(d) for d in self.kernel_dirs)
         return self._kernel_modules[module]
 
+    def ranking_lines(self, benchmark_tables: bool) -> list[str]:
+        """What the session's report starts with (before pytest-benchmark's tables): what --rvtune-shortlist kept,
+        per kernel, case and problem the best configs by the ranking metric, and where the results are."""
+        from pytest_rvtune.results.records import record_from_dict
+        from pytest_rvtune.results.summary import ranking_lines
+        lines: list[str] = []
+        if self.shortlist is not None and self.finished_records:
+            groups = [(r.kernel, r.case, r.problem_id) for r in map(record_from_dict, self.finished_records)]
+            lines += [f"rvtune shortlist (--rvtune-shortlist {self.shortlist.run.path}):",
+                      *self.shortlist.describe(groups)]
+        ranking = ranking_lines(self.finished_records)
+        if not ranking:
+            return lines
+        lines += [*ranking, f"  all configs: rvtune report {self.results_path}"]
+        if benchmark_tables and any(r.get("timing_source") == "emulated" and r.get("samples_ns")
+                                    for r in self.finished_records):
+            lines.append("  (pytest-benchmark's tables below show QEMU's emulated times, which are not performance; "
+                         "--benchmark-json keeps every counter)")
+        return lines
+
     def summary_lines(self) -> list[str]:
-        """The lines the session ends with: the ranking under emulation and the one-line tally."""
+        """The line the session ends with: the tally (and the regressions a confirmation refuted)."""
         tally = self.tally
         outcomes = (*OUTCOMES, "regressed", "lost")
         if not sum(tally[o] for o in outcomes):
@@ -367,10 +391,7 @@ class RvtuneSession:
         resumed = f"; {tally['resumed']} resumed" if tally["resumed"] else ""
         if tally["counts_cached"]:  # an unchanged emulated run: its result came from the count cache
             resumed += f"; {tally['counts_cached']} runs reused (unchanged, QEMU not run)"
-        from pytest_rvtune.results.summary import ranking_lines
-        lines = ranking_lines(self.emulated_records)
-        if lines:
-            lines.append(f"  all configs: rvtune report {self.results_path}")
+        lines: list[str] = []
         lost = (f"; {len(self.results_errors)} records NOT written: {self.results_errors[0]}"
                 if self.results_errors else "")
         lines.append(
@@ -435,9 +456,11 @@ class RvtuneSession:
     def _confirm_trials(self) -> int:
         """--rvtune-confirm: trial pairs; a usage error without --rvtune-compare, out of range, or too few to ever
         confirm anything at the compare's alpha."""
+        trials = self.options.confirm
+        if trials is None and self.compare_base is None:
+            return 0  # nothing to confirm (and compare.py's imports are not every session's start-up cost)
         from pytest_rvtune.results.compare import DEFAULT_CONFIRM_TRIALS
         from pytest_rvtune.results.confirm import check_trials
-        trials = self.options.confirm
         if trials is None:
             return DEFAULT_CONFIRM_TRIALS
         if self.compare_base is None:
@@ -451,6 +474,26 @@ class RvtuneSession:
         except ValueError as exc:
             raise pytest.UsageError(f"--rvtune-confirm: {exc}") from None
         return trials
+
+    def _load_shortlist(self) -> Any:
+        """--rvtune-shortlist RUN as a results.shortlist.Shortlist (None without it); a bad size or file is a usage
+        error."""
+        size = self.options.shortlist_size
+        run = self._load_run_option(self.options.shortlist, "--rvtune-shortlist")
+        if run is None:
+            if size is not None:
+                raise pytest.UsageError("--rvtune-shortlist-size N sizes the shortlist of --rvtune-shortlist RUN; "
+                                        "give the earlier run too")
+            return None
+        from pytest_rvtune.results.shortlist import DEFAULT_SIZE, Shortlist
+        try:
+            shortlist = Shortlist.of(run, DEFAULT_SIZE if size is None else size)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--rvtune-shortlist-size: {exc}") from None
+        if not shortlist.rankings:
+            raise pytest.UsageError(f"--rvtune-shortlist {run.path}: no config in it passed with a figure to rank "
+                                    "by; give a run whose items passed")
+        return shortlist
 
     def _load_resume_index(self) -> dict[Any, Any]:
         run = self._load_run_option(self.options.resume, "--rvtune-resume")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,7 +69,7 @@ class CompiledKernel:
     c_source: str = field(repr=False)
     kernel_obj: Path
     launcher_obj: Path
-    consts_obj: Path
+    consts_obj: Path | None  # None when not asked for (compile_kernel's consts_object=False)
     header: Path  # <name>_launcher.h: prototypes, wrap, extern block constants (config-independent)
     blk_constants: Path  # blk_constants.json of this config
     params: tuple[Any, ...]  # lower.Param of each non-constexpr argument, in order
@@ -84,7 +85,7 @@ class CompiledKernel:
     @property
     def objects(self) -> list[Path]:
         """Everything to link with a harness object into an ELF."""
-        return [self.kernel_obj, self.launcher_obj, self.consts_obj]
+        return [self.kernel_obj, self.launcher_obj, *([self.consts_obj] if self.consts_obj else [])]
 
 
 def config_label(constexprs: Mapping[str, Any]) -> str:
@@ -95,11 +96,41 @@ def _fail(name: str, constexprs: Mapping[str, Any], isa: str, stage: str, err: E
     return CompileError(f"kernel {name} [{config_label(constexprs)}] for {isa}: {stage} failed: {err}")
 
 
+def _kernel_object(cache: BuildCache, tc: Toolchain, name: str, c_source: str) -> Path:
+    """The object of one kernel C text, compiled once: configs whose lowered C is the same (a constexpr the
+    kernel ignores, or one that folds away) share it instead of each running clang."""
+    key = cache_key(kind="kernel-object", name=name, c=c_source, toolchain=tc.fingerprint(),
+                    flags=[*KERNEL_CFLAGS, *_QUIET])
+
+    def build(tmp: Path) -> None:
+        (tmp / f"{name}.c").write_text(c_source)
+        tc.compile(tmp / f"{name}.c", tmp / f"{name}.o", extra=(*KERNEL_CFLAGS, *_QUIET))
+
+    entry, _ = cache.get_or_build("kernel-object", key, build)
+    return entry / f"{name}.o"
+
+
+def _consts_object(cache: BuildCache, tc: Toolchain, name: str, constexprs: Mapping[str, Any]) -> tuple[Path, bool]:
+    """The object defining a config's block constants (``const int <name>_<CONSTEXPR>``), compiled once."""
+    source = launcher.consts_source(name, constexprs)
+    key = cache_key(kind="consts", name=name, c=source, toolchain=tc.fingerprint())
+
+    def build(tmp: Path) -> None:
+        (tmp / f"{name}_consts.c").write_text(source)
+        tc.compile(tmp / f"{name}_consts.c", tmp / f"{name}_consts.o")
+
+    entry, hit = cache.get_or_build("consts", key, build)
+    return entry / f"{name}_consts.o", hit
+
+
 def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any],
-                   isa: str = RISCV_ISA, *, cache_root: Path | None = None) -> CompiledKernel:
+                   isa: str = RISCV_ISA, *, cache_root: Path | None = None,
+                   consts_object: bool = True) -> CompiledKernel:
     """Build (or fetch from the cache) the objects of ``fn`` specialised on ``constexprs`` for ``isa``.
 
     ``signature`` gives the Triton type of every non-constexpr parameter (``'*fp32'``, ``'i32'``, ...).
+    ``consts_object=False``: no object of the block constants (a harness that never reads them saves a clang
+    run per config, and configs whose code is the same then link the same ELF).
     """
     from pytest_rvtune.compiler.frontend import FrontendError, full_signature, kernel_to_ttir
     from pytest_rvtune.compiler.lower import LOWERING_VERSION, LoweringError, Param, lower_ttir
@@ -144,8 +175,7 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[st
         (tmp / f"{name}_consts.c").write_text(launcher.consts_source(name, constexprs))
         (tmp / "blk_constants.json").write_text(launcher.blk_constants_json(name, constexprs))
         try:
-            tc.compile(c_file, tmp / f"{name}.o", extra=(*KERNEL_CFLAGS, *_QUIET))
-            tc.compile(tmp / f"{name}_consts.c", tmp / f"{name}_consts.o")
+            shutil.copyfile(_kernel_object(cache, tc, name, lowered.c_source), tmp / f"{name}.o")
         except Exception as e:
             raise _fail(name, constexprs, isa, "compiling the kernel C", e) from e
         meta = {"params": [[p.name, p.c_type, p.triton_type] for p in lowered.params]}
@@ -168,16 +198,22 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[st
             raise _fail(name, constexprs, isa, "compiling the launcher", e) from e
 
     launcher_dir, launcher_hit = cache.get_or_build("launcher", launcher_key, build_launcher)
+    consts_obj, consts_hit = None, True
+    if consts_object:
+        try:
+            consts_obj, consts_hit = _consts_object(cache, tc, name, constexprs)
+        except Exception as e:
+            raise _fail(name, constexprs, isa, "compiling the block constants", e) from e
     return CompiledKernel(
         name=name, isa=isa, config=constexprs,
         ttir=(kernel_dir / f"{name}.ttir").read_text(),
         c_source=(kernel_dir / f"{name}.c").read_text(),
         kernel_obj=kernel_dir / f"{name}.o",
         launcher_obj=launcher_dir / f"{name}_launcher.o",
-        consts_obj=kernel_dir / f"{name}_consts.o",
+        consts_obj=consts_obj,
         header=launcher_dir / sources.header_name,
         blk_constants=kernel_dir / "blk_constants.json",
         params=params,
-        cache_hit=kernel_hit and launcher_hit,
+        cache_hit=kernel_hit and launcher_hit and consts_hit,
         kernel_dir=kernel_dir, launcher_dir=launcher_dir,
     )

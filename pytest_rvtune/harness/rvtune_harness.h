@@ -353,12 +353,84 @@ static inline char *rvtune_slurp(const char *path, const char *name) {
     return buf;
 }
 
+/* ---------------------------------------------------------------- binary data images
+ *
+ * A golden TXT file's values, already parsed on the host (harness/data_image.py): parsing text with strtod
+ * is most of a run under QEMU. Layout (little-endian): "RVTIMG1\0", int64 rows, int64 cols, int32 kind
+ * (1: int64 values, 2: float64 values), int32 length of the TXT's path, the path (messages name the TXT),
+ * zero padding to a multiple of 8, then rows*cols values. Each value is stored into the tensor exactly as a
+ * parsed one (rvtune_store_int / rvtune_store_float), so an image and its text give the same bits. */
+#define RVTUNE_IMAGE_MAGIC "RVTIMG1"
+#define RVTUNE_IMAGE_INT 1
+#define RVTUNE_IMAGE_FLOAT 2
+
+/* Read `path` into t when it is an image (returns 1), else return 0 and leave the text to rvtune_read_txt. */
+static inline int rvtune_read_image(rvtune_tensor *t, const char *name, const char *path, rvtune_dtype dt) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return 0;  /* rvtune_read_txt reports it */
+    char magic[8];
+    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, RVTUNE_IMAGE_MAGIC, 8) != 0) {
+        fclose(f);
+        return 0;
+    }
+    int64_t dims[2];
+    int32_t kind_len[2];
+    if (fread(dims, 8, 2, f) != 2 || fread(kind_len, 4, 2, f) != 2 || dims[0] < 0 || dims[1] < 0 ||
+        kind_len[1] < 0 || kind_len[1] > 65536 || (dims[0] > 0 && dims[1] > (INT64_MAX / 8) / dims[0]))
+        rvtune_fail("%s:0: damaged data image (header); delete it, it is made again", path);
+    char *txt = (char *)malloc((size_t)kind_len[1] + 1);
+    if (txt == NULL || fread(txt, 1, (size_t)kind_len[1], f) != (size_t)kind_len[1])
+        rvtune_fail("%s:0: damaged data image (path); delete it, it is made again", path);
+    txt[kind_len[1]] = '\0';  /* kept for the tensor's life: messages name the TXT */
+    long pad = (long)(-(8 + 16 + 8 + kind_len[1]) & 7);
+    if (pad && fseek(f, pad, SEEK_CUR) != 0) rvtune_fail("%s:0: damaged data image (padding)", path);
+    t->name = name;
+    t->path = txt;
+    t->dtype = dt;
+    t->rows = dims[0];
+    t->cols = dims[1];
+    t->init = NULL;
+    if (kind_len[0] == RVTUNE_IMAGE_FLOAT && rvtune_dtype_is_int(dt))
+        rvtune_fail("%s:2: %s is an integer tensor, the file holds non-integer numbers", txt, name);
+    if (kind_len[0] != RVTUNE_IMAGE_INT && kind_len[0] != RVTUNE_IMAGE_FLOAT)
+        rvtune_fail("%s:0: damaged data image (kind %d)", path, (int)kind_len[0]);
+    rvtune_alloc_guarded(t, txt);
+    int64_t n = rvtune_numel(t);
+    enum { CHUNK = 4096 };
+    int64_t *buf = (int64_t *)malloc(CHUNK * sizeof(int64_t));  /* 8-byte raw values: int64 or double bits */
+    if (buf == NULL) rvtune_fail("%s:0: out of memory reading its values", path);
+    for (int64_t done = 0; done < n;) {
+        size_t want = (size_t)(n - done < CHUNK ? n - done : CHUNK);
+        if (fread(buf, 8, want, f) != want)
+            rvtune_fail("%s:0: data image is short (%lld of %lld values); delete it, it is made again", path,
+                        (long long)done, (long long)n);
+        for (size_t k = 0; k < want; k++) {
+            int64_t i = done + (int64_t)k;
+            if (kind_len[0] == RVTUNE_IMAGE_FLOAT) {
+                double v;
+                memcpy(&v, &buf[k], sizeof v);
+                rvtune_store_float(t, i, v);
+            } else if (rvtune_dtype_is_int(dt)) {
+                rvtune_store_int(t, i, buf[k]);
+            } else {
+                rvtune_store_float(t, i, (double)buf[k]);  /* as strtod reads "123" */
+            }
+        }
+        done += (int64_t)want;
+    }
+    free(buf);
+    fclose(f);
+    return 1;
+}
+
 /*
- * Read golden file `path` into t as dtype. Rejects (exit 2, naming file and line): a file that cannot
- * be opened, a header that is not two non-negative integers `rows cols`, a value that does not parse
- * (or is not an integer for an integer dtype), fewer than rows*cols values, and extra values.
+ * Read golden file `path` into t as dtype (its binary image when given one: rvtune_read_image). Rejects
+ * (exit 2, naming file and line): a file that cannot be opened, a header that is not two non-negative
+ * integers `rows cols`, a value that does not parse (or is not an integer for an integer dtype), fewer than
+ * rows*cols values, and extra values.
  */
 static inline void rvtune_read_txt(rvtune_tensor *t, const char *name, const char *path, rvtune_dtype dt) {
+    if (rvtune_read_image(t, name, path, dt)) return;
     char *buf = rvtune_slurp(path, name), *cur = buf, *end;
     int line = 1, tok_line = 1, last_line = 1;
     long long dims[2];

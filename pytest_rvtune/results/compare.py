@@ -21,8 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scipy.stats import mannwhitneyu
-
 from pytest_rvtune.results.noise import NoiseFloors
 from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunRecord
 from pytest_rvtune.results.report import format_metric
@@ -132,6 +130,7 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float], alternative: str = "t
     """p-value of Mann-Whitney U; 1.0 when every sample is equal (no evidence of any difference)."""
     if len(set(a) | set(b)) <= 1:
         return 1.0
+    from scipy.stats import mannwhitneyu  # here: scipy.stats takes ~1 s to import, every pytest process paid it
     return float(mannwhitneyu(a, b, alternative=alternative).pvalue)
 
 

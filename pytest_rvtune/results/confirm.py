@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import binomtest
-
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.results.compare import DEFAULT_CONFIRM_TRIALS, ItemComparison, Thresholds, format_pct
@@ -144,6 +142,7 @@ def paired_p(ratios: list[float]) -> float:
     differ = sum(r != 1.0 for r in ratios)
     if not differ:
         return 1.0
+    from scipy.stats import binomtest  # here: scipy.stats takes ~1 s to import (compare.py)
     return float(binomtest(slower, differ, 0.5, alternative="greater").pvalue)
 
 

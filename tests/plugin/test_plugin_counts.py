@@ -6,6 +6,7 @@ Real Triton frontend, our compiler, clang-19 and QEMU with the icount plugin (RV
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from plugin_helpers import KERNEL_TEMPLATE, REPO, by_kernel, read_results
+from plugin_helpers import KERNEL_TEMPLATE, REPO, by_kernel, kernel_source, read_results
 
 from pytest_rvtune import paths
 from pytest_rvtune.counters import parse_icount
@@ -49,7 +50,9 @@ def _symbol_count(elf: str, argv: list[str], runs: int, symbol: str, out: Path) 
 
 def test_work_a_kernel_hands_to_libc_is_charged_to_the_launch(project: pytest.Pytester, tmp_path: Path) -> None:
     (project.path / "kernels" / "pc_libm.py").write_text(libm_kernel("pc_libm"))
-    result = project.runpytest("--rvtune-case", "emu", "--rvtune-results", "run.jsonl", "--benchmark-disable")
+    # three launches (one is the default under emulation): the per-launch division is what is checked
+    result = project.runpytest("--rvtune-case", "emu", "--rvtune-results", "run.jsonl", "--benchmark-disable",
+                               "--rvtune-warmup", "1", "--rvtune-runs", "2")
     result.assert_outcomes(passed=1)
     [record] = read_results(project.path / "run.jsonl")
     counters = record["counters"]
@@ -60,8 +63,11 @@ def test_work_a_kernel_hands_to_libc_is_charged_to_the_launch(project: pytest.Py
     # logf's instructions per launch, measured on their own (two launches minus one: whatever the harness
     # itself may call at start-up cancels out)
     elf, argv = record["rerun"]["elf"], record["rerun"]["argv"]
-    libm = (_symbol_count(elf, argv, 2, "logf", tmp_path / "2.txt")
-            - _symbol_count(elf, argv, 1, "logf", tmp_path / "1.txt"))
+    # glibc's logf has aliases at the same address (__logf, __ieee754_logf, logf32) and QEMU names the code by
+    # one of them, which one depends on the symbol table's order: count under each, one of them has it all.
+    libm = max(_symbol_count(elf, argv, 2, name, tmp_path / "2.txt")
+               - _symbol_count(elf, argv, 1, name, tmp_path / "1.txt")
+               for name in ("logf", "__logf", "__ieee754_logf", "logf32"))
     assert libm > counters["kernel_insns"] / 2  # a real share of the work is in libc
     # The launch is the kernel plus logf plus the grid walk (5 programs: a few dozen instructions each),
     # within 2 %; the in-kernel count misses logf entirely.
@@ -97,7 +103,7 @@ def test_layer_norm_emu_ranks_by_the_whole_launch(project: pytest.Pytester) -> N
     # the session ends with the same ranking, then says where the rest is
     best, second = by("launch_insns")[:2]
     result.stdout.fnmatch_lines([
-        "rvtune ranking under emulation, by launch_insns *",
+        "rvtune ranking, by launch_insns (instructions per launch, counted under emulation*",
         f"  layer_norm / emu on qemu: 1. {best} *  2. {second} *; worst/best *x over 4 configs",
         "  all configs: rvtune report *run.jsonl",
         "rvtune: 4 passed, *",
@@ -162,3 +168,44 @@ def test_qemu_items_run_at_the_same_time_on_two_workers(project: pytest.Pytester
     spans = [r["run_span"] for r in records]
     overlapping = [(a, b) for a, b in itertools.combinations(spans, 2) if a[0] < b[1] and b[0] < a[1]]
     assert overlapping, spans
+
+
+def test_identical_builds_are_one_result(project: pytest.Pytester, add_kernel: Callable[..., Path],
+                                         counted_qemu: Path) -> None:
+    # UNUSED is a constexpr the kernel never reads: the three configs of each BLOCK build the same code, so they
+    # link one ELF, QEMU runs it once, and the summary lists one result with the other configs as its aliases.
+    source = kernel_source("pc_alias").replace("BLOCK: tl.constexpr)", "BLOCK: tl.constexpr, UNUSED: tl.constexpr)")
+    source = source.replace('[triton.Config({"BLOCK": b}) for b in [16, 32]]',
+                            '[triton.Config({"BLOCK": b, "UNUSED": u}) for b in (16, 32) for u in (1, 2, 3)]')
+    assert "UNUSED" in source and '"UNUSED": u' in source
+    add_kernel("pc_alias", source=source)
+    result = project.runpytest("--rvtune-case", "small", "--rvtune-results", "run.jsonl", "--benchmark-disable")
+    result.assert_outcomes(passed=6)
+    assert _runs(counted_qemu) == 2  # one run per distinct build
+    records = read_results(project.path / "run.jsonl")
+    elves = {r["config"]["BLOCK"]: {r2["elf_sha256"] for r2 in records if r2["config"]["BLOCK"] == r["config"]["BLOCK"]}
+             for r in records}
+    assert all(len(shas) == 1 for shas in elves.values()) and elves[16] != elves[32]
+    assert sum(not r["counts_cached"] for r in records) == 2  # the others took the first one's run
+    result.stdout.fnmatch_lines([
+        "  pc_alias / small on qemu: 1. BLOCK=* (= BLOCK=*-UNUSED=*, BLOCK=*-UNUSED=*)  2. BLOCK=* (= *); "
+        "worst/best *x over 6 configs, 2 distinct",
+    ])
+
+
+def test_session_ends_with_the_ranking_then_the_labelled_emulated_table(project: pytest.Pytester,
+                                                                        add_kernel: Callable[..., Path]) -> None:
+    add_kernel("pc_table", configs=(16, 32))
+    result = project.runpytest("--rvtune-case", "small", "--rvtune-results", "run.jsonl",
+                               "--benchmark-json=bench.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "rvtune ranking, by launch_insns (instructions per launch, counted under emulation*",
+        "  pc_table / small on qemu: 1. BLOCK=* *  2. BLOCK=* *; worst/best *x over 2 configs",
+        "  all configs: rvtune report *run.jsonl",
+        "  (pytest-benchmark's tables below show QEMU's emulated times, which are not performance;*",
+        "*benchmark 'pc_table-small (QEMU: emulated time, not performance)': 2 tests*",
+        "rvtune: 2 passed, *",
+    ])
+    saved = json.loads((project.path / "bench.json").read_text())["benchmarks"]
+    assert all(b["extra_info"]["counters"]["launch_insns"] > 0 for b in saved)  # the JSON keeps every counter

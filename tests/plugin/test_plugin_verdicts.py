@@ -50,7 +50,7 @@ def test_every_verdict_in_one_session(project: pytest.Pytester, add_kernel: Call
                         "pv_crash[BLOCK=16]": "crashed", "pv_hang[BLOCK=16]": "timeout"}
     good = records["pv_good[BLOCK=16]"]
     assert good["nodeid"] == "kernels/pv_good.py::pv_good[small-BLOCK=16]"
-    assert len(good["samples_ns"]) == 2 and all(s > 0 for s in good["samples_ns"])  # 2 runs under emulation
+    assert len(good["samples_ns"]) == 1 and good["samples_ns"][0] > 0  # one launch under emulation
     assert good["timing_source"] == "emulated" and good["machine"]["target"] == "qemu"
     assert good["counters"]["kernel_insns"] > 0 and good["counters"]["insns"] > good["counters"]["kernel_insns"]
     assert len(good["elf_sha256"]) == 64 and len(good["golden_sha256"]) == 64

@@ -1,5 +1,5 @@
-"""The ranking a session under emulation ends with (results/summary.py): best configs by the ranking metric,
-the spread, the default config's place; nothing for real timings."""
+"""The ranking a session ends with (results/summary.py): best configs by the ranking metric, the spread, the
+default config's place; configs that ran the same run listed as aliases of one result."""
 
 from __future__ import annotations
 
@@ -13,6 +13,11 @@ def _qemu(case: str, block: int, launch: float, kernel: float, outcome: str = "p
                        counters={"launch_insns": launch, "kernel_insns": kernel})
 
 
+def _same_run(record: dict, elf: str, argv: list[str]) -> dict:
+    """``record`` as the item whose run was the ELF ``elf`` with ``argv`` (what decides a run's result)."""
+    return record | {"elf_sha256": elf, "rerun": {"elf": f"/c/{elf}.elf", "argv": argv}}
+
+
 def test_emulated_groups_list_the_best_configs_by_launch_the_spread_and_the_default() -> None:
     records = [
         # case A: 64 wins by the whole launch although its in-kernel count is the largest
@@ -21,10 +26,9 @@ def test_emulated_groups_list_the_best_configs_by_launch_the_spread_and_the_defa
         # case B: 32 wins; the default (most common winner over A and B, ties to the smaller mean slowdown)
         # is 64 here, 5 % behind
         _qemu("B", 16, 4000, 10), _qemu("B", 32, 1000, 20), _qemu("B", 64, 1050, 30),
-        make_record("k", "A", {"BLOCK": 16}, [500, 600], target="host"),  # real timing: not in the summary
     ]
     lines = ranking_lines(records, top=2)
-    assert lines[0].startswith("rvtune ranking under emulation, by launch_insns")
+    assert lines[0].startswith("rvtune ranking, by launch_insns (instructions per launch, counted under emulation")
     assert lines[1] == "  k / A on qemu: 1. BLOCK=64 1,000  2. BLOCK=32 2,000; worst/best 3.00x over 3 configs; " \
                        "#1 is the default"
     assert lines[2] == "  k / B on qemu: 1. BLOCK=32 1,000  2. BLOCK=64 1,050; worst/best 4.00x over 3 configs; " \
@@ -32,8 +36,25 @@ def test_emulated_groups_list_the_best_configs_by_launch_the_spread_and_the_defa
     assert len(lines) == 3
 
 
-def test_nothing_to_say_without_emulated_counts() -> None:
-    host = [make_record("k", "A", {"BLOCK": b}, [500 * b, 600 * b], target="host") for b in (16, 32)]
+def test_configs_that_ran_the_same_run_are_one_result_with_aliases() -> None:
+    same = ["--grid", "4,1,1", "/c/x.bin"]
+    records = [
+        # BLOCK 16, 32, 64 and 128 ran one ELF with the same argv (a constexpr the kernel ignores): one result
+        _same_run(_qemu("A", b, 700, 600), "e1", same) for b in (16, 32, 64, 128)
+    ] + [
+        _same_run(_qemu("A", 8, 900, 800), "e2", same),  # another ELF
+        _same_run(_qemu("A", 4, 700, 600), "e1", ["--grid", "8,1,1", "/c/x.bin"]),  # same ELF, another grid
+    ]
+    lines = ranking_lines(records)
+    assert lines[1] == ("  k / A on qemu: 1. BLOCK=128 700 (= BLOCK=16, BLOCK=32, +1 more)  2. BLOCK=4 700  "
+                        "3. BLOCK=8 900; worst/best 1.29x over 6 configs, 3 distinct")
+
+
+def test_real_timings_rank_by_median_time_and_emulated_time_alone_ranks_nothing() -> None:
+    host = [make_record("k", "A", {"BLOCK": b}, [500 * b, 600 * b, 700 * b], target="host") for b in (32, 16)]
+    lines = ranking_lines(host)
+    assert lines[0] == "rvtune ranking, by time (median time on the target):"
+    assert lines[1].startswith("  k / A on host: 1. BLOCK=16 9.6 us  2. BLOCK=32 19.2 us; worst/best 2.00x")
     no_counts = [make_record("k", "A", {"BLOCK": b}, [500, 600], target="qemu") for b in (16, 32)]
-    assert ranking_lines(host) == []
-    assert ranking_lines(no_counts) == []  # emulated time alone ranks nothing
+    assert ranking_lines(no_counts) == []  # emulated time is not performance: nothing to rank by
+    assert ranking_lines(host + no_counts)[-1] == "  (emulated groups without instruction counts are not ranked)"
