@@ -54,6 +54,7 @@ class RvtuneOptions:
     warmup: int | None
     threads: int
     results: str | None
+    rank_by: str | None  # --rvtune-rank-by: what the session-end ranking ranks by (None: the default)
     config_file: str | None
     compare: str | None
     thresholds: tuple[str, ...]
@@ -99,6 +100,7 @@ class RvtuneOptions:
             warmup=config.getoption("rvtune_warmup"),
             threads=config.getoption("rvtune_threads"),
             results=config.getoption("rvtune_results"),
+            rank_by=config.getoption("rvtune_rank_by"),
             config_file=config.getoption("rvtune_config_file"),
             compare=config.getoption("rvtune_compare"),
             thresholds=tuple(config.getoption("rvtune_threshold")),
@@ -368,7 +370,7 @@ class RvtuneSession:
         if tally["counts_cached"]:  # an unchanged emulated run: its result came from the count cache
             resumed += f"; {tally['counts_cached']} runs reused (unchanged, QEMU not run)"
         from pytest_rvtune.results.summary import ranking_lines
-        lines = ranking_lines(self.emulated_records)
+        lines = ranking_lines(self.emulated_records, rank_by=self.options.rank_by)
         if lines:
             lines.append(f"  all configs: rvtune report {self.results_path}")
         lost = (f"; {len(self.results_errors)} records NOT written: {self.results_errors[0]}"

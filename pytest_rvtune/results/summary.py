@@ -15,21 +15,27 @@ from typing import Any
 
 from pytest_rvtune.results.records import group_label, record_from_dict
 from pytest_rvtune.results.report import default_configs, format_count, ranked
-from pytest_rvtune.results.runs import group_by_problem, metric_value, rank_metric
+from pytest_rvtune.results.runs import MetricError, check_rank_by, group_by_problem, metric_value, rank_metric
 
 #: Configs listed per group.
 TOP = 3
 
 
-def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP) -> list[str]:
-    """Summary lines for the emulated groups among ``raw_records`` (results-file objects); [] when none."""
+def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP, rank_by: str | None = None) -> list[str]:
+    """Summary lines for the emulated groups among ``raw_records`` (results-file objects); [] when none.
+    ``rank_by``: the metric to rank by where a group has it (--rvtune-rank-by), else the default."""
     records = [record_from_dict(dict(r)) for r in raw_records]
     emulated = [r for r in records if r.emulated]
-    defaults = default_configs(emulated)
+    note = None
+    try:
+        check_rank_by(emulated, rank_by, "this session's emulated results")
+    except MetricError as exc:  # known only at the session's end (no usage error then): say so, rank by default
+        note, rank_by = f"  {exc}: ranked by the default", None
+    defaults = default_configs(emulated, rank_by)
     lines: list[str] = []
     metrics: set[str] = set()
     for (target, kernel, case, problem), group in sorted(group_by_problem(emulated).items()):
-        metric = rank_metric(group)
+        metric = rank_metric(group, rank_by)
         if metric == "time":
             continue  # no instruction counts recorded: nothing better than emulated time to rank by
         order = ranked(group, metric)
@@ -51,6 +57,7 @@ def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP) -> l
         lines.append(text)
     if not lines:
         return []
+    if note:
+        lines.append(note)
     what = " / ".join(sorted(metrics))
-    return [f"rvtune ranking under emulation, by {what} (instructions per launch; QEMU time is not "
-            "performance):", *lines]
+    return [f"rvtune ranking under emulation, by {what} (per launch; QEMU time is not performance):", *lines]
