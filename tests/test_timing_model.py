@@ -20,7 +20,9 @@ PROGRAM = r"""
 #include <stdlib.h>
 #include <string.h>
 
-__attribute__((noinline)) void saxpy(float *y, const float *x, int n) { for (int i = 0; i < n; i++) y[i] += 2.0f * x[i]; }
+__attribute__((noinline)) void saxpy(float *y, const float *x, int n) {
+    for (int i = 0; i < n; i++) y[i] += 2.0f * x[i];
+}
 
 __attribute__((noinline)) float chain_add(float v, float w, int n) {
     for (int i = 0; i < n; i++) __asm__ volatile("fadd.s %0, %0, %1" : "+f"(v) : "f"(w));
