@@ -1,14 +1,15 @@
 """Which emulated metric ranks configs like real time does? Measured on the host, where real time exists.
 
     .venv/bin/python benchmarks/ranking_fidelity.py                         # everything (hours on 2 busy cores)
-    .venv/bin/python benchmarks/ranking_fidelity.py --kernels layer_norm --cases emu --rounds 4 --runs 5
+    .venv/bin/python benchmarks/ranking_fidelity.py --kernels layer_norm --cases emu --rounds 4 --span 0.1
 
 For each kernel (matmul, softmax, layer_norm, flash attention; per problem, e.g. causal / non-causal) and case
 (emu, bench size), every config is built for the host as a static x86-64-v3 ELF (HOST_MARCH: qemu-x86_64 7.2
 cannot run AVX-512) and then
 - timed natively: ``--rounds`` rounds, each running every config once in a fresh random order (interleaved, so
-  drift of the machine hits every config alike), ``--runs`` timed launches per run; the config's time is the
-  median of all its samples. The A/A ceiling: the same ranking from the even rounds against the odd rounds.
+  drift of the machine hits every config alike), each run timing launches over ``--span`` seconds (at least
+  ``--runs``); the config's time is the median of all its samples. The A/A ceiling: the same ranking from the
+  even rounds against the odd rounds.
 - counted once under qemu-x86_64 with our plugin (qemu_plugin/icount.c): launch_insns, kernel_insns, the
   timing model's est_cycles (pytest_rvtune/timing_model.py with llvm-mca's model of THIS host's core, e.g.
   znver3) and the cache model's l1d_misses / l2_misses (with this host's own L1D/L2 geometry from sysfs).
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import random
 import statistics
@@ -43,6 +45,7 @@ from tabulate import tabulate  # noqa: E402
 from pytest_rvtune import paths, timing_model, toolchain  # noqa: E402
 from pytest_rvtune.build import build_item  # noqa: E402
 from pytest_rvtune.counters import read_icount_file  # noqa: E402
+from pytest_rvtune.hashing import sha256_file  # noqa: E402
 from pytest_rvtune.spec import load_kernel_module  # noqa: E402
 from pytest_rvtune.targets.local import HostTarget, launcher_symbol  # noqa: E402
 from pytest_rvtune.toolchain import HOST_ISA, Toolchain  # noqa: E402
@@ -117,7 +120,27 @@ def harness_args(runs: int, warmup: int, check: bool) -> list[str]:
     return args if check else [*args, "--no-check"]
 
 
+COUNTS_CACHE = REPO / ".rvtune" / "fidelity" / "counts"
+
+
 def count(config: Config, l1d: timing_model.CacheLevel, l2: timing_model.CacheLevel, timeout: float) -> str | None:
+    """count_uncached, its result kept per (ELF, argv, plugin, models): counts are deterministic."""
+    key = hashlib.sha256(json.dumps([sha256_file(config.elf), [str(a) for a in config.argv],
+                                     sha256_file(paths.icount_plugin()), timing_model.host_core_model().identity(),
+                                     l1d.plugin_arg(), l2.plugin_arg()]).encode()).hexdigest()
+    entry = COUNTS_CACHE / f"{key}.json"
+    if entry.is_file():
+        config.counters = json.loads(entry.read_text())
+        return None
+    error = count_uncached(config, l1d, l2, timeout)
+    if error is None:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.write_text(json.dumps(config.counters))
+    return error
+
+
+def count_uncached(config: Config, l1d: timing_model.CacheLevel, l2: timing_model.CacheLevel,
+                   timeout: float) -> str | None:
     """The config's emulated counters under qemu-x86_64 (one launch, unchecked: the harness's parsing of the
     expected data under emulation would dominate; the kernel suite checks every config); an error text or None."""
     with tempfile.TemporaryDirectory(prefix="rvtune-fidelity-") as tmp:
@@ -141,12 +164,16 @@ def count(config: Config, l1d: timing_model.CacheLevel, l2: timing_model.CacheLe
     return None
 
 
-def time_round(configs: list[Config], runs: int, warmup: int, timeout: float, rng: random.Random) -> None:
+def time_round(configs: list[Config], runs: int, warmup: int, span: float, timeout: float,
+               rng: random.Random) -> None:
+    """One run of every config in a random order: at least ``runs`` launches, more until they span ``span``
+    seconds (the harness's --max-time; at most 200), so short launches get many samples and long ones few."""
     host = HostTarget(perf_events=())
     order = list(configs)
     rng.shuffle(order)
     for config in order:
-        result = host.run(config.elf, [*harness_args(runs, warmup, False), *config.argv], timeout)
+        args = [*harness_args(runs, warmup, False), "--max-time", repr(span), "--max-samples", "200"]
+        result = host.run(config.elf, [*args, *config.argv], timeout)
         config.samples.append(list(result.samples_ns) if result.returncode == 0 else [])
 
 
@@ -201,7 +228,9 @@ def main() -> int:
                         help="at most N configs (evenly spread) for one kernel and case, e.g. matmul/bench=30")
     parser.add_argument("--jobs", type=int, default=2, help="QEMU counting runs at a time (timing is serial)")
     parser.add_argument("--rounds", type=int, default=8, help="interleaved timing rounds (default 8)")
-    parser.add_argument("--runs", type=int, default=5, help="timed launches per run (default 5)")
+    parser.add_argument("--runs", type=int, default=3, help="timed launches per run, at least (default 3)")
+    parser.add_argument("--span", type=float, default=0.2,
+                        help="seconds a run's timed launches should span (more launches for short ones; default 0.2)")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, default=None, help="write every figure here")
@@ -238,7 +267,7 @@ def main() -> int:
             counted = time.time()
             rng = random.Random(19)
             for _ in range(args.rounds):
-                time_round(configs, args.runs, args.warmup, args.timeout, rng)
+                time_round(configs, args.runs, args.warmup, args.span, args.timeout, rng)
             timed = time.time()
             rows = analyse([c for c in configs if c.counters], args.rounds)
             print(f"{kernel}/{case}: {len(configs)} configs; build {built - started:.0f} s, count "
