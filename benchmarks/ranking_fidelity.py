@@ -177,10 +177,15 @@ def time_round(configs: list[Config], runs: int, warmup: int, span: float, timeo
         config.samples.append(list(result.samples_ns) if result.returncode == 0 else [])
 
 
-def median_time(config: Config, rounds: list[int] | None = None) -> float | None:
+#: How a config's samples become its time: the median (the brief's), or the minimum (interference only adds
+#: time, so on a loaded machine the minimum repeats better; compare.py's default for the same reason).
+STATISTICS = {"median": statistics.median, "min": min}
+
+
+def median_time(config: Config, rounds: list[int] | None = None, statistic: str = "median") -> float | None:
     chosen = [s for i, round_samples in enumerate(config.samples) if rounds is None or i in rounds
               for s in round_samples]
-    return statistics.median(chosen) if chosen else None
+    return float(STATISTICS[statistic](chosen)) if chosen else None
 
 
 def regret(times: dict[str, float], by: dict[str, float], top: int) -> float:
@@ -197,14 +202,14 @@ def rho(a: dict[str, float], b: dict[str, float]) -> float:
     return float(value)
 
 
-def analyse(configs: list[Config], rounds: int) -> list[dict[str, Any]]:
+def analyse(configs: list[Config], rounds: int, statistic: str = "median") -> list[dict[str, Any]]:
     rows = []
     for problem in sorted({c.problem for c in configs}):
         group = [c for c in configs if c.problem == problem and median_time(c) is not None]
-        times = {c.config_id: median_time(c) for c in group}
+        times = {c.config_id: median_time(c, None, statistic) for c in group}
         times_f = {k: v for k, v in times.items() if v is not None}
-        even = {c.config_id: median_time(c, list(range(0, rounds, 2))) for c in group}
-        odd = {c.config_id: median_time(c, list(range(1, rounds, 2))) for c in group}
+        even = {c.config_id: median_time(c, list(range(0, rounds, 2)), statistic) for c in group}
+        odd = {c.config_id: median_time(c, list(range(1, rounds, 2)), statistic) for c in group}
         even_f = {k: v for k, v in even.items() if v is not None}
         odd_f = {k: v for k, v in odd.items() if v is not None}
         row: dict[str, Any] = {"problem": problem, "configs": len(group),
@@ -217,6 +222,37 @@ def analyse(configs: list[Config], rounds: int) -> list[dict[str, Any]]:
             row[metric] = {"rho": rho(times_f, by), "top1": regret(times_f, by, 1), "top3": regret(times_f, by, 3)}
         rows.append(row)
     return rows
+
+
+def table_lines(kernel: str, case: str, rows: list[dict[str, Any]]) -> list[list[Any]]:
+    lines = []
+    for row in rows:
+        line = [kernel, case, row["problem"], row["configs"], f"{row['A/A rho']:.3f}",
+                f"{100 * row['A/A top-1']:.1f} %"]
+        for metric in METRICS:
+            m = row.get(metric)
+            line.append(f"{m['rho']:.3f} / {100 * m['top1']:.1f} % / {100 * m['top3']:.1f} %" if m else "-")
+        lines.append(line)
+    return lines
+
+
+def print_table(table: list[list[Any]], statistic: str) -> None:
+    print(f"\nPer metric: Spearman rho vs host time ({statistic} of the samples) / top-1 regret / top-3 regret; "
+          f"load {loadavg()}")
+    print(tabulate(table, headers=["kernel", "case", "problem", "configs", "A/A rho", "A/A top-1", *METRICS]))
+
+
+def reanalyse(files: list[Path], statistic: str) -> int:
+    table = []
+    for path in files:
+        for name, result in json.loads(path.read_text()).items():
+            kernel, case = name.split("/")
+            configs = [Config(c["config"], c["problem"], Path(), [], "", c["samples_ns"], c["counters"])
+                       for c in result["configs"] if c["counters"]]
+            rounds = max((len(c.samples) for c in configs), default=0)
+            table += table_lines(kernel, case, analyse(configs, rounds, statistic))
+    print_table(table, statistic)
+    return 0
 
 
 def main() -> int:
@@ -234,7 +270,13 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, default=None, help="write every figure here")
+    parser.add_argument("--statistic", choices=sorted(STATISTICS), default="median",
+                        help="a config's time from its samples (default median)")
+    parser.add_argument("--reanalyse", type=Path, nargs="+", default=None, metavar="JSON",
+                        help="measure nothing: print the table of earlier --json files (e.g. with --statistic min)")
     args = parser.parse_args()
+    if args.reanalyse:
+        return reanalyse(args.reanalyse, args.statistic)
     limits = {k: int(v) for k, _, v in (item.partition("=") for item in args.limit)}
     l1d, l2 = host_cache_geometry()
     model = timing_model.host_core_model()
@@ -269,22 +311,16 @@ def main() -> int:
             for _ in range(args.rounds):
                 time_round(configs, args.runs, args.warmup, args.span, args.timeout, rng)
             timed = time.time()
-            rows = analyse([c for c in configs if c.counters], args.rounds)
+            rows = analyse([c for c in configs if c.counters], args.rounds, args.statistic)
             print(f"{kernel}/{case}: {len(configs)} configs; build {built - started:.0f} s, count "
                   f"{counted - built:.0f} s, time {timed - counted:.0f} s; load {loadavg()}", flush=True)
-            for row in rows:
-                line = [kernel, case, row["problem"], row["configs"], f"{row['A/A rho']:.3f}",
-                        f"{100 * row['A/A top-1']:.1f} %"]
-                for metric in METRICS:
-                    m = row.get(metric)
-                    line.append(f"{m['rho']:.3f} / {100 * m['top1']:.1f} % / {100 * m['top3']:.1f} %" if m else "-")
+            for line in table_lines(kernel, case, rows):
                 table.append(line)
                 print("  " + " | ".join(map(str, line)), flush=True)
             results[f"{kernel}/{case}"] = {"rows": rows, "configs": [
                 {"config": c.config_id, "problem": c.problem, "median_ns": median_time(c), "counters": c.counters,
                  "samples_ns": c.samples} for c in configs]}
-    print(f"\nPer metric: Spearman rho vs host time / top-1 regret / top-3 regret; load {loadavg()}")
-    print(tabulate(table, headers=["kernel", "case", "problem", "configs", "A/A rho", "A/A top-1", *METRICS]))
+    print_table(table, args.statistic)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0
