@@ -12,7 +12,10 @@ from pathlib import Path
 #: ``insns=<n> vector_insns=<n> kernel_insns=<n> launches=<n> [launch_insns=<n>]``. ``launch_insns`` (every
 #: instruction from a launch's start to its end, on every thread: grid walk, kernel, the libc calls it makes) is
 #: there only when the ELF has the launcher function; ``launches`` is how many launches the plugin saw.
-ICOUNT_KEYS = ("insns", "vector_insns", "kernel_insns", "launch_insns")
+#: With the timing model (timing_model.py) also ``est_cycles`` (llvm-mca cycles per block x the block's executions
+#: inside launches) and the K1 data-cache model's ``l1d_accesses``, ``l1d_misses``, ``l2_misses`` (inside launches).
+ICOUNT_KEYS = ("insns", "vector_insns", "kernel_insns", "launch_insns", "est_cycles", "l1d_accesses", "l1d_misses",
+               "l2_misses")
 
 #: The plugin's own count of completed launches (calls of ``<kernel>_wrap``): what divides ``launch_insns``.
 LAUNCH_COUNT_KEY = "launches"
@@ -22,6 +25,9 @@ REQUIRED_ICOUNT_KEYS = ("insns", "vector_insns", "kernel_insns", LAUNCH_COUNT_KE
 
 #: The counter that ranks configs under emulation: the whole launch, so work a kernel hands to libc counts.
 LAUNCH_COUNTER = "launch_insns"
+
+#: Counters measured only inside launch windows: divided by the launches the plugin saw, so exact per launch.
+LAUNCH_WINDOW_COUNTERS = (LAUNCH_COUNTER, "est_cycles", "l1d_accesses", "l1d_misses", "l2_misses")
 
 #: perf prints these instead of a value when an event could not be counted.
 PERF_MISSING = ("<not supported>", "<not counted>")

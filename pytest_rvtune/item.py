@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNT_KEY, LAUNCH_COUNTER
+from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNT_KEY, LAUNCH_WINDOW_COUNTERS
 from pytest_rvtune.harness.data_image import data_image
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.results.writer import RecordDict, now_iso
@@ -86,15 +86,18 @@ def per_launch_counters(counters: dict[str, float], launches: int,
 
     The harness launches the kernel once per warm-up and once per timed run; counts are exact under QEMU,
     so the division is exact too up to the harness's own bookkeeping outside the kernel (``insns`` also holds
-    reading the input files: it is not a per-launch cost). ``launch_insns`` counts only inside launches, so it
-    is divided by the launches the QEMU plugin saw (``counted_launches``): exact per launch.
+    reading the input files: it is not a per-launch cost). ``launch_insns``, ``est_cycles`` and the cache
+    model's counts are taken only inside launches, so they are divided by the launches the QEMU plugin saw
+    (``counted_launches``): exact per launch.
     """
     per_launch = {name: value / launches for name, value in counters.items()} if launches > 0 else dict(counters)
-    if LAUNCH_COUNTER in counters:
+    for name in LAUNCH_WINDOW_COUNTERS:
+        if name not in counters:
+            continue
         if counted_launches:
-            per_launch[LAUNCH_COUNTER] = counters[LAUNCH_COUNTER] / counted_launches
+            per_launch[name] = counters[name] / counted_launches
         else:  # the plugin saw no launch end (a direct call it could not see): no per-launch figure
-            del per_launch[LAUNCH_COUNTER]
+            del per_launch[name]
     return per_launch
 
 

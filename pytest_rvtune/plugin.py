@@ -63,6 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="launcher threads (0 = all harts, default 1: serial)")
     group.addoption("--rvtune-results", default=None, metavar="PATH",
                     help="results file (JSON lines) to append to; default .rvtune/results/<run id>.jsonl")
+    group.addoption("--rvtune-rank-by", default=None, metavar="METRIC",
+                    help="rank the session-end summary by this metric where recorded (e.g. est_cycles, "
+                         "launch_insns, kernel_insns, l1d_misses); default: the emulated ranking metric")
     group.addoption("--rvtune-config-file", default=None, metavar="PATH",
                     help="target configuration file (default: rvtune.toml, then pyproject.toml)")
     group.addoption("--rvtune-compare", default=None, metavar="BASE",

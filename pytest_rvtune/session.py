@@ -54,6 +54,7 @@ class RvtuneOptions:
     warmup: int | None
     threads: int
     results: str | None
+    rank_by: str | None  # --rvtune-rank-by: what the session-end ranking ranks by (None: the default)
     config_file: str | None
     compare: str | None
     thresholds: tuple[str, ...]
@@ -101,6 +102,7 @@ class RvtuneOptions:
             warmup=config.getoption("rvtune_warmup"),
             threads=config.getoption("rvtune_threads"),
             results=config.getoption("rvtune_results"),
+            rank_by=config.getoption("rvtune_rank_by"),
             config_file=config.getoption("rvtune_config_file"),
             compare=config.getoption("rvtune_compare"),
             thresholds=tuple(config.getoption("rvtune_threshold")),
@@ -368,7 +370,7 @@ class RvtuneSession:
             groups = [(r.kernel, r.case, r.problem_id) for r in map(record_from_dict, self.finished_records)]
             lines += [f"rvtune shortlist (--rvtune-shortlist {self.shortlist.run.path}):",
                       *self.shortlist.describe(groups)]
-        ranking = ranking_lines(self.finished_records)
+        ranking = ranking_lines(self.finished_records, rank_by=self.options.rank_by)
         if not ranking:
             return lines
         lines += [*ranking, f"  all configs: rvtune report {self.results_path}"]

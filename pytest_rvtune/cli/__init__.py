@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from pytest_rvtune.results.records import RunFileError
-    from pytest_rvtune.results.runs import RunFileWarning
+    from pytest_rvtune.results.runs import MetricError, RunFileWarning
 
     args = build_parser().parse_args(argv)
 
@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = show
         try:
             return int(args.func(args) or 0)
-        except RunFileError as exc:  # a results file that cannot be read: its message names file, line, what to do
+        except (RunFileError, MetricError) as exc:  # an unreadable results file, an unknown --rank-by metric: the
+            # message names the file (and line) or the metrics present, and what to do
             print(f"rvtune {args.command}: {exc}", file=sys.stderr)
             return 2
 

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import sys
 
+from pytest_rvtune.cli.rank_by import add_rank_by_argument
 from pytest_rvtune.results.compare import (
     COUNTER_GATES,
     DEFAULT_ALPHA,
@@ -21,7 +22,7 @@ from pytest_rvtune.results.compare import (
 from pytest_rvtune.results.noise import NoiseFileError, load_noise_for
 from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunFileError
 from pytest_rvtune.results.report import render_rows
-from pytest_rvtune.results.runs import load_run
+from pytest_rvtune.results.runs import check_rank_by, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -55,6 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="with --confirm: target configuration (default: rvtune.toml, then pyproject.toml here)")
     p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
     p.add_argument("--all", action="store_true", help="show unchanged, ungated metrics too")
+    add_rank_by_argument(p, "gate on")
     p.set_defaults(func=run_compare)
 
 
@@ -63,6 +65,11 @@ def run_compare(args: argparse.Namespace) -> int:
         thresholds = Thresholds.parse(args.threshold, alpha=args.alpha, min_samples=args.min_samples,
                                       counters=args.counters, statistic=args.statistic)
         base, new = load_run(args.base), load_run(args.new)
+        if args.rank_by is not None:  # the exact counter configs are ranked by is the one that gates
+            check_rank_by(new.records, args.rank_by, args.new)
+            check_rank_by(base.records, args.rank_by, args.base)
+            thresholds = dataclasses.replace(thresholds, gated_counters=frozenset(
+                set() if args.rank_by == "time" else {args.rank_by}))
         if args.noise:
             noise = load_noise_for(args.noise, [*base.records, *new.records], thresholds.statistic)
             thresholds = dataclasses.replace(thresholds, noise=noise)

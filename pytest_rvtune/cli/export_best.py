@@ -7,10 +7,11 @@ import json
 import sys
 from pathlib import Path
 
+from pytest_rvtune.cli.rank_by import add_rank_by_argument
 from pytest_rvtune.results.compare import DEFAULT_ALPHA
 from pytest_rvtune.results.export import DEFAULT_MIN_GAIN_PCT, export_kernel, header_text, tunings
 from pytest_rvtune.results.records import RunRecord, group_label
-from pytest_rvtune.results.runs import load_run
+from pytest_rvtune.results.runs import check_rank_by, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -26,17 +27,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help=f"significance level of the winner-vs-runner-up test (default {DEFAULT_ALPHA})")
     p.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN_PCT, metavar="PCT",
                    help=f"a win smaller than this is a tie (default {DEFAULT_MIN_GAIN_PCT:g}%%)")
+    add_rank_by_argument(p)
     p.set_defaults(func=run_export)
 
 
 def run_export(args: argparse.Namespace) -> int:
     run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
+    check_rank_by(run.records, args.rank_by, args.run)  # a MetricError too
     by_kernel: dict[tuple[str, str], list[RunRecord]] = {}
     for record in run.records:
         by_kernel.setdefault((record.target, record.kernel), []).append(record)
     written = 0
     for (target, kernel), records in by_kernel.items():
-        doc = export_kernel(records, args.alpha, source=str(args.run), min_gain_pct=args.min_gain)
+        doc = export_kernel(records, args.alpha, source=str(args.run), min_gain_pct=args.min_gain,
+                            rank_by=args.rank_by)
         if doc is None:
             print(f"warning: {kernel} on {target}: no valid config in any case: nothing exported", file=sys.stderr)
             continue

@@ -7,9 +7,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_rvtune.cli.rank_by import add_rank_by_argument
 from pytest_rvtune.extras import MissingExtraError
 from pytest_rvtune.results.report import FORMATS, build_case_reports, default_out_dir, render_report, write_perf_stats
-from pytest_rvtune.results.runs import load_run
+from pytest_rvtune.results.runs import check_rank_by, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "counter correlations and, with --base, the comparison with a base run")
     p.add_argument("--base", default=None, metavar="RUN",
                    help="with --html: a base run to compare with, item by item, as `rvtune compare BASE RUN` does")
+    add_rank_by_argument(p)
     p.set_defaults(func=run_report)
 
 
@@ -43,12 +45,13 @@ def run_report(args: argparse.Namespace) -> int:
         return 2
     run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
     base = load_run(args.base) if args.base else None
-    reports = build_case_reports(run)
+    check_rank_by(run.records, args.rank_by, args.run)  # a MetricError too
+    reports = build_case_reports(run, args.rank_by)
     correlations = strong(correlation_rows(run.records))
-    text = render_report(run, reports, args.format, correlations)
+    text = render_report(run, reports, args.format, correlations, args.rank_by)
     if args.top is not None:
         shown = [replace(rep, rows=rep.rows[: args.top]) for rep in reports]
-        print(render_report(run, shown, args.format, correlations))
+        print(render_report(run, shown, args.format, correlations, args.rank_by))
     else:
         print(text)
     out: Path = args.out or default_out_dir(Path(args.run))
@@ -65,7 +68,7 @@ def run_report(args: argparse.Namespace) -> int:
             print(f"rvtune report: {exc} (or pass --no-plots)", file=sys.stderr)
             status = 2
         else:
-            written += write_plots(run, out)
+            written += write_plots(run, out, args.rank_by)
     print(f"wrote {len(written)} files under {out}", file=sys.stderr)
     if args.html:
         from pytest_rvtune.results.html import write_html

@@ -55,6 +55,8 @@ class Thresholds:
     counters: str = "deterministic"  # which counters gate: deterministic (QEMU) | all | none
     noise: NoiseFloors | None = None  # A/A floors per target: a time change must exceed them too
     statistic: str = DEFAULT_STATISTIC  # what a time change is the change of: min | median
+    # The exact QEMU counters that gate (with counters="deterministic"): --rank-by narrows them to its metric.
+    gated_counters: frozenset[str] = GATED_EMULATED_COUNTERS
 
     def __post_init__(self) -> None:
         if self.statistic not in TIME_STATISTICS:
@@ -185,7 +187,7 @@ def _counter_change(name: str, base: RunRecord, new: RunRecord, threshold: float
         return change
     deterministic = name in DETERMINISTIC_COUNTERS and base.emulated and new.emulated
     change.gated = t.counters == "all" or (t.counters == "deterministic" and deterministic
-                                           and name in GATED_EMULATED_COUNTERS)
+                                           and name in t.gated_counters)
     pct = change.change_pct
     if pct is None:  # base 0: any new count is an increase of unknown size
         pct = 0.0 if n == 0 else math.inf

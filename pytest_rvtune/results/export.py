@@ -54,9 +54,9 @@ def case_m(record: RunRecord) -> int | None:
 
 
 def case_winner(group: Sequence[RunRecord], alpha: float = DEFAULT_ALPHA, min_samples: int = DEFAULT_MIN_SAMPLES,
-                min_gain_pct: float = DEFAULT_MIN_GAIN_PCT) -> dict[str, Any] | None:
+                min_gain_pct: float = DEFAULT_MIN_GAIN_PCT, rank_by: str | None = None) -> dict[str, Any] | None:
     """The best config of one case and whether it is significantly better than the others."""
-    metric = rank_metric(group)
+    metric = rank_metric(group, rank_by)
     order = ranked(group, metric)
     if not order:
         return None
@@ -89,14 +89,15 @@ def case_winner(group: Sequence[RunRecord], alpha: float = DEFAULT_ALPHA, min_sa
 
 
 def export_kernel(records: Sequence[RunRecord], alpha: float = DEFAULT_ALPHA, min_samples: int = DEFAULT_MIN_SAMPLES,
-                  source: str = "", min_gain_pct: float = DEFAULT_MIN_GAIN_PCT) -> dict[str, Any] | None:
+                  source: str = "", min_gain_pct: float = DEFAULT_MIN_GAIN_PCT,
+                  rank_by: str | None = None) -> dict[str, Any] | None:
     """The tuned-config document of one kernel on one target (records of that kernel and target only)."""
     by_problem: dict[str, dict[GroupKey, list[RunRecord]]] = {}
     for key, group in group_by_problem(records).items():
         by_problem.setdefault(key[3], {})[key] = group
     tunings: dict[str, dict[str, Any]] = {}
     for problem_id, groups in by_problem.items():
-        tuning = _problem_tuning(groups, alpha, min_samples, min_gain_pct)
+        tuning = _problem_tuning(groups, alpha, min_samples, min_gain_pct, rank_by)
         if tuning:
             tunings[problem_id] = {"problem": next(iter(groups.values()))[0].problem, **tuning}
     if not tunings:
@@ -116,18 +117,18 @@ def export_kernel(records: Sequence[RunRecord], alpha: float = DEFAULT_ALPHA, mi
 
 
 def _problem_tuning(groups: dict[GroupKey, list[RunRecord]], alpha: float, min_samples: int,
-                    min_gain_pct: float) -> dict[str, Any] | None:
+                    min_gain_pct: float, rank_by: str | None = None) -> dict[str, Any] | None:
     """Winners per case, default and M buckets of one problem of a kernel (its groups: one per case)."""
     cases: dict[str, dict[str, Any]] = {}
     configs: dict[str, dict[str, Any]] = {}
     for (_t, _k, case, _p), group in groups.items():
-        entry = case_winner(group, alpha, min_samples, min_gain_pct)
+        entry = case_winner(group, alpha, min_samples, min_gain_pct, rank_by)
         if entry:
             cases[case] = entry
             configs[entry["config_id"]] = entry["config"]
     if not cases:
         return None
-    default_id = most_common_winner([e["config_id"] for e in cases.values()], list(groups.values()))
+    default_id = most_common_winner([e["config_id"] for e in cases.values()], list(groups.values()), rank_by)
     tuning: dict[str, Any] = {
         "ranked_by": sorted({e["ranked_by"] for e in cases.values()}),
         "default": {"config_id": default_id, "config": configs[default_id],
@@ -144,7 +145,7 @@ def _problem_tuning(groups: dict[GroupKey, list[RunRecord]], alpha: float, min_s
         buckets: dict[str, Any] = {}
         for bucket, names in by_bucket.items():
             winner = most_common_winner([cases[c]["config_id"] for c in names],
-                                        [g for (_t, _k, c, _p), g in groups.items() if c in names])
+                                        [g for (_t, _k, c, _p), g in groups.items() if c in names], rank_by)
             buckets[bucket] = configs[winner]
         buckets["any"] = configs[default_id]
         tuning["buckets"] = buckets

@@ -57,12 +57,12 @@ class HeatmapGrid:
         return self.best_in_cell[self.best]
 
 
-def heatmap_grid(group: Sequence[RunRecord]) -> HeatmapGrid | None:
+def heatmap_grid(group: Sequence[RunRecord], rank_by: str | None = None) -> HeatmapGrid | None:
     """The grid of one group (target, kernel, case, problem); None when no parameter varies or none is valid."""
     params = axes_params(group)
     if not params:
         return None
-    metric = rank_metric(group)
+    metric = rank_metric(group, rank_by)
     order = ranked(group, metric)
     if not order:
         return None

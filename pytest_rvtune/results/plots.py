@@ -47,18 +47,18 @@ def _scale(metric: str, values: Sequence[float]) -> tuple[float, str]:
     return 1.0, metric
 
 
-def heatmap(group: Sequence[RunRecord], path: Path) -> Path | None:
+def heatmap(group: Sequence[RunRecord], path: Path, rank_by: str | None = None) -> Path | None:
     """The group's heatmap as a PNG at ``path``; None when there is nothing to plot."""
-    fig = heatmap_figure(group)
+    fig = heatmap_figure(group, rank_by)
     if fig is None:
         return None
     fig.savefig(path)
     return path
 
 
-def heatmap_figure(group: Sequence[RunRecord]) -> Figure | None:
+def heatmap_figure(group: Sequence[RunRecord], rank_by: str | None = None) -> Figure | None:
     """BLOCK_SIZE_M x BLOCK_SIZE_N (or the two most varied params) of one group, the winner boxed."""
-    grid_data = heatmap_grid(group)
+    grid_data = heatmap_grid(group, rank_by)
     if grid_data is None:
         return None
     metric, rows, cols = grid_data.metric, grid_data.rows, grid_data.cols
@@ -134,14 +134,14 @@ def counters_scatter(group: Sequence[RunRecord], path: Path) -> Path | None:
     return path
 
 
-def write_plots(run: Run, out: Path) -> list[Path]:
+def write_plots(run: Run, out: Path, rank_by: str | None = None) -> list[Path]:
     """All plots of a run under ``<out>/<target>/<kernel>/<case>/`` (per problem: ``heatmap-<problem id>.png``);
     returns the files written."""
     written: list[Path] = []
     for (target, kernel, case, problem), group in group_by_problem(run.records).items():
         folder = out / target / kernel / case
         folder.mkdir(parents=True, exist_ok=True)
-        for made in (heatmap(group, folder / problem_file("heatmap", problem, "png")),
+        for made in (heatmap(group, folder / problem_file("heatmap", problem, "png"), rank_by),
                      counters_scatter(group, folder / problem_file("counters_vs_time", problem, "png"))):
             if made:
                 written.append(made)

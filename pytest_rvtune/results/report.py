@@ -103,17 +103,17 @@ def ranked(records: Iterable[RunRecord], metric: str) -> list[RunRecord]:
     return sorted(usable, key=lambda r: (metric_value(r, metric), r.config_id))
 
 
-def winners(records: Iterable[RunRecord]) -> dict[GroupKey, RunRecord]:
+def winners(records: Iterable[RunRecord], rank_by: str | None = None) -> dict[GroupKey, RunRecord]:
     """(target, kernel, case, problem id) -> the best record of that group, by the group's rank metric."""
     best: dict[GroupKey, RunRecord] = {}
     for key, group in group_by_problem(records).items():
-        order = ranked(group, rank_metric(group))
+        order = ranked(group, rank_metric(group, rank_by))
         if order:
             best[key] = order[0]
     return best
 
 
-def default_configs(records: Sequence[RunRecord]) -> dict[tuple[str, str, str], str]:
+def default_configs(records: Sequence[RunRecord], rank_by: str | None = None) -> dict[tuple[str, str, str], str]:
     """(target, kernel, problem id) -> config id of the most common winner across the kernel's cases.
 
     Per problem: a caller knows whether it wants causal attention, so each problem gets its own default.
@@ -122,30 +122,41 @@ def default_configs(records: Sequence[RunRecord]) -> dict[tuple[str, str, str], 
     """
     groups = group_by_problem(records)
     wins: dict[tuple[str, str, str], list[str]] = {}
-    for (target, kernel, _case, problem), record in winners(records).items():
+    for (target, kernel, _case, problem), record in winners(records, rank_by).items():
         wins.setdefault((target, kernel, problem), []).append(record.config_id)
-    return {key: most_common_winner(ids, [g for (t, k, _c, p), g in groups.items() if (t, k, p) == key])
+    return {key: most_common_winner(ids, [g for (t, k, _c, p), g in groups.items() if (t, k, p) == key], rank_by)
             for key, ids in wins.items()}
 
 
-def most_common_winner(config_ids: Sequence[str], cases: Sequence[Sequence[RunRecord]]) -> str:
+def most_common_winner(config_ids: Sequence[str], cases: Sequence[Sequence[RunRecord]],
+                       rank_by: str | None = None) -> str:
     """The most frequent of ``config_ids`` (the winners of ``cases``); ties go to the smallest mean slowdown
     over the cases, then to the smaller config id, so the choice is deterministic."""
     counts = Counter(config_ids)
     top = max(counts.values())
-    return min((c for c, n in counts.items() if n == top), key=lambda c: (mean_slowdown(c, cases), c))
+    return min((c for c, n in counts.items() if n == top), key=lambda c: (mean_slowdown(c, cases, rank_by), c))
 
 
-def mean_slowdown(config_id: str, cases: Sequence[Sequence[RunRecord]]) -> float:
+def mean_slowdown(config_id: str, cases: Sequence[Sequence[RunRecord]], rank_by: str | None = None) -> float:
     """Mean of (this config's metric / the case's best) over the cases where the config ran validly."""
     ratios = []
     for group in cases:
-        metric = rank_metric(group)
+        metric = rank_metric(group, rank_by)
         order = ranked(group, metric)
         mine = [r for r in order if r.config_id == config_id]
         if order and mine:
             ratios.append(metric_value(mine[0], metric) / max(metric_value(order[0], metric), 1e-300))
     return sum(ratios) / len(ratios) if ratios else float("inf")
+
+
+#: What each emulated ranking metric counts, for report headings.
+EMULATED_METRIC_MEANINGS = {
+    "launch_insns": "guest instructions per launch: grid walk, kernel and the libc calls it makes",
+    "kernel_insns": "guest instructions inside the kernel",
+    "est_cycles": "estimated cycles per launch: llvm-mca cycles of each executed basic block x its executions",
+    "l1d_misses": "modelled K1 L1D misses per launch",
+    "l2_misses": "modelled K1 L2 misses per launch",
+}
 
 
 def counter_names(records: Iterable[RunRecord]) -> list[str]:
@@ -174,18 +185,16 @@ class CaseReport:
     @property
     def heading(self) -> str:
         text = f"{self.kernel} / {self.label} on {self.target}: ranked by {metric_title(self.metric)}"
-        if self.metric in EMULATED_RANK_COUNTERS:
-            what = ("guest instructions per launch: grid walk, kernel and the libc calls it makes"
-                    if self.metric == EMULATED_RANK_COUNTERS[0] else "guest instructions inside the kernel")
-            text += (f" ({what}; timing is emulated by QEMU, not performance, so configs are ranked by "
-                     "instruction count)")
+        if self.metric in EMULATED_METRIC_MEANINGS:
+            text += (f" ({EMULATED_METRIC_MEANINGS[self.metric]}; timing is emulated by QEMU, not performance, so "
+                     "configs are ranked by a count)")
         elif self.emulated:
             text += " (timing is emulated by QEMU and no instruction counter was recorded: not performance)"
         return text
 
 
-def case_report(group: Sequence[RunRecord], default_id: str | None) -> CaseReport:
-    metric = rank_metric(group)
+def case_report(group: Sequence[RunRecord], default_id: str | None, rank_by: str | None = None) -> CaseReport:
+    metric = rank_metric(group, rank_by)
     order = ranked(group, metric)
     counters = counter_names(order)
     slowest = metric_value(order[-1], metric) if order else None
@@ -206,9 +215,9 @@ def case_report(group: Sequence[RunRecord], default_id: str | None) -> CaseRepor
                       [r for r in group if not r.valid], dict(first.problem), first.problem_id)
 
 
-def build_case_reports(run: Run) -> list[CaseReport]:
-    defaults = default_configs(run.records)
-    return [case_report(group, defaults.get((target, kernel, problem)))
+def build_case_reports(run: Run, rank_by: str | None = None) -> list[CaseReport]:
+    defaults = default_configs(run.records, rank_by)
+    return [case_report(group, defaults.get((target, kernel, problem)), rank_by)
             for (target, kernel, _case, problem), group in group_by_problem(run.records).items()]
 
 
@@ -321,8 +330,9 @@ def write_perf_stats(run: Run, out: Path) -> list[Path]:
 # --- the `rvtune report` subcommand ------------------------------------------------------------------------
 
 
-def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlations: list[dict[str, Any]]) -> str:
-    defaults = default_configs(run.records)
+def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlations: list[dict[str, Any]],
+                  rank_by: str | None = None) -> str:
+    defaults = default_configs(run.records, rank_by)
     best, failures = best_rows(reports, defaults), failure_rows(reports)
     if fmt == "json":
         doc = {"run": str(run.path), "cases": [

@@ -95,10 +95,38 @@ def has_problems(records: Iterable[RunRecord]) -> bool:
     return any(r.problem for r in records)
 
 
-def rank_metric(records: Iterable[RunRecord]) -> str:
-    """What to rank a group by: when every valid record is emulated, the first of EMULATED_RANK_COUNTERS that
-    every one has (``launch_insns``, else ``kernel_insns``); else time."""
+class MetricError(ValueError):
+    """A --rank-by metric that no record has; the message lists the metrics present."""
+
+
+def metrics_present(records: Iterable[RunRecord]) -> list[str]:
+    """What the valid records can be ranked by: ``time`` when any has samples, then every counter any has
+    (the emulated ranking counters first)."""
     valid = [r for r in records if r.valid]
+    names = {n for r in valid for n in r.counters}
+    first = [n for n in EMULATED_RANK_COUNTERS if n in names]
+    return (["time"] if any(r.samples_ns for r in valid) else []) + first + sorted(names - set(first))
+
+
+def check_rank_by(records: Iterable[RunRecord], rank_by: str | None, source: str = "the results") -> None:
+    """Raise MetricError unless ``rank_by`` (None: the default) is a metric some valid record has."""
+    if rank_by is None:
+        return
+    present = metrics_present(records)
+    if rank_by not in present:
+        raise MetricError(f"--rank-by {rank_by}: no valid record in {source} has it; metrics present: "
+                          f"{', '.join(present) or 'none'}")
+
+
+def rank_metric(records: Iterable[RunRecord], rank_by: str | None = None) -> str:
+    """What to rank a group by: ``rank_by`` when every valid record of the group has it (check_rank_by has
+    checked that some record does: a group without it keeps its default). The default: when every valid record
+    is emulated, the first of EMULATED_RANK_COUNTERS that every one has; else time."""
+    valid = [r for r in records if r.valid]
+    if rank_by == "time" and any(r.samples_ns for r in valid):
+        return "time"
+    if rank_by is not None and valid and all(rank_by in r.counters for r in valid):
+        return rank_by
     if valid and all(r.emulated for r in valid):
         for counter in EMULATED_RANK_COUNTERS:
             if all(counter in r.counters for r in valid):

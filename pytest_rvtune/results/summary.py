@@ -19,7 +19,7 @@ from typing import Any
 
 from pytest_rvtune.results.records import RunRecord, group_label, record_from_dict
 from pytest_rvtune.results.report import default_configs, format_metric, ranked
-from pytest_rvtune.results.runs import group_by_problem, metric_value, rank_metric
+from pytest_rvtune.results.runs import MetricError, check_rank_by, group_by_problem, metric_value, rank_metric
 
 #: Distinct results listed per group.
 TOP = 3
@@ -52,15 +52,21 @@ def _aliases(result: Sequence[RunRecord]) -> str:
     return f" (= {shown}{f', +{more} more' if more > 0 else ''})"
 
 
-def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP) -> list[str]:
-    """Summary lines for the groups among ``raw_records`` (results-file objects); [] when nothing ranks."""
+def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP, rank_by: str | None = None) -> list[str]:
+    """Summary lines for the groups among ``raw_records`` (results-file objects); [] when nothing ranks.
+    ``rank_by``: the metric to rank by where a group has it (--rvtune-rank-by), else the default."""
     records = [record_from_dict(dict(r)) for r in raw_records]
-    defaults = default_configs(records)
+    unknown_metric = None
+    try:
+        check_rank_by(records, rank_by, "this session's results")
+    except MetricError as exc:  # known only at the session's end (no usage error then): say so, rank by default
+        unknown_metric, rank_by = f"  {exc}: ranked by the default", None
+    defaults = default_configs(records, rank_by)
     lines: list[str] = []
     metrics: set[str] = set()
     emulated_time = False
     for (target, kernel, case, problem), group in sorted(group_by_problem(records).items()):
-        metric = rank_metric(group)
+        metric = rank_metric(group, rank_by)
         if metric == "time" and all(r.emulated for r in group):
             emulated_time = True
             continue  # no instruction counts recorded: nothing better than emulated time to rank by
@@ -89,8 +95,10 @@ def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP) -> l
     what = " / ".join(sorted(metrics))
     title = f"rvtune ranking, by {what}"
     if metrics - {"time"}:
-        title += " (instructions per launch, counted under emulation; QEMU time is not performance)"
+        title += " (per launch, counted under emulation; QEMU time is not performance)"
     if "time" in metrics:
         title += " (median time on the target)"
     note = ["  (emulated groups without instruction counts are not ranked)"] if emulated_time else []
+    if unknown_metric:
+        note.append(unknown_metric)
     return [f"{title}:", *lines, *note]

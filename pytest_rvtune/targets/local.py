@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from pytest_rvtune import paths
+from pytest_rvtune import paths, timing_model
 from pytest_rvtune.counters import parse_perf_stat_csv, read_icount_file
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
@@ -167,6 +167,16 @@ def launcher_symbol(kernel_symbol: str) -> str:
     return f"{kernel_symbol}_wrap"
 
 
+def plugin_argument(plugin: Path, out: Path, kernel_symbol: str | None, blocks: Path) -> str:
+    """QEMU's -plugin value: counts to ``out``; with a kernel, its launch window, the per-block counts for the
+    timing model (``blocks``) and the K1 data-cache model (timing_model.K1_L1D/K1_L2)."""
+    argument = f"{plugin},out={out}"
+    if kernel_symbol:
+        argument += (f",symbol={kernel_symbol},launch={launcher_symbol(kernel_symbol)},blocks={blocks}"
+                     f",l1d={timing_model.K1_L1D.plugin_arg()},l2={timing_model.K1_L2.plugin_arg()}")
+    return argument
+
+
 class QemuTarget:
     """qemu-riscv64 user mode with VLEN 256; counters from our instruction-count plugin.
 
@@ -205,7 +215,8 @@ class QemuTarget:
         """What, besides the ELF, its data and its argv, decides this target's counts and output: the QEMU
         build, its CPU model and the plugin's code (a rebuilt plugin may count differently)."""
         return {"target": self.name, "qemu": self.identity()["qemu"], "cpu": QEMU_CPU,
-                "plugin": sha256_file(self.plugin) if self.counters else "none"}
+                "plugin": sha256_file(self.plugin) if self.counters else "none",
+                **(timing_model.riscv_core_model().identity() if self.counters else {})}
 
     def prepare(self, files: Sequence[Path]) -> None:
         pass  # the ELF reads local files in place
@@ -217,15 +228,14 @@ class QemuTarget:
                            output_format=output_format)
         with tempfile.TemporaryDirectory(prefix="rvtune-qemu-") as tmp:
             run_dir = make_run_dir(Path(tmp), files)
-            icount = Path(tmp) / "icount.txt"
+            icount, blocks = Path(tmp) / "icount.txt", Path(tmp) / "blocks.txt"
             cmd = [self.qemu, "-cpu", QEMU_CPU]
             if self.counters:
-                plugin_args = f"{self.plugin},out={icount}"
-                if kernel_symbol:
-                    plugin_args += f",symbol={kernel_symbol},launch={launcher_symbol(kernel_symbol)}"
-                cmd += ["-plugin", plugin_args]
+                cmd += ["-plugin", plugin_argument(self.plugin, icount, kernel_symbol, blocks)]
             done = run_process([*cmd, str(elf.resolve()), *_local_args(args)], timeout, run_dir)
             counters = read_icount_file(icount) if self.counters else {}
+            if counters and kernel_symbol:
+                counters.update(timing_model.est_cycles_of(blocks, timing_model.riscv_core_model()))
         return _result(done, counters, output_format=output_format)
 
     def close(self) -> None:

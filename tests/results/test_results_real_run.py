@@ -80,5 +80,7 @@ def test_real_export_and_perf_stats(real_runs, tmp_path: Path) -> None:
     assert qemu["ranked_by"] == ["launch_insns"] and qemu["cases"]["emu"]["tie"] is False
     assert main(["report", str(real_runs["base"]), "--no-plots", "--out", str(tmp_path / "rep")]) == 0
     csv_text = (tmp_path / "rep" / "qemu" / "softmax" / "emu" / "perf_stats.csv").read_text()
-    assert csv_text.splitlines()[0].endswith(",launch_insns,kernel_insns,insns,vector_insns")
+    # the exact QEMU counts, then the timing and K1 cache models' (per launch)
+    assert csv_text.splitlines()[0].endswith(",launch_insns,kernel_insns,insns,vector_insns,est_cycles,l1d_accesses,"
+                                             "l1d_misses,l2_misses")
     assert csv_text.count(",YES,") == 2

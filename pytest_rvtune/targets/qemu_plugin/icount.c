@@ -22,6 +22,17 @@
  *
  * Counting uses inline adds (no helper call per instruction), so it is cheap but NOT atomic: counts are exact
  * only with one guest thread (run the ELF with --threads 1).
+ *
+ * Two optional parts feed the timing model (pytest_rvtune/timing_model.py), both limited to the launch window:
+ *   blocks=<file>   per translated block (guest vaddr, its instructions' bytes) the number of times it was
+ *                   executed inside launches, one line per block:  <vaddr hex> <count> <insn hex>:<insn hex>...
+ *                   (a TB-level inline add per block; the window's counts are deltas taken when it opens and
+ *                   closes, so nothing runs per instruction).
+ *   l1d=<bytes>:<ways>:<line>,l2=<bytes>:<ways>:<line>
+ *                   a data-cache model: every load and store inside a launch goes through a set-associative LRU
+ *                   L1D, its misses through a set-associative LRU L2 (write-allocate, no prefetcher, one core);
+ *                   the output line gains l1d_accesses=<n> l1d_misses=<n> l2_misses=<n>. This costs a helper call
+ *                   per memory access (QEMU calls it also for the element accesses of RVV loads and stores).
  */
 #include <elf.h>
 #include <inttypes.h>
@@ -51,6 +62,38 @@ static unsigned int launch_vcpu; /* the thread that called the launcher */
 static uint64_t launch_start;    /* insns when the window opened */
 static uint64_t launch_insns;
 static uint64_t launches;
+
+/* ------------------------------------------------------------------------- per-block counts (blocks=) */
+struct block {
+    uint64_t vaddr;
+    uint64_t count;     /* executions since translation (inline add at the block's start) */
+    uint64_t at_open;   /* count when the current launch window opened */
+    uint64_t in_launch; /* executions inside launch windows */
+    size_t n_insns;
+    unsigned char *sizes; /* each instruction's length in bytes */
+    unsigned char *bytes; /* the instructions' bytes, back to back */
+    size_t n_bytes;
+    struct block *next;   /* hash chain */
+};
+
+#define BLOCK_BUCKETS 65536
+static const char *blocks_path;
+static struct block *buckets[BLOCK_BUCKETS];
+static struct block **all_blocks;
+static size_t n_blocks;
+
+/* -------------------------------------------------------------------------------- the data-cache model */
+struct cache {
+    uint64_t sets, ways;
+    unsigned line_shift;
+    uint64_t *tags;  /* sets x ways; line number + 1, 0 = empty */
+    uint64_t *stamp; /* last use, for LRU */
+    uint64_t clock;
+    uint64_t accesses, misses;
+};
+
+static struct cache l1d, l2;
+static int cache_model; /* both levels configured */
 
 /* RVV lives in three major opcodes: OP-V (arithmetic, vset*) and the FP load/store opcodes, where the
  * width field (bits 14:12) tells vector accesses (0, 5, 6, 7) from scalar FP ones (1=H, 2=W, 3=D, 4=Q). */
@@ -127,6 +170,22 @@ static void scan_calls(const unsigned char *code, uint64_t size, uint64_t addres
     }
 }
 
+/* x86-64 (the ranking-fidelity benchmark counts host builds under qemu-x86_64): direct calls are `call rel32`
+ * (E8 + 4 bytes). Variable-length code is not decoded here: every E8 byte whose rel32 lands exactly on the
+ * launcher is taken as a call. A stray match inside another instruction would add a return site that is never
+ * executed as an instruction start (or, very rarely, is): the launcher's address is the filter. */
+static void scan_calls_x86(const unsigned char *code, uint64_t size, uint64_t address, uint64_t target)
+{
+    for (uint64_t at = 0; at + 5 <= size; at++) {
+        if (code[at] == 0xe8) {
+            int64_t rel = (int64_t)(int32_t)read_u32(code + at + 1);
+            if (address + at + 5 + rel == target) {
+                add_return_site(address + at + 5);
+            }
+        }
+    }
+}
+
 /* Read the guest ELF's symbol table: find `name` and scan every function for calls to it. Returns 1 when the
  * ELF defines `name` as a function. Any format problem just means "not found" (launch_insns is then absent). */
 static int find_launcher(const char *path, const char *name)
@@ -152,7 +211,7 @@ static int find_launcher(const char *path, const char *name)
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)image;
     int found = 0;
     if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_machine != EM_RISCV || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        (eh->e_machine != EM_RISCV && eh->e_machine != EM_X86_64) || eh->e_shentsize != sizeof(Elf64_Shdr) ||
         eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > (uint64_t)length) {
         goto done;
     }
@@ -189,8 +248,12 @@ static int find_launcher(const char *path, const char *name)
                 text->sh_offset + text->sh_size > (uint64_t)length) {
                 continue;
             }
-            scan_calls(image + text->sh_offset + (sym->st_value - text->sh_addr), sym->st_size, sym->st_value,
-                       launch_entry);
+            const unsigned char *code = image + text->sh_offset + (sym->st_value - text->sh_addr);
+            if (eh->e_machine == EM_X86_64) {
+                scan_calls_x86(code, sym->st_size, sym->st_value, launch_entry);
+            } else {
+                scan_calls(code, sym->st_size, sym->st_value, launch_entry);
+            }
         }
     }
     if (found) {
@@ -206,13 +269,175 @@ done:
     return found;
 }
 
+/* --------------------------------------------------------------------------------------- blocks (TBs) */
+static size_t block_hash(uint64_t vaddr, size_t n_bytes)
+{
+    return (size_t)((vaddr >> 1) ^ (vaddr >> 17) ^ n_bytes) % BLOCK_BUCKETS;
+}
+
+/* The record of a translated block: QEMU may translate the same code more than once (after a TB flush, or
+ * when another thread needs it), and every translation counts into the one record of that code. */
+static struct block *block_of(struct qemu_plugin_tb *tb)
+{
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    uint64_t vaddr = qemu_plugin_tb_vaddr(tb);
+    size_t n_bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        n_bytes += qemu_plugin_insn_size(qemu_plugin_tb_get_insn(tb, i));
+    }
+    unsigned char *bytes = malloc(n_bytes ? n_bytes : 1);
+    unsigned char *sizes = malloc(n ? n : 1);
+    if (bytes == NULL || sizes == NULL) {
+        free(bytes);
+        free(sizes);
+        return NULL;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        size_t size = qemu_plugin_insn_size(insn);
+        memcpy(bytes + at, qemu_plugin_insn_data(insn), size);
+        sizes[i] = (unsigned char)size;
+        at += size;
+    }
+    size_t h = block_hash(vaddr, n_bytes);
+    for (struct block *b = buckets[h]; b != NULL; b = b->next) {
+        if (b->vaddr == vaddr && b->n_bytes == n_bytes && b->n_insns == n && memcmp(b->bytes, bytes, n_bytes) == 0) {
+            free(bytes);
+            free(sizes);
+            return b;
+        }
+    }
+    struct block *b = calloc(1, sizeof *b);
+    struct block **grown = realloc(all_blocks, (n_blocks + 1) * sizeof *all_blocks);
+    if (b == NULL || grown == NULL) {
+        free(b);
+        free(bytes);
+        free(sizes);
+        return NULL;
+    }
+    all_blocks = grown;
+    all_blocks[n_blocks++] = b;
+    b->vaddr = vaddr;
+    b->n_insns = n;
+    b->bytes = bytes;
+    b->sizes = sizes;
+    b->n_bytes = n_bytes;
+    b->next = buckets[h];
+    buckets[h] = b;
+    return b;
+}
+
+static void write_blocks(void)
+{
+    FILE *f = fopen(blocks_path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "libicount: cannot write %s\n", blocks_path);
+        return;
+    }
+    for (size_t i = 0; i < n_blocks; i++) {
+        const struct block *b = all_blocks[i];
+        if (b->in_launch == 0) {
+            continue;
+        }
+        fprintf(f, "%" PRIx64 " %" PRIu64 " ", b->vaddr, b->in_launch);
+        size_t at = 0;
+        for (size_t k = 0; k < b->n_insns; k++) {
+            if (k > 0) {
+                fputc(':', f);
+            }
+            for (size_t j = 0; j < b->sizes[k]; j++) {
+                fprintf(f, "%02x", b->bytes[at + j]);
+            }
+            at += b->sizes[k];
+        }
+        fputc('\n', f);
+    }
+    fclose(f);
+}
+
+/* ---------------------------------------------------------------------------------------- the caches */
+/* "<bytes>:<ways>:<line bytes>", each a power of two, sets = bytes / ways / line >= 1. */
+static int cache_init(struct cache *c, const char *spec, const char *name)
+{
+    unsigned long long size, ways, line;
+    if (sscanf(spec, "%llu:%llu:%llu", &size, &ways, &line) != 3 || size == 0 || ways == 0 || line == 0 ||
+        (line & (line - 1)) != 0 || size % (ways * line) != 0) {
+        fprintf(stderr, "libicount: %s=%s: expected <bytes>:<ways>:<line bytes> (line a power of two, bytes a "
+                "multiple of ways x line)\n", name, spec);
+        return -1;
+    }
+    c->ways = ways;
+    c->sets = size / (ways * line);
+    c->line_shift = 0;
+    while ((1ull << c->line_shift) < line) {
+        c->line_shift++;
+    }
+    c->tags = calloc(c->sets * c->ways, sizeof *c->tags);
+    c->stamp = calloc(c->sets * c->ways, sizeof *c->stamp);
+    if (c->tags == NULL || c->stamp == NULL) {
+        fprintf(stderr, "libicount: out of memory for the %s model\n", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* One access to the line holding `address`: 1 on a hit; on a miss the least recently used way is replaced. */
+static int cache_access(struct cache *c, uint64_t address)
+{
+    uint64_t line = address >> c->line_shift;
+    uint64_t *tags = c->tags + (line % c->sets) * c->ways;
+    uint64_t *stamp = c->stamp + (line % c->sets) * c->ways;
+    uint64_t victim = 0;
+    c->accesses++;
+    c->clock++;
+    for (uint64_t w = 0; w < c->ways; w++) {
+        if (tags[w] == line + 1) {
+            stamp[w] = c->clock;
+            return 1;
+        }
+        if (stamp[w] < stamp[victim]) {
+            victim = w;
+        }
+    }
+    c->misses++;
+    tags[victim] = line + 1;
+    stamp[victim] = c->clock;
+    return 0;
+}
+
+static void on_memory(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, void *userdata)
+{
+    if (!launch_open) {
+        return;
+    }
+    uint64_t size = 1ull << qemu_plugin_mem_size_shift(info);
+    uint64_t first = vaddr >> l1d.line_shift, last = (vaddr + size - 1) >> l1d.line_shift;
+    for (uint64_t line = first; line <= last; line++) { /* an access across a line boundary touches both */
+        uint64_t address = line << l1d.line_shift;
+        if (!cache_access(&l1d, address)) {
+            cache_access(&l2, address);
+        }
+    }
+}
+
 /* -------------------------------------------------------------------------------------- the launch window */
+/* `userdata` is the record of the block holding the launcher's entry or the return site (or NULL): its
+ * execution counter was bumped at the block's start, before this callback, so it is corrected by one to keep
+ * the launcher's first block inside the window and the caller's block after the call outside. */
 static void on_launch_entry(unsigned int vcpu_index, void *userdata)
 {
     if (!launch_open) { /* the launcher is not recursive; an inner call would belong to the outer launch */
         launch_open = 1;
         launch_vcpu = vcpu_index;
         launch_start = insns;
+        for (size_t i = 0; i < n_blocks; i++) {
+            all_blocks[i]->at_open = all_blocks[i]->count;
+        }
+        struct block *here = userdata;
+        if (here != NULL && here->at_open > 0) {
+            here->at_open--;
+        }
     }
 }
 
@@ -222,6 +447,13 @@ static void on_launch_return(unsigned int vcpu_index, void *userdata)
         launch_insns += insns - launch_start;
         launches++;
         launch_open = 0;
+        for (size_t i = 0; i < n_blocks; i++) {
+            all_blocks[i]->in_launch += all_blocks[i]->count - all_blocks[i]->at_open;
+        }
+        struct block *here = userdata;
+        if (here != NULL && here->in_launch > 0) {
+            here->in_launch--;
+        }
     }
 }
 
@@ -252,6 +484,13 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             }
         }
     }
+    struct block *block = NULL;
+    if (blocks_path != NULL && launch_found) {
+        block = block_of(tb);
+        if (block != NULL) {
+            qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &block->count, 1);
+        }
+    }
     size_t n = qemu_plugin_tb_n_insns(tb);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
@@ -270,9 +509,12 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         if (launch_found) {
             uint64_t vaddr = qemu_plugin_insn_vaddr(insn);
             if (vaddr == launch_entry) {
-                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_launch_entry, QEMU_PLUGIN_CB_NO_REGS, NULL);
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_launch_entry, QEMU_PLUGIN_CB_NO_REGS, block);
             } else if (is_return_site(vaddr)) {
-                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_launch_return, QEMU_PLUGIN_CB_NO_REGS, NULL);
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_launch_return, QEMU_PLUGIN_CB_NO_REGS, block);
+            }
+            if (cache_model) {
+                qemu_plugin_register_vcpu_mem_cb(insn, on_memory, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
             }
         }
     }
@@ -289,9 +531,16 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
             vector_insns, kernel_insns, launches);
     if (launch_found) {
         fprintf(f, " launch_insns=%" PRIu64, launch_insns);
+        if (cache_model) {
+            fprintf(f, " l1d_accesses=%" PRIu64 " l1d_misses=%" PRIu64 " l2_misses=%" PRIu64, l1d.accesses,
+                    l1d.misses, l2.misses);
+        }
     }
     fprintf(f, "\n");
     fclose(f);
+    if (blocks_path != NULL) {
+        write_blocks();
+    }
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
@@ -305,12 +554,31 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             symbol = argv[i][7] != '\0' ? argv[i] + 7 : NULL;
         } else if (strncmp(argv[i], "launch=", 7) == 0) {
             launch_symbol = argv[i][7] != '\0' ? argv[i] + 7 : NULL;
+        } else if (strncmp(argv[i], "blocks=", 7) == 0) {
+            blocks_path = argv[i][7] != '\0' ? argv[i] + 7 : NULL;
+        } else if (strncmp(argv[i], "l1d=", 4) == 0) {
+            if (cache_init(&l1d, argv[i] + 4, "l1d") != 0) {
+                return -1;
+            }
+        } else if (strncmp(argv[i], "l2=", 3) == 0) {
+            if (cache_init(&l2, argv[i] + 3, "l2") != 0) {
+                return -1;
+            }
         } else {
-            fprintf(stderr, "libicount: unknown argument '%s' (expected out=<file>,symbol=<name>,launch=<name>)\n",
-                    argv[i]);
+            fprintf(stderr, "libicount: unknown argument '%s' (expected out=<file>,symbol=<name>,launch=<name>,"
+                    "blocks=<file>,l1d=<bytes>:<ways>:<line>,l2=<bytes>:<ways>:<line>)\n", argv[i]);
             return -1;
         }
     }
+    if ((l1d.tags == NULL) != (l2.tags == NULL)) {
+        fprintf(stderr, "libicount: the cache model needs both l1d= and l2=\n");
+        return -1;
+    }
+    if (l1d.tags != NULL && l1d.line_shift != l2.line_shift) {
+        fprintf(stderr, "libicount: l1d= and l2= must have the same line size\n");
+        return -1;
+    }
+    cache_model = l1d.tags != NULL;
     if (out_path == NULL || out_path[0] == '\0') {
         fprintf(stderr, "libicount: missing out=<file> argument\n");
         return -1;
