@@ -66,6 +66,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rvtune-rank-by", default=None, metavar="METRIC",
                     help="rank the session-end summary by this metric where recorded (e.g. est_cycles, "
                          "launch_insns, kernel_insns, l1d_misses); default: the emulated ranking metric")
+    group.addoption("--rvtune-timing-model", action="store_true", default=False,
+                    help="under QEMU also record est_cycles (llvm-mca per basic block x its count) and the K1 "
+                         "cache model's l1d/l2 misses; slower (about 1.5x QEMU time, llvm-mca per new block)")
     group.addoption("--rvtune-config-file", default=None, metavar="PATH",
                     help="target configuration file (default: rvtune.toml, then pyproject.toml)")
     group.addoption("--rvtune-compare", default=None, metavar="BASE",

@@ -55,6 +55,7 @@ class RvtuneOptions:
     threads: int
     results: str | None
     rank_by: str | None  # --rvtune-rank-by: what the session-end ranking ranks by (None: the default)
+    timing_model: bool  # --rvtune-timing-model: emulated runs also record est_cycles and cache-model misses
     config_file: str | None
     compare: str | None
     thresholds: tuple[str, ...]
@@ -103,6 +104,7 @@ class RvtuneOptions:
             threads=config.getoption("rvtune_threads"),
             results=config.getoption("rvtune_results"),
             rank_by=config.getoption("rvtune_rank_by"),
+            timing_model=config.getoption("rvtune_timing_model"),
             config_file=config.getoption("rvtune_config_file"),
             compare=config.getoption("rvtune_compare"),
             thresholds=tuple(config.getoption("rvtune_threshold")),
@@ -262,7 +264,8 @@ class RvtuneSession:
         if name not in self.targets:
             from pytest_rvtune.targets.factory import make_target
             try:
-                self.targets[name] = make_target(self.target_configs()[name], worker_id=self.worker_id)
+                self.targets[name] = make_target(self.target_configs()[name], worker_id=self.worker_id,
+                                                 with_timing_model=self.options.timing_model)
             except Exception as exc:  # one clear error per target and process, not one per item
                 text = str(exc)
                 self.target_errors[name] = text if f"target {name!r}" in text else \

@@ -69,7 +69,7 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def run(elf: Path, tmp: Path, kind: str, n: int, reps: int, launches: int = 1) -> tuple[dict[str, float], Path]:
     """(the plugin's counters, its blocks file) of one run with the timing and cache models on."""
     out, blocks = tmp / f"{kind}-{n}-{reps}.txt", tmp / f"{kind}-{n}-{reps}.blocks"
-    plugin = plugin_argument(paths.icount_plugin(), out, "work", blocks)
+    plugin = plugin_argument(paths.icount_plugin(), out, "work", blocks, with_timing_model=True)
     proc = subprocess.run([*qemu_command(), "-plugin", plugin, str(elf), kind, str(n), str(reps), str(launches)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -130,12 +130,30 @@ def test_cache_misses_grow_when_the_working_set_exceeds_the_l1d(program: Path, t
 
 
 def test_the_qemu_target_records_the_models_per_launch(program: Path) -> None:
-    result = QemuTarget().run(program, ["s", "4096", "2", "3"], 120, kernel_symbol="work")
+    result = QemuTarget(with_timing_model=True).run(program, ["s", "4096", "2", "3"], 120, kernel_symbol="work")
     assert result.returncode == 0, result.stderr
     c = result.counters
     assert c["launches"] == 3
     assert c["est_cycles"] > 0 and c["l1d_misses"] > 0 and c["l2_misses"] > 0
     assert c["l1d_accesses"] >= 3 * 2 * 3 * 4096  # x and y read, y written, per element, pass and launch
+
+
+def test_the_timing_model_is_asked_for_not_default(program: Path, tmp_path: Path) -> None:
+    # the model costs QEMU time and llvm-mca runs: a plain emulated run records counts only
+    plain = QemuTarget().run(program, ["s", "4096", "2", "3"], 120, kernel_symbol="work")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.counters["launches"] == 3 and plain.counters["launch_insns"] > 0
+    assert not {"est_cycles", "l1d_misses", "l2_misses", "l1d_accesses"} & set(plain.counters)
+    plugin, out, blocks = Path("libicount.so"), tmp_path / "o.txt", tmp_path / "b.txt"
+    assert "blocks=" not in plugin_argument(plugin, out, "work", blocks)
+    assert f"blocks={blocks}" in plugin_argument(plugin, out, "work", blocks, with_timing_model=True)
+    # the pytest option reaches the target the session opens
+    from pytest_rvtune.targets.config import TargetConfig
+    from pytest_rvtune.targets.factory import make_target
+
+    cfg = TargetConfig(name="qemu", kind="builtin")
+    assert make_target(cfg, worker_id="master", with_timing_model=True).with_timing_model
+    assert not make_target(cfg, worker_id="master").with_timing_model
 
 
 def test_a_block_without_its_own_vector_type_inherits_the_one_before_it() -> None:

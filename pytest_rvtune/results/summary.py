@@ -94,8 +94,10 @@ def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP, rank
         return []
     what = " / ".join(sorted(metrics))
     title = f"rvtune ranking, by {what}"
-    if metrics - {"time"}:
-        title += " (per launch, counted under emulation; QEMU time is not performance)"
+    counted = metrics - {"time"}
+    if counted:
+        what_counted = "instructions per launch" if counted <= {"launch_insns", "kernel_insns"} else "per launch"
+        title += f" ({what_counted}, counted under emulation; QEMU time is not performance)"
     if "time" in metrics:
         title += " (median time on the target)"
     note = ["  (emulated groups without instruction counts are not ranked)"] if emulated_time else []

@@ -12,13 +12,15 @@ from pytest_rvtune.targets.base import Target
 from pytest_rvtune.targets.config import TargetConfig
 
 
-def open_builtin(cfg: TargetConfig, *, worker_id: str) -> Target:
-    from pytest_rvtune.targets.local import builtin_targets
+def open_builtin(cfg: TargetConfig, *, worker_id: str, with_timing_model: bool = False) -> Target:
+    from pytest_rvtune.targets.local import QemuTarget, builtin_targets
 
+    if cfg.name == "qemu":  # the one built-in target with a timing model (est_cycles, cache misses) to ask for
+        return QemuTarget(with_timing_model=with_timing_model)
     return builtin_targets()[cfg.name]()
 
 
-def open_board(cfg: TargetConfig, *, worker_id: str) -> Target:
+def open_board(cfg: TargetConfig, *, worker_id: str, with_timing_model: bool = False) -> Target:
     """Boards connect here, so an unreachable board raises BoardError once, up front."""
     from pytest_rvtune.targets.ssh import connect_board
 
@@ -29,6 +31,7 @@ def open_board(cfg: TargetConfig, *, worker_id: str) -> Target:
 OPENERS: dict[str, Callable[..., Target]] = {"builtin": open_builtin, "ssh": open_board}
 
 
-def make_target(cfg: TargetConfig, *, worker_id: str) -> Target:
-    """A live target. Boards connect here, so an unreachable board raises BoardError once, up front."""
-    return OPENERS[cfg.kind](cfg, worker_id=worker_id)
+def make_target(cfg: TargetConfig, *, worker_id: str, with_timing_model: bool = False) -> Target:
+    """A live target. Boards connect here, so an unreachable board raises BoardError once, up front.
+    ``with_timing_model``: emulated targets also record est_cycles and cache-model misses (boards have real time)."""
+    return OPENERS[cfg.kind](cfg, worker_id=worker_id, with_timing_model=with_timing_model)

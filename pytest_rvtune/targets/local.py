@@ -167,13 +167,16 @@ def launcher_symbol(kernel_symbol: str) -> str:
     return f"{kernel_symbol}_wrap"
 
 
-def plugin_argument(plugin: Path, out: Path, kernel_symbol: str | None, blocks: Path) -> str:
-    """QEMU's -plugin value: counts to ``out``; with a kernel, its launch window, the per-block counts for the
-    timing model (``blocks``) and the K1 data-cache model (timing_model.K1_L1D/K1_L2)."""
+def plugin_argument(plugin: Path, out: Path, kernel_symbol: str | None, blocks: Path,
+                    with_timing_model: bool = False) -> str:
+    """QEMU's -plugin value: counts to ``out``; with a kernel, its launch window; with the timing model, also the
+    per-block counts it needs (``blocks``) and the K1 data-cache model (timing_model.K1_L1D/K1_L2)."""
     argument = f"{plugin},out={out}"
     if kernel_symbol:
-        argument += (f",symbol={kernel_symbol},launch={launcher_symbol(kernel_symbol)},blocks={blocks}"
-                     f",l1d={timing_model.K1_L1D.plugin_arg()},l2={timing_model.K1_L2.plugin_arg()}")
+        argument += f",symbol={kernel_symbol},launch={launcher_symbol(kernel_symbol)}"
+        if with_timing_model:
+            argument += (f",blocks={blocks}"
+                         f",l1d={timing_model.K1_L1D.plugin_arg()},l2={timing_model.K1_L2.plugin_arg()}")
     return argument
 
 
@@ -190,10 +193,13 @@ class QemuTarget:
     timing_source: TimingSource = "emulated"
     local = True
 
-    def __init__(self, plugin: Path | None = None, counters: bool = True) -> None:
+    def __init__(self, plugin: Path | None = None, counters: bool = True, with_timing_model: bool = False) -> None:
         self.qemu = find_tool("qemu-riscv64")
         self.plugin = plugin or paths.icount_plugin()
         self.counters = counters
+        # est_cycles and the cache-model misses cost ~1.5x QEMU time plus llvm-mca per new block, and they rank
+        # configs no better than launch_insns on the host (benchmarks/ranking_fidelity.py): asked for, not default
+        self.with_timing_model = counters and with_timing_model
         if counters and not self.plugin.is_file():
             raise TargetSetupError(
                 f"QEMU instruction-count plugin {self.plugin} is missing: run `rvtune setup` to build it"
@@ -216,7 +222,7 @@ class QemuTarget:
         build, its CPU model and the plugin's code (a rebuilt plugin may count differently)."""
         return {"target": self.name, "qemu": self.identity()["qemu"], "cpu": QEMU_CPU,
                 "plugin": sha256_file(self.plugin) if self.counters else "none",
-                **(timing_model.riscv_core_model().identity() if self.counters else {})}
+                **(timing_model.riscv_core_model().identity() if self.with_timing_model else {})}
 
     def prepare(self, files: Sequence[Path]) -> None:
         pass  # the ELF reads local files in place
@@ -231,10 +237,10 @@ class QemuTarget:
             icount, blocks = Path(tmp) / "icount.txt", Path(tmp) / "blocks.txt"
             cmd = [self.qemu, "-cpu", QEMU_CPU]
             if self.counters:
-                cmd += ["-plugin", plugin_argument(self.plugin, icount, kernel_symbol, blocks)]
+                cmd += ["-plugin", plugin_argument(self.plugin, icount, kernel_symbol, blocks, self.with_timing_model)]
             done = run_process([*cmd, str(elf.resolve()), *_local_args(args)], timeout, run_dir)
             counters = read_icount_file(icount) if self.counters else {}
-            if counters and kernel_symbol:
+            if counters and kernel_symbol and self.with_timing_model:
                 counters.update(timing_model.est_cycles_of(blocks, timing_model.riscv_core_model()))
         return _result(done, counters, output_format=output_format)
 

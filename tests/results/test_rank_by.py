@@ -76,10 +76,10 @@ def test_the_session_end_ranking_follows_rank_by() -> None:
     records = _records()
     assert "1. BLOCK=16" in ranking_lines(records)[1]
     lines = ranking_lines(records, rank_by="est_cycles")
-    assert lines[0].startswith("rvtune ranking under emulation, by est_cycles")
+    assert lines[0].startswith("rvtune ranking, by est_cycles")
     assert "1. BLOCK=64 3,000" in lines[1]
     unknown = ranking_lines(records, rank_by="cycles")
-    assert unknown[0].startswith("rvtune ranking under emulation, by launch_insns")
+    assert unknown[0].startswith("rvtune ranking, by launch_insns (instructions per launch")
     assert "--rank-by cycles: no valid record" in unknown[-1] and "ranked by the default" in unknown[-1]
 
 
