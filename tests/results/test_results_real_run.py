@@ -21,10 +21,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SELECT = ["kernels/softmax.py", "--rvtune-case", "emu", "--rvtune-config", "BLOCK_SIZE_M=1;BLOCK_SIZE_N=16,32"]
 
 
-def _suite(out: Path, *targets: str) -> tuple[Path, Path]:
+def _suite(out: Path, *targets: str, options: tuple[str, ...] = ()) -> tuple[Path, Path]:
     results, bench = out.with_suffix(".jsonl"), out.with_suffix(".json")
     target_args = [arg for t in targets for arg in ("--rvtune-target", t)]
-    done = subprocess.run([sys.executable, "-m", "pytest", *SELECT, *target_args, "-q", "-p", "no:cacheprovider",
+    done = subprocess.run([sys.executable, "-m", "pytest", *SELECT, *target_args, *options, "-q", "-p",
+                           "no:cacheprovider",
                            f"--rvtune-results={results}", f"--benchmark-json={bench}"],
                           cwd=ROOT, capture_output=True, text=True, env=clean_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -34,7 +35,8 @@ def _suite(out: Path, *targets: str) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def real_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("real")
-    base, bench = _suite(folder / "base", "qemu", "host")
+    # the base run asks for the timing model (est_cycles, cache misses); the rerun counts only, as by default
+    base, bench = _suite(folder / "base", "qemu", "host", options=("--rvtune-timing-model",))
     rerun, _ = _suite(folder / "rerun", "qemu")
     return {"base": base, "bench": bench, "rerun": rerun}
 
