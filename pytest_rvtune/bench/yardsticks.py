@@ -60,7 +60,7 @@ def build(source: Path, workdir: Path) -> Path:
 def _run(elf: Path, args: list[str], symbol: str, what: str) -> Counts:
     from pytest_rvtune.targets.local import QemuTarget
 
-    res = QemuTarget().run(elf, args, timeout=900, kernel_symbol=symbol)
+    res = QemuTarget(with_timing_model=True).run(elf, args, timeout=900, kernel_symbol=symbol)
     if res.returncode != 0:
         raise YardstickError(f"{what} failed under QEMU (exit {res.returncode}): {(res.stdout + res.stderr)[-300:]}")
     launches = res.counters.get("launches", 0)
