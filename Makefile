@@ -17,7 +17,7 @@ help:
 	@echo "make test     run the test suite"
 	@echo "make setup    install what is missing (Debian packages, .venv, QEMU plugin via rvtune setup); idempotent"
 	@echo "make doctor   check every tool and target"
-	@echo "make lint     ruff check, then import circles and private names (scripts/check_layout.py)"
+	@echo "make lint     ruff check, import circles and private names (scripts/check_layout.py), then mypy"
 	@echo "make clean    drop build caches (keeps .venv and tools); distclean drops those too"
 
 # Setup reruns when its inputs change, and when what it made has gone (a deleted .venv or plugin).
@@ -47,6 +47,7 @@ bench: $(SETUP_STAMP)
 lint: $(SETUP_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python scripts/check_layout.py
+	$(VENV)/bin/mypy
 
 # No setup first: the doctor is how you find out what is missing (it names `make setup` as the fix).
 doctor:
