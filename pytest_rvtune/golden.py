@@ -35,7 +35,7 @@ from filelock import FileLock
 
 from pytest_rvtune import paths
 from pytest_rvtune.hashing import sha256_file
-from pytest_rvtune.spec import KernelSpec, Scalar, variant_id
+from pytest_rvtune.spec import KernelArg, KernelSpec, Launch, Scalar, variant_id
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -254,8 +254,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        fix = {errno.ENOSPC: "make room there", errno.EISDIR: "remove the directory in its place"}.get(
-            exc.errno, "check the directory's permissions")
+        fixes: dict[int | None, str] = {errno.ENOSPC: "make room there", errno.EISDIR: "remove the directory in its place"}
+        fix = fixes.get(exc.errno, "check the directory's permissions")
         if path.is_relative_to(paths.cache_dir()):
             fix += " or set RVTUNE_CACHE_DIR to another disk (the golden data there is a cache)"
         raise GoldenError(f"cannot write golden file {path}: {exc.strerror or exc}; {fix}") from None
@@ -419,7 +419,7 @@ def golden_set(spec: KernelSpec, case_name: str, config: Mapping[str, Any], stor
         for f in entry["variants"][vid]["files"]
     )
     launch = spec.capture_launch(case_name, config)
-    scalars = {a.name: a.value for a in launch.scalar_args}
+    scalars = {a.name: a.value for a in launch.scalar_args if a.value is not None}  # every scalar has a value
     return GoldenSet(
         kernel=spec.name,
         case=case_name,
@@ -443,7 +443,9 @@ def _unrecorded_case(spec: KernelSpec, case_name: str, store: Store) -> tuple[di
 
     def cached() -> dict[str, Any] | None:
         try:
-            saved = json.loads(entry_file.read_text()) if entry_file.is_file() else None  # never a FIFO's read
+            if not entry_file.is_file():  # never a FIFO's read
+                return None
+            saved = json.loads(entry_file.read_text())
             if saved.get("module_sha256") != fingerprint:
                 return None
             files = {f["file"]: f["sha256"] for v in saved["entry"]["variants"].values() for f in v["files"]}
@@ -521,6 +523,11 @@ class _Tensor:
     data: Any  # torch tensor (contents formatted lazily)
 
 
+def _tensor_args(launch: Launch) -> list[tuple[str, KernelArg]]:
+    """The launch's tensor arguments, each with the inputs-dict name of the tensor it is passed."""
+    return [(a.tensor, a) for a in launch.tensor_args if a.tensor is not None]  # a tensor argument has its name
+
+
 def _variant_tensors(spec: KernelSpec, case_name: str, variant: dict) -> list[_Tensor]:
     """The kernel's tensor arguments of one variant, in argument order, with the data each file holds."""
     inputs = spec.make_inputs(case_name, variant)
@@ -534,15 +541,15 @@ def _variant_tensors(spec: KernelSpec, case_name: str, variant: dict) -> list[_T
             "nothing would check it"
         )
     out = []
-    for a in launch.tensor_args:
-        role = "expected" if a.tensor in expected else "input"
-        data = expected[a.tensor] if role == "expected" else inputs[a.tensor]
-        if role == "expected" and tuple(data.shape) != tuple(inputs[a.tensor].shape):
+    for tensor, a in _tensor_args(launch):
+        role = "expected" if tensor in expected else "input"
+        data = expected[tensor] if role == "expected" else inputs[tensor]
+        if role == "expected" and tuple(data.shape) != tuple(inputs[tensor].shape):
             raise GoldenError(
-                f"kernel module {spec.path}: reference output {a.tensor!r} has shape {tuple(data.shape)}, its "
-                f"buffer {tuple(inputs[a.tensor].shape)}"
+                f"kernel module {spec.path}: reference output {tensor!r} has shape {tuple(data.shape)}, its "
+                f"buffer {tuple(inputs[tensor].shape)}"
             )
-        out.append(_Tensor(a.name, a.tensor, role, tuple(data.shape), dtype_name(data), data))
+        out.append(_Tensor(a.name, tensor, role, tuple(data.shape), dtype_name(data), data))
     return out
 
 
@@ -844,13 +851,13 @@ def import_for_kernel(
         known = ", ".join(variant_id(v) for v in spec.variants())
         keys = ",".join(f"{k}=V" for k in spec.variant_keys)
         raise GoldenError(
-            f"{what}: no data variant {variant_id(wanted) or '(none)'!r}; "
+            f"{what}: no data variant {variant_id(variant) or '(none)'!r}; "
             + (f"give --variant {keys}, one of: {known}" if spec.variant_keys else "it has no VARIANT_KEYS")
         )
     variant = match[0]
     config = next(c for c in spec.configs if spec.variant_of(c) == variant)
     inputs = spec.make_inputs(case_name, variant)
-    tensors = {a.tensor: a for a in spec.capture_launch(case_name, config, inputs).tensor_args}
+    tensors = dict(_tensor_args(spec.capture_launch(case_name, config, inputs)))
     unknown = [t for t in files if t not in tensors]
     if unknown:
         raise GoldenError(

@@ -10,7 +10,8 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,6 +19,14 @@ from pytest_rvtune import paths
 from pytest_rvtune.results.writer import ResultsWriter, new_run_id, unwritable_reason
 from pytest_rvtune.run_options import RunOptions, default_run_options
 from pytest_rvtune.verdict import OUTCOMES
+
+if TYPE_CHECKING:  # imported where used: a plain `pytest tests` run never loads the targets or results code
+    from pytest_rvtune.results.compare import Thresholds
+    from pytest_rvtune.results.records import RunRecord
+    from pytest_rvtune.results.runs import Run
+    from pytest_rvtune.results.shortlist import Shortlist
+    from pytest_rvtune.targets.base import Target
+    from pytest_rvtune.targets.config import TargetConfig
 
 #: user_properties key of a finished item's record (the controller tallies it and hands it to pytest-benchmark).
 RECORD_KEY = "rvtune_record"
@@ -157,7 +166,7 @@ class RvtuneSession:
         self.kernel_dirs = list(options.kernel_dirs)
         self._kernel_modules: dict[str, bool] = {}  # module part of a node id -> is_kernel_item
         self.golden_dir = options.golden_dir
-        self.targets: dict[str, Any] = {}
+        self.targets: dict[str, Target] = {}
         self.target_errors: dict[str, str] = {}
         self.target_error_reported: set[str] = set()
         self.tally: Counter[str] = Counter()
@@ -177,9 +186,9 @@ class RvtuneSession:
         self._writer: ResultsWriter | None = None
         self.results_errors: list[str] = []  # the cause, per record not written (controller: of all workers)
         self.results_error_shown = False
-        self._earlier_rounds: dict[Any, Any] | None = None
+        self._earlier_rounds: dict[tuple[str, str, str, str], Mapping[str, Any]] | None = None
         self.worker_id: str = workerinput["workerid"] if workerinput else "main"
-        self._configs: dict[str, Any] | None = None
+        self._configs: dict[str, TargetConfig] | None = None
         if options.targets_given:
             self.target_configs()  # asked for by name: a bad name or file is an error before anything runs
         options.check_ranges()
@@ -195,13 +204,13 @@ class RvtuneSession:
     def is_controller(self) -> bool:
         return is_controller(self.config)
 
-    def earlier_round(self, key: tuple[str, str, str, str]) -> Any:
+    def earlier_round(self, key: tuple[str, str, str, str]) -> Mapping[str, Any] | None:
         """The item's record from an earlier session in the same results file (a round to pool with)."""
         if self._earlier_rounds is None:
             self._earlier_rounds = self._load_earlier_rounds()
         return self._earlier_rounds.get(key)
 
-    def _load_earlier_rounds(self) -> dict[Any, Any]:
+    def _load_earlier_rounds(self) -> dict[tuple[str, str, str, str], Mapping[str, Any]]:
         from pytest_rvtune.results.rounds import earlier_rounds
         # allow_empty: a file a full disk or a kill left without one whole line is still ours to append to
         run = self._read_run(self.results_path, "--rvtune-results", allow_empty=True,
@@ -239,7 +248,7 @@ class RvtuneSession:
             terminal.ensure_newline()
             terminal.write_line(text, red=True, bold=True)
 
-    def target_configs(self) -> dict[str, Any]:
+    def target_configs(self) -> dict[str, TargetConfig]:
         """Built-in and configured targets, read on first use: a broken rvtune.toml does not stop a plain
         `pytest tests` that never uses a target."""
         if self._configs is None:
@@ -257,7 +266,7 @@ class RvtuneSession:
             self._configs = configs
         return self._configs
 
-    def target(self, name: str) -> Any:
+    def target(self, name: str) -> Target:
         """The live target ``name``, opened once per process; TargetUnavailable (cached) if it cannot be."""
         if name in self.target_errors:
             raise TargetUnavailable(name, self.target_errors[name])
@@ -275,12 +284,12 @@ class RvtuneSession:
 
     def default_case(self, target_name: str) -> str:
         cfg = self.target_configs().get(target_name)
-        default = getattr(cfg, "default_case", None)
-        if default:
-            return default
-        return "emu" if getattr(cfg, "timing_source", None) == "emulated" or target_name == "qemu" else "bench"
+        if cfg is not None and cfg.default_case:
+            return cfg.default_case
+        emulated = cfg is not None and cfg.timing_source == "emulated"
+        return "emu" if emulated or target_name == "qemu" else "bench"
 
-    def run_options(self, target: Any, num_threads: int | None = None) -> RunOptions:
+    def run_options(self, target: Target, num_threads: int | None = None) -> RunOptions:
         """The item's run options; ``num_threads``, a config's own (triton-cpu's ``num_threads=n``), wins over
         --rvtune-threads: the kernel's author tuned that config for that thread count."""
         defaults = default_run_options(emulated=target.timing_source == "emulated")
@@ -299,14 +308,15 @@ class RvtuneSession:
         """--rvtune-timeout, else the target's own `timeout` (a slow board may need more), else the default."""
         if self.options.timeout is not None:
             return self.options.timeout
-        return getattr(self.target_configs().get(target_name), "timeout", None) or DEFAULT_TIMEOUT
+        cfg = self.target_configs().get(target_name)
+        return (cfg.timeout if cfg is not None else None) or DEFAULT_TIMEOUT
 
     def timeout_setting(self, target_name: str) -> str:
         """Where timeout_for's value comes from, as a timed-out item's message names it."""
         if self.options.timeout is not None:
             return "--rvtune-timeout"
         cfg = self.target_configs().get(target_name)
-        if getattr(cfg, "timeout", None):
+        if cfg is not None and cfg.timeout:
             return f"{cfg.where('timeout')} = {cfg.timeout:g}; --rvtune-timeout overrides it"
         return "the default; --rvtune-timeout N sets it"
 
@@ -322,12 +332,13 @@ class RvtuneSession:
             if self._lost_with_its_worker(report):
                 self.tally["lost"] += 1
             return None
+        # user_properties hold what item.py put there (a str, a record dict), sent by xdist from a worker
         error = next((value for key, value in report.user_properties if key == RESULTS_ERROR_KEY), None)
-        if error is not None:
+        if isinstance(error, str):
             self.results_errors.append(error)
             self.show_results_error(error)  # once, when it first happens (unless said at the start)
         record = next((value for key, value in report.user_properties if key == RECORD_KEY), None)
-        if record is None:
+        if not isinstance(record, dict):
             return None
         self.tally[record["outcome"]] += 1
         self.seconds["build"] += record.get("build_seconds") or 0.0
@@ -409,12 +420,12 @@ class RvtuneSession:
         return lines
 
     # ----------------------------------------------------------------------------------- option rules
-    def _load_run_option(self, path: str | None, option: str) -> Any:
+    def _load_run_option(self, path: str | None, option: str) -> Run | None:
         if not path:
             return None
         return self._read_run(Path(path), option)
 
-    def _read_run(self, path: Path, option: str, allow_empty: bool = False, advice: str = "") -> Any:
+    def _read_run(self, path: Path, option: str, allow_empty: bool = False, advice: str = "") -> Run:
         """runs.load_run for an option: an unreadable file is a UsageError, a skipped torn line a pytest
         warning."""
         from pytest_rvtune.results.records import RunFileError
@@ -430,7 +441,7 @@ class RvtuneSession:
                                                   stacklevel=2)
         return run
 
-    def _compare_thresholds(self) -> Any:
+    def _compare_thresholds(self) -> Thresholds | None:
         """--rvtune-threshold, --rvtune-noise and --rvtune-alpha as compare.Thresholds; a bad value is a usage
         error up front."""
         thresholds, noise, alpha = self.options.thresholds, self.options.noise, self.options.alpha
@@ -468,7 +479,7 @@ class RvtuneSession:
         from pytest_rvtune.results.confirm import check_trials
         if trials is None:
             return DEFAULT_CONFIRM_TRIALS
-        if self.compare_base is None:
+        if self.compare_thresholds is None:  # no --rvtune-compare (it always gets thresholds)
             raise pytest.UsageError("--rvtune-confirm re-runs the regressions --rvtune-compare BASE finds; give a "
                                     "base")
         if not 0 <= trials <= 100:
@@ -480,7 +491,7 @@ class RvtuneSession:
             raise pytest.UsageError(f"--rvtune-confirm: {exc}") from None
         return trials
 
-    def _load_shortlist(self) -> Any:
+    def _load_shortlist(self) -> Shortlist | None:
         """--rvtune-shortlist RUN as a results.shortlist.Shortlist (None without it); a bad size or file is a usage
         error."""
         size = self.options.shortlist_size
@@ -500,7 +511,7 @@ class RvtuneSession:
                                     "by; give a run whose items passed")
         return shortlist
 
-    def _load_resume_index(self) -> dict[Any, Any]:
+    def _load_resume_index(self) -> dict[tuple[str, str, str], RunRecord]:
         run = self._load_run_option(self.options.resume, "--rvtune-resume")
         if run is None:
             return {}

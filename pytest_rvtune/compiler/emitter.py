@@ -467,6 +467,7 @@ class FuncEmitter:
             for ssa, t, _loc in b.args:
                 if t.is_tensor:
                     v = self.new_buf(ssa, t)
+                    assert v.storage is not None  # new_buf gives every buffer its storage
                     v.storage.uses.append(10**9)  # cf block arguments stay alive for the whole function
                 else:
                     name = self.cname(ssa)

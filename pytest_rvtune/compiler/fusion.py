@@ -147,8 +147,9 @@ def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
     rt = op.result_types[0] if op.result_types else None
     if rt is None or not rt.is_tensor:
         return False
-    vals = [f.values.get(o) for o in op.operands]
-    if any(v is None for v in vals):
+    known = [f.values.get(o) for o in op.operands]
+    vals = [v for v in known if v is not None]
+    if len(vals) != len(known):
         return False
     has_expr = any(isinstance(v.sym, Expr) for v in vals)
     fuse_out = op.results[0] in _fusable(f)

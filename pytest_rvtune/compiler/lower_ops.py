@@ -168,7 +168,9 @@ def scalar_expr(op: Op, args: list[str]) -> str:
     """C expression of ``op`` applied to one element of each operand (given as C expressions)."""
     name = op.name
     ty = [t.element for t in op.operand_types]
-    rt = op.result_types[0].element if op.result_types else None
+    if not op.result_types:  # callers lower ops that compute a value; one without a result has no expression
+        raise OpSemanticsError(f"{name} has no result, so it has no scalar expression")
+    rt = op.result_types[0].element
     t0 = ty[0].elem if ty else None
 
     if name in _INT_BIN or name in _BIT_BIN:

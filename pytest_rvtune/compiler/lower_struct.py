@@ -656,9 +656,9 @@ def assign(f: FuncEmitter, targets: list[Val], sources: list[Val], body_start: i
         elif src.storage is dst.storage and src.strides == dst.strides and src.offset == dst.offset:
             continue
         elif src.storage is not None and id(src.storage) in homes:
-            tmp = f.new_buf(None, dst.type, "stage")
-            f.copy_into(tmp, src)
-            staged.append((dst, tmp))
+            stage = f.new_buf(None, dst.type, "stage")
+            f.copy_into(stage, src)
+            staged.append((dst, stage))
         else:
             direct.append((dst, src))
     for dst, src in direct + staged:

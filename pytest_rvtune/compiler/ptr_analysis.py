@@ -321,8 +321,9 @@ def op_affine_arith(f: FuncEmitter, op: Op) -> bool:
     if not rt.is_tensor:
         return False
     vals = [_peek(f, o) for o in op.operands]
-    affs = [as_affine(v) for v in vals]
-    if any(a is None for a in affs):
+    found = [as_affine(v) for v in vals]
+    affs = [a for a in found if a is not None]
+    if len(affs) != len(found):
         return False
     dims = {d for v in vals for d in (_dep_dims(v) if v.sym is None else range(len(v.shape)))}
     # Worth it: an index block (make_range based), or offsets along two dims, or a row of offsets that a
@@ -383,7 +384,8 @@ def op_cmpi(f: FuncEmitter, op: Op) -> bool:
         return False
     d, rank = dims[0], len(rt.shape or ())
     limit = c_add(ay.base, c_neg(ax.base))  # i_d <pred> limit
-    lo, hi = [None] * rank, [None] * rank
+    lo: list[str | None] = [None] * rank
+    hi: list[str | None] = [None] * rank
     if pred == 2:
         hi[d] = limit
     elif pred == 3:
