@@ -11,7 +11,7 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -20,16 +20,20 @@ from pytest_rvtune.compat.triton_rvv_module import RvvConfig
 from pytest_rvtune.item import ItemOutcome, finish_item, run_kernel_item, run_project_item
 from pytest_rvtune.selection import config_keywords, filter_keys
 from pytest_rvtune.session import RECORD_KEY, RESULTS_ERROR_KEY, RvtuneSession, session_of
+from pytest_rvtune.targets.base import Target
+
+if TYPE_CHECKING:  # spec.py loads torch: imported where a kernel module is collected
+    from pytest_rvtune.spec import BlockConfig, KernelSpec
 
 #: Where a collected item keeps what it is (KernelItemInfo or ProjectItemInfo); the fixtures read it.
-ITEM_KEY = pytest.StashKey[Any]()
+ITEM_KEY = pytest.StashKey["KernelItemInfo | ProjectItemInfo"]()
 
 
 # --------------------------------------------------------------------------------------------- kernel modules
 class KernelItemInfo:
     """What one kernel-suite item is: the loaded kernel module, case, config and target name."""
 
-    def __init__(self, spec: Any, case: str, config: Any, target: str) -> None:
+    def __init__(self, spec: KernelSpec, case: str, config: BlockConfig, target: str) -> None:
         self.spec = spec
         self.case = case
         self.config = config
@@ -113,14 +117,14 @@ def collect_file(file_path: Path, parent: pytest.Collector, others: list[pytest.
             *(c for c in others if not isinstance(c, pytest.Module))]
 
 
-def kernel_item_test(request: pytest.FixtureRequest, rvtune_item: KernelItemInfo, rvtune_target: Any) -> None:
+def kernel_item_test(request: pytest.FixtureRequest, rvtune_item: KernelItemInfo, rvtune_target: Target) -> None:
     """One kernel-suite item (item.run_kernel_item), passed or failed by its verdict."""
     session = session_of(request.config)
     finish(request, session, run_kernel_item(session, request.node.nodeid, rvtune_item, rvtune_target),
            rvtune_target)
 
 
-def finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: ItemOutcome, target: Any) -> None:
+def finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: ItemOutcome, target: Target) -> None:
     """Record the item (item.finish_item), hand the record to the controller, fail the item if it did not pass."""
     finished = finish_item(session, outcome, target)
     if finished.write_error is not None:
@@ -192,7 +196,7 @@ class ProjectFile(pytest.File):
                         suffix = f"-{target}" if len(session.target_names) > 1 else ""
                         item = KernelItem.from_parent(self, name=f"{entry.name}[{case.name}-{cid}{suffix}]",
                                                       callobj=project_item_test)
-                        item.stash[ITEM_KEY] = ProjectItemInfo(project, entry, case, config, cid, target)  # type: ignore[arg-type]
+                        item.stash[ITEM_KEY] = ProjectItemInfo(project, entry, case, config, cid, target)
                         for marker in ("rvtune", "triton_rvv"):
                             item.add_marker(marker)
                         item.extra_keyword_matches.update({entry.name, case.name,
@@ -214,7 +218,7 @@ class EntryErrorItem(pytest.Item):
         return self.path, 0, self.name
 
 
-def project_item_test(request: pytest.FixtureRequest, rvtune_item: ProjectItemInfo, rvtune_target: Any) -> None:
+def project_item_test(request: pytest.FixtureRequest, rvtune_item: ProjectItemInfo, rvtune_target: Target) -> None:
     """One Triton_RVV project item (item.run_project_item), passed or failed by its verdict."""
     session = session_of(request.config)
     finish(request, session, run_project_item(session, request.node.nodeid, rvtune_item, rvtune_target),

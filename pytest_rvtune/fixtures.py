@@ -4,16 +4,24 @@ item gets its own; a user's test names its kernel, case and config by indirect p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_rvtune.collect import ITEM_KEY, KernelItemInfo
+from pytest_rvtune.collect import ITEM_KEY, KernelItemInfo, ProjectItemInfo
 from pytest_rvtune.item import build_kernel_item, kernel_golden
 from pytest_rvtune.session import RvtuneSession, TargetUnavailable, session_of
 
+if TYPE_CHECKING:
+    from pytest_rvtune.build import BuildArtifact
+    from pytest_rvtune.golden import GoldenSet
+    from pytest_rvtune.targets.base import Target
 
-def resolve_item(session: RvtuneSession, param: Any) -> KernelItemInfo:
+#: What a user's test gives rvtune_item: a kernel, or (kernel, case), or (kernel, case, config id or dict).
+ItemParam = str | Path | list[object] | tuple[object, ...]
+
+
+def resolve_item(session: RvtuneSession, param: ItemParam) -> KernelItemInfo:
     """A KernelItemInfo for a user's own test: ``(kernel, case, config)`` given by indirect parametrization.
 
     kernel is a module name in the kernel directories (kernels/ when the project names none) or a path; config
@@ -21,6 +29,9 @@ def resolve_item(session: RvtuneSession, param: Any) -> KernelItemInfo:
     """
     from pytest_rvtune.spec import as_config, load_kernel_module
     kernel, case, config = (*tuple(param), None, None)[:3] if isinstance(param, list | tuple) else (param, None, None)
+    if not isinstance(kernel, str | Path) or not isinstance(case, str | None) \
+            or not isinstance(config, str | dict | None):
+        raise pytest.UsageError(f"rvtune_item: parametrize it with (kernel, case, config id or dict), not {param!r}")
     path = Path(kernel)
     if path.suffix != ".py":
         dirs = session.kernel_dirs or [session.rootdir / "kernels"]
@@ -30,16 +41,17 @@ def resolve_item(session: RvtuneSession, param: Any) -> KernelItemInfo:
         chosen = spec.configs[0]
     else:
         wanted = config if isinstance(config, str) else spec.config_id(as_config(config))
-        chosen = next((c for c in spec.configs if spec.config_id(c) == wanted), None)
-        if chosen is None:
+        found = next((c for c in spec.configs if spec.config_id(c) == wanted), None)
+        if found is None:
             raise pytest.UsageError(f"rvtune_item: kernel {spec.name} has no config {wanted}; "
                                     f"configs are {', '.join(spec.config_id(c) for c in spec.configs)}")
+        chosen = found
     target = session.target_names[0]
     return KernelItemInfo(spec, case or session.default_case(target), chosen, target)
 
 
 @pytest.fixture
-def rvtune_item(request: pytest.FixtureRequest) -> KernelItemInfo:
+def rvtune_item(request: pytest.FixtureRequest) -> KernelItemInfo | ProjectItemInfo:
     """The kernel, case, config and target of this item: a kernel-suite item's own, or in a user's test
     ``@pytest.mark.parametrize("rvtune_item", [("softmax", "small", "BLOCK_SIZE_M=4-BLOCK_SIZE_N=32")],
     indirect=True)``."""
@@ -59,7 +71,7 @@ def rvtune_targets(request: pytest.FixtureRequest) -> RvtuneSession:
 
 
 @pytest.fixture
-def rvtune_target(request: pytest.FixtureRequest, rvtune_targets: RvtuneSession) -> Any:
+def rvtune_target(request: pytest.FixtureRequest, rvtune_targets: RvtuneSession) -> Target:
     """The Target of this item (kernel items), or the first --rvtune-target (other tests).
 
     A target that cannot be opened fails the first item that needs it (naming the target, host and cause);
@@ -79,20 +91,20 @@ def rvtune_target(request: pytest.FixtureRequest, rvtune_targets: RvtuneSession)
 
 
 @pytest.fixture
-def rvtune_build(rvtune_item: KernelItemInfo, rvtune_target: Any, rvtune_targets: RvtuneSession) -> Any:
-    """The item's ELF (build.BuildArtifact), built or fetched from the content-addressed cache.
+def rvtune_build(rvtune_item: KernelItemInfo, rvtune_target: Target, rvtune_targets: RvtuneSession) -> BuildArtifact:
+    """The item's ELF, built or fetched from the content-addressed cache.
 
     A build error fails the test with the compiler's message."""
     outcome = build_kernel_item(rvtune_item, rvtune_target, rvtune_targets.golden_dir)
-    if outcome.error is not None:
-        pytest.fail(outcome.error, pytrace=False)
+    if outcome.artifact is None:
+        pytest.fail(str(outcome.error), pytrace=False)
     return outcome.artifact
 
 
 @pytest.fixture
-def rvtune_golden(rvtune_item: KernelItemInfo, rvtune_targets: RvtuneSession) -> Any:
-    """The item's golden data (golden.GoldenSet: files, scalars, tolerance, sha256), generated on demand."""
-    golden, error = kernel_golden(rvtune_item, rvtune_targets.golden_dir)
-    if error is not None:
-        pytest.fail(error, pytrace=False)
+def rvtune_golden(rvtune_item: KernelItemInfo, rvtune_targets: RvtuneSession) -> GoldenSet:
+    """The item's golden data (files, scalars, tolerance, sha256), generated on demand."""
+    golden = kernel_golden(rvtune_item, rvtune_targets.golden_dir)
+    if isinstance(golden, str):
+        pytest.fail(golden, pytrace=False)
     return golden

@@ -254,7 +254,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        fixes: dict[int | None, str] = {errno.ENOSPC: "make room there", errno.EISDIR: "remove the directory in its place"}
+        fixes: dict[int | None, str] = {errno.ENOSPC: "make room there",
+                                        errno.EISDIR: "remove the directory in its place"}
         fix = fixes.get(exc.errno, "check the directory's permissions")
         if path.is_relative_to(paths.cache_dir()):
             fix += " or set RVTUNE_CACHE_DIR to another disk (the golden data there is a cache)"

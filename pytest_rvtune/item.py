@@ -24,7 +24,10 @@ from pytest_rvtune.targets.lock import exclusive
 from pytest_rvtune.verdict import ItemVerdict, judge
 
 if TYPE_CHECKING:
+    from pytest_rvtune.build import BuildArtifact
     from pytest_rvtune.collect import KernelItemInfo, ProjectItemInfo
+    from pytest_rvtune.golden import GoldenSet
+    from pytest_rvtune.results.records import RunRecord
     from pytest_rvtune.session import RvtuneSession
 
 
@@ -101,12 +104,12 @@ def per_launch_counters(counters: dict[str, float], launches: int,
     return per_launch
 
 
-def rerun_field(elf: Path, argv: list[Any], kernel_symbol: str, external: ExternalRun | None = None
-                ) -> dict[str, Any]:
+def rerun_field(elf: Path, argv: list[str | Path], kernel_symbol: str, external: ExternalRun | None = None
+                ) -> dict[str, object]:
     """The record's ``rerun`` field: how to run this ELF again as it ran (confirm.py re-runs the base and new
     ELFs of a flagged regression). ``files`` indexes the argv entries that are files the ELF reads; a user's own
     harness adds ``run_files`` (relative path -> file) and its ``output_format``."""
-    field = {"elf": str(elf), "kernel_symbol": kernel_symbol, "argv": [str(a) for a in argv],
+    field: dict[str, object] = {"elf": str(elf), "kernel_symbol": kernel_symbol, "argv": [str(a) for a in argv],
              "files": [i for i, a in enumerate(argv) if isinstance(a, Path)]}
     if external is not None:
         field |= {"run_files": {rel: str(path) for rel, path in external.files.items()},
@@ -132,7 +135,7 @@ def run_item(
     target: Target,
     *,
     elf: Path,
-    argv: list[Any],
+    argv: list[str | Path],
     elf_sha256: str,
     golden_sha256: str,
     options: RunOptions,
@@ -151,7 +154,7 @@ def run_item(
     if external is None:
         # Our harness reads each golden file's binary image (parsed once on the host, the same values): parsing
         # text was most of a QEMU run. A file without an exact image stays text (harness/data_image.py).
-        run_argv: list[Any] = [*options.harness_args(), *(data_image(a) if isinstance(a, Path) else a for a in argv)]
+        run_argv: list[str | Path] = [*options.harness_args(), *(data_image(a) if isinstance(a, Path) else a for a in argv)]
         files, output_format = None, None
         expected_launches = options.warmup + options.runs
     else:
@@ -213,12 +216,12 @@ def run_item(
 class BuildOutcome:
     """The ELF of an item, or the build error (a build error fails the item, it does not error it)."""
 
-    artifact: Any = None
+    artifact: BuildArtifact | None = None
     error: str | None = None
     seconds: float = 0.0
 
 
-def build_kernel_item(info: KernelItemInfo, target: Any, golden_root: Path) -> BuildOutcome:
+def build_kernel_item(info: KernelItemInfo, target: Target, golden_root: Path) -> BuildOutcome:
     from pytest_rvtune.build import build_item
     started = time.perf_counter()
     try:
@@ -228,41 +231,40 @@ def build_kernel_item(info: KernelItemInfo, target: Any, golden_root: Path) -> B
     return BuildOutcome(artifact, seconds=time.perf_counter() - started)
 
 
-def kernel_golden(info: KernelItemInfo, golden_root: Path) -> tuple[Any, str | None]:
-    """(golden.GoldenSet, None), or (None, the error naming the file)."""
+def kernel_golden(info: KernelItemInfo, golden_root: Path) -> GoldenSet | str:
+    """The item's golden data, or the error naming the file."""
     from pytest_rvtune.golden import Store, golden_set
     try:
-        return golden_set(info.spec, info.case, info.config, store=Store(root=golden_root)), None
+        return golden_set(info.spec, info.case, info.config, store=Store(root=golden_root))
     except Exception as exc:  # GoldenError names the file; anything else is the kernel module's fault
-        return None, f"golden data of {info.spec.name} [case {info.case}, {info.config_id}]: {exc}"
+        return f"golden data of {info.spec.name} [case {info.case}, {info.config_id}]: {exc}"
 
 
-def run_kernel_item(session: RvtuneSession, nodeid: str, info: KernelItemInfo, target: Any) -> ItemOutcome:
+def run_kernel_item(session: RvtuneSession, nodeid: str, info: KernelItemInfo, target: Target) -> ItemOutcome:
     """One kernel-suite item: build, golden data, run (or resume), verdict, record. Never raises mid-way:
     every failure becomes an outcome with a message, recorded like a pass."""
     work = ItemWork(nodeid, info.spec.name, info.case, info.config_values, info.config_id,
                     info.target, dict(info.spec.cases[info.case]), info.spec.problem_of(info.config))
     # Golden data first: a corrupt or missing file is bad input (outcome "error", naming the file), not a
     # build failure, although the build reads the same files.
-    golden, error = kernel_golden(info, session.golden_dir)
-    if error is not None:
-        return item_error(work, target, error)
+    golden = kernel_golden(info, session.golden_dir)
+    if isinstance(golden, str):
+        return item_error(work, target, golden)
     build = build_kernel_item(info, target, session.golden_dir)
-    if build.error is not None:
-        return build_failed(work, target, build.error, build.seconds)
-    return run_or_resume(session, work, target, build, golden, getattr(info.config, "num_threads", None))
+    if build.artifact is None:
+        return build_failed(work, target, str(build.error), build.seconds)
+    return run_or_resume(session, work, target, build.artifact, build.seconds, golden, info.config.num_threads)
 
 
-def run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: BuildOutcome,
-                  golden: Any, num_threads: int | None = None) -> ItemOutcome:
-    artifact = build.artifact
-    build_info = {"build_seconds": build.seconds, "build_cache_hit": bool(artifact.cache_hit)}
+def run_or_resume(session: RvtuneSession, work: ItemWork, target: Target, artifact: BuildArtifact,
+                  build_seconds: float, golden: GoldenSet, num_threads: int | None = None) -> ItemOutcome:
+    build_info = {"build_seconds": build_seconds, "build_cache_hit": bool(artifact.cache_hit)}
     resumed = resumed_record(session, artifact.elf_sha256, golden.sha256, target)
     if resumed is not None:
         record = dict(resumed) | {"nodeid": work.nodeid, "resumed_from": str(session.options.resume),
                                   "run_seconds": 0.0} | build_info
         verdict = ItemVerdict(record["outcome"], record.get("message") or f"{work.what}: resumed")
-        return ItemOutcome(verdict, record, timings={"build": build.seconds})
+        return ItemOutcome(verdict, record, timings={"build": build_seconds})
     options = session.run_options(target, num_threads)
     try:
         target.prepare([p for p in artifact.argv if isinstance(p, Path)] + [artifact.elf])
@@ -284,14 +286,14 @@ def run_or_resume(session: RvtuneSession, work: ItemWork, target: Any, build: Bu
         return item_error(work, target, f"{work.what}: {exc}")
 
 
-def resumed_record(session: RvtuneSession, elf_sha: str, golden_sha: str, target: Any) -> Any:
+def resumed_record(session: RvtuneSession, elf_sha: str, golden_sha: str, target: Target) -> RunRecord | None:
     if not session.resume_index:
         return None
     from pytest_rvtune.results.runs import identity_key
     return session.resume_index.get((elf_sha, golden_sha, identity_key(target.identity())))
 
 
-def run_project_item(session: RvtuneSession, nodeid: str, info: ProjectItemInfo, target: Any) -> ItemOutcome:
+def run_project_item(session: RvtuneSession, nodeid: str, info: ProjectItemInfo, target: Target) -> ItemOutcome:
     """A Triton_RVV project item: data -> build -> run -> verdict -> record, like a kernel-module item; never
     raises mid-way."""
     from pytest_rvtune.compat.project_items import ProjectDataError, build_project_item, project_data
@@ -329,7 +331,7 @@ class FinishedItem:
     write_error: str | None = None  # why the record could not be appended to the results file
 
 
-def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Any) -> FinishedItem:
+def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Target) -> FinishedItem:
     """Compare with the base run (when there is one) and append the record to the results file at once."""
     from pytest_rvtune.results.writer import ResultsWriteError
     record = outcome.record | {"run_id": session.run_id}  # the session that wrote the line: rounds.py
@@ -344,22 +346,25 @@ def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Any) -> Fi
     return FinishedItem(verdict, record)
 
 
-def compare_with_base(session: RvtuneSession, record: dict[str, Any], target: Any) -> ItemVerdict | None:
+def compare_with_base(session: RvtuneSession, record: RecordDict, target: Target) -> ItemVerdict | None:
     """A failing verdict when the item regressed against the base run. A time regression is re-run
     interleaved first (confirm.py); the confirmation, either way, goes into ``record``."""
     from pytest_rvtune.results.compare import compare_record
     from pytest_rvtune.results.confirm import confirm_locked, needs_confirmation
     from pytest_rvtune.results.records import record_from_dict
-    base = session.compare_base.find(record)
+    base_run, thresholds = session.compare_base, session.compare_thresholds
+    if base_run is None or thresholds is None:  # no --rvtune-compare
+        return None
+    base = base_run.find(record)
     if base is None:
         return None
     new = record_from_dict(record)
-    result = compare_record(base, new, session.compare_thresholds)
+    result = compare_record(base, new, thresholds)
     if not result.regressed:
         return None
     message = result.message
     if session.confirm_trials and needs_confirmation(result):
-        confirmation = confirm_locked(base, new, target, session.run_options(target), session.compare_thresholds,
+        confirmation = confirm_locked(base, new, target, session.run_options(target), thresholds,
                                       session.confirm_trials)
         if isinstance(confirmation, str):
             message += f"\n(not re-run to confirm: {confirmation})"
@@ -368,4 +373,4 @@ def compare_with_base(session: RvtuneSession, record: dict[str, Any], target: An
             if not confirmation.confirmed:
                 return None  # the summary lists it (pytest_runtest_logreport)
             message += f"\n{confirmation.describe()}"
-    return ItemVerdict("regressed", f"{message}\n(base run {session.compare_base.path})")
+    return ItemVerdict("regressed", f"{message}\n(base run {base_run.path})")
