@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pytest_rvtune.results.noise import NoiseFloors
 from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunRecord
@@ -128,7 +128,11 @@ class ItemComparison:
         return self.status in ("regressed", "broken")
 
 
-def mann_whitney_p(a: Sequence[float], b: Sequence[float], alternative: str = "two-sided") -> float:
+#: Which difference Mann-Whitney U tests for: any, or the first sample being smaller ("less") or larger.
+Alternative = Literal["two-sided", "less", "greater"]
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float], alternative: Alternative = "two-sided") -> float:
     """p-value of Mann-Whitney U; 1.0 when every sample is equal (no evidence of any difference)."""
     if len(set(a) | set(b)) <= 1:
         return 1.0

@@ -36,7 +36,7 @@ def correlation_rows(records: Iterable[RunRecord]) -> list[dict[str, Any]]:
     for (target, kernel, case, problem), group in group_by_problem(records).items():
         valid = [r for r in group if r.valid and r.median_ns is not None]
         for name in counter_names(valid):
-            pairs = [(r.counters[name], r.median_ns) for r in valid if name in r.counters]
+            pairs = [(r.counters[name], m) for r in valid if name in r.counters and (m := r.median_ns) is not None]
             if len(pairs) < MIN_POINTS:
                 continue
             xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]

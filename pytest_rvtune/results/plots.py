@@ -28,7 +28,7 @@ except ImportError as exc:  # the [plots] extra
 from pytest_rvtune.results.heatmap import heatmap_grid
 from pytest_rvtune.results.records import RunRecord
 from pytest_rvtune.results.report import counter_names, problem_file, ranked
-from pytest_rvtune.results.runs import Run, group_by_problem, rank_metric
+from pytest_rvtune.results.runs import Run, group_by_problem, rank_metric, ranked_value
 
 MAX_SCATTER_PANELS = 12
 
@@ -103,10 +103,11 @@ def heatmap_figure(group: Sequence[RunRecord], rank_by: str | None = None) -> Fi
 
 def counters_scatter(group: Sequence[RunRecord], path: Path) -> Path | None:
     valid = [r for r in group if r.valid and r.median_ns is not None]
+    median = {id(r): ranked_value(r, "time") for r in valid}  # the median time of each (it has one)
     names = [n for n in counter_names(valid) if len({r.counters.get(n) for r in valid}) > 1][:MAX_SCATTER_PANELS]
     if not names or len(valid) < 2:
         return None
-    time_div, time_unit = _scale("time", [r.median_ns for r in valid])
+    time_div, time_unit = _scale("time", list(median.values()))
     best = ranked(valid, rank_metric(valid))[0]
     cols = min(3, len(names))
     n_rows = -(-len(names) // cols)
@@ -119,15 +120,15 @@ def counters_scatter(group: Sequence[RunRecord], path: Path) -> Path | None:
         ax = fig.add_subplot(n_rows, cols, index + 1)
         points = [r for r in valid if name in r.counters]
         div, unit = _scale(name, [r.counters[name] for r in points])
-        ax.scatter([r.counters[name] / div for r in points], [r.median_ns / time_div for r in points], s=18)
+        ax.scatter([r.counters[name] / div for r in points], [median[id(r)] / time_div for r in points], s=18)
         if name in best.counters:
-            ax.scatter([best.counters[name] / div], [best.median_ns / time_div], marker="*", s=160,
+            ax.scatter([best.counters[name] / div], [median[id(best)] / time_div], marker="*", s=160,
                        color="red", zorder=3)
         ax.set_xlabel(unit)
         ax.set_ylabel(time_unit)
         xs = [r.counters[name] for r in points]
         if len(points) >= 3 and len(set(xs)) > 1:
-            rho = spearmanr(xs, [r.median_ns for r in points])[0]
+            rho = spearmanr(xs, [median[id(r)] for r in points])[0]
             ax.set_title(f"{name}: Spearman {rho:+.2f}", fontsize=9)
         ax.grid(alpha=0.3)
     fig.savefig(path)

@@ -40,6 +40,7 @@ from pytest_rvtune.results.runs import (
     group_by_problem,
     has_problems,
     metric_value,
+    ranked_value,
     rank_metric,
 )
 
@@ -100,7 +101,7 @@ def render_rows(rows: Sequence[dict[str, Any]], fmt: str) -> str:
 def ranked(records: Iterable[RunRecord], metric: str) -> list[RunRecord]:
     """Valid records with the metric, best (smallest) first; config id breaks ties so output is stable."""
     usable = [r for r in records if r.valid and metric_value(r, metric) is not None]
-    return sorted(usable, key=lambda r: (metric_value(r, metric), r.config_id))
+    return sorted(usable, key=lambda r: (ranked_value(r, metric), r.config_id))
 
 
 def winners(records: Iterable[RunRecord], rank_by: str | None = None) -> dict[GroupKey, RunRecord]:
@@ -145,7 +146,7 @@ def mean_slowdown(config_id: str, cases: Sequence[Sequence[RunRecord]], rank_by:
         order = ranked(group, metric)
         mine = [r for r in order if r.config_id == config_id]
         if order and mine:
-            ratios.append(metric_value(mine[0], metric) / max(metric_value(order[0], metric), 1e-300))
+            ratios.append(ranked_value(mine[0], metric) / max(ranked_value(order[0], metric), 1e-300))
     return sum(ratios) / len(ratios) if ratios else float("inf")
 
 
@@ -197,17 +198,16 @@ def case_report(group: Sequence[RunRecord], default_id: str | None, rank_by: str
     metric = rank_metric(group, rank_by)
     order = ranked(group, metric)
     counters = counter_names(order)
-    slowest = metric_value(order[-1], metric) if order else None
     default = next((r for r in order if r.config_id == default_id), None)
-    default_value = metric_value(default, metric) if default else None
+    default_value = ranked_value(default, metric) if default else None
     rows = []
     for rank, record in enumerate(order, 1):
-        value = metric_value(record, metric)
+        value = ranked_value(record, metric)
         row: dict[str, Any] = {"rank": rank, "config": record.config_id, "median_ns": record.median_ns,
                                "iqr_ns": record.iqr_ns, "n": len(record.samples_ns)}
         for name in counters:
             row[name] = record.counters.get(name)
-        row["vs_worst"] = slowest / value if value else None
+        row["vs_worst"] = ranked_value(order[-1], metric) / value if value else None
         row["vs_default"] = default_value / value if value and default_value else None
         rows.append(row)
     first = group[0]

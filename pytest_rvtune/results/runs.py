@@ -54,8 +54,9 @@ class Run:
 
     def find(self, item: RunRecord | dict[str, Any]) -> RunRecord | None:
         """This run's record of the same item (target, kernel, case, config id), or None."""
-        key = item.key if isinstance(item, RunRecord) else tuple(str(item.get(k, "")) for k in
-                                                               ("target", "kernel", "case", "config_id"))
+        key = item.key if isinstance(item, RunRecord) else (
+            str(item.get("target", "")), str(item.get("kernel", "")), str(item.get("case", "")),
+            str(item.get("config_id", "")))
         if self._index is None:
             self._index = self.by_key()
         return self._index.get(key)
@@ -140,6 +141,14 @@ def metric_value(record: RunRecord, metric: str) -> float | None:
         return record.median_ns
     value = record.counters.get(metric)
     return None if value is None else float(value)
+
+
+def ranked_value(record: RunRecord, metric: str) -> float:
+    """metric_value of a record known to have the metric (one report.ranked kept); ValueError otherwise."""
+    value = metric_value(record, metric)
+    if value is None:
+        raise ValueError(f"record {record.config_id} of {record.kernel} has no {metric}: it is not ranked")
+    return value
 
 
 def metric_samples(record: RunRecord, metric: str) -> list[float]:

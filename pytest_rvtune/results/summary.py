@@ -19,7 +19,7 @@ from typing import Any
 
 from pytest_rvtune.results.records import RunRecord, group_label, record_from_dict
 from pytest_rvtune.results.report import default_configs, format_metric, ranked
-from pytest_rvtune.results.runs import MetricError, check_rank_by, group_by_problem, metric_value, rank_metric
+from pytest_rvtune.results.runs import MetricError, check_rank_by, group_by_problem, rank_metric, ranked_value
 
 #: Distinct results listed per group.
 TOP = 3
@@ -75,8 +75,8 @@ def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP, rank
             continue
         metrics.add(metric)
         results = distinct_results(order)
-        best, worst = metric_value(order[0], metric), metric_value(order[-1], metric)
-        listed = "  ".join(f"{i}. {result[0].config_id} {format_metric(metric, metric_value(result[0], metric))}"
+        best, worst = ranked_value(order[0], metric), ranked_value(order[-1], metric)
+        listed = "  ".join(f"{i}. {result[0].config_id} {format_metric(metric, ranked_value(result[0], metric))}"
                            f"{_aliases(result)}" for i, result in enumerate(results[:top], 1))
         text = f"  {kernel} / {group_label(case, problem)} on {target}: {listed}"
         if len(order) > 1 and best:
@@ -85,7 +85,7 @@ def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP, rank
         default = defaults.get((target, kernel, problem))
         place = next((i for i, result in enumerate(results, 1) if default in {r.config_id for r in result}), None)
         if default is not None and place is not None and place > 1:
-            slower = (metric_value(results[place - 1][0], metric) or 0.0) / best - 1 if best else 0.0
+            slower = ranked_value(results[place - 1][0], metric) / best - 1 if best else 0.0
             text += f"; default {default} #{place} (+{slower * 100:.1f}%)"
         elif place == 1 and len({r.case for r in records if r.kernel == kernel and r.target == target}) > 1:
             text += "; #1 is the default"  # (with one case the default is its winner: nothing to say)
