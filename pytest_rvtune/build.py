@@ -129,6 +129,7 @@ def harness_object(tc: Toolchain, symbol: str, launcher_header: Path, main_cpp: 
                    harness_args: Sequence[generic.HarnessArg]) -> tuple[Path, bool]:
     """The harness object of a kernel for one ISA: built once, whatever the config or case."""
     header_text = launcher_header.read_text()
+    extra: tuple[str, ...]
     if main_cpp is not None:
         source, name, driver, extra = main_cpp.read_text(), main_cpp.name, cxx_toolchain(tc), CXX_FLAGS
     else:

@@ -419,12 +419,13 @@ class KernelSpec:
         signature = {n: ("constexpr" if n in constexprs else "") for n in self.param_names}
         for a in kernel_args:
             signature[a.name] = a.type
+        grid_x, grid_y, grid_z = (*g, 1, 1)[:3]  # a 1- or 2-D grid padded with 1s
         return Launch(
             kernel=self.kernel_name,
             args=tuple(kernel_args),
             kwargs_constexprs=kw_constexprs,
             constexprs=constexprs,
-            grid=(*g, *(1,) * (3 - len(g))),  # type: ignore[arg-type]
+            grid=(grid_x, grid_y, grid_z),
             signature=signature,
         )
 

@@ -172,13 +172,9 @@ def _build_elf(spec: Any, case: str, config: dict[str, Any], isa: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pytest_rvtune.build import BuildError
     from pytest_rvtune.compiler.api import CompileError
     from pytest_rvtune.spec import KernelModuleError
-
-    try:
-        from pytest_rvtune.build import BuildError
-    except ImportError:  # no ELF builder: --emit elf says so itself
-        BuildError = CompileError
 
     try:
         return compile_main(args)

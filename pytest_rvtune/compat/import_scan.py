@@ -62,7 +62,7 @@ class Scan:
 def split_call_args(text: str, open_paren: int) -> tuple[list[str], int]:
     """The top-level comma-separated arguments of the call whose '(' is at ``open_paren``, and the index after
     its ')'."""
-    depth, start, args = 0, open_paren + 1, []
+    depth, start, args = 0, open_paren + 1, list[str]()
     for i in range(open_paren, len(text)):
         ch = text[i]
         if ch in "([{":
@@ -178,15 +178,15 @@ def read_module(path: Path) -> ModuleInfo:
                        key=lambda n: n.name != "benchmark_triton")
     for fn in functions:
         aliases = {k: k for k in kernels}
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                kernel = _launched_kernel(node.value, aliases)
+        for sub in ast.walk(fn):
+            if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+                kernel = _launched_kernel(sub.value, aliases)
                 if kernel:
-                    aliases[node.targets[0].id] = kernel
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
-                kernel = _launched_kernel(node.func.value, aliases)
+                    aliases[sub.targets[0].id] = kernel
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Subscript):
+                kernel = _launched_kernel(sub.func.value, aliases)
                 if kernel and kernel not in launches:
-                    launches[kernel] = list(node.args)
+                    launches[kernel] = list(sub.args)
     return ModuleInfo(kernels, getters, launches)
 
 
@@ -198,7 +198,7 @@ def _specialised_by_launch(runtime: list[str], args: list[ast.expr]) -> set[str]
                 and len(arg.args) == 1 and isinstance(arg.args[0], ast.Constant | ast.UnaryOp)):
             index = ast.literal_eval(arg.args[0])
             strides.setdefault(ast.unparse(arg.func.value), []).append((param, int(index)))
-    out = set()
+    out: set[str] = set()
     for uses in strides.values():
         last = max(i for _, i in uses)
         out.update(p for p, i in uses if i == last or i == -1)

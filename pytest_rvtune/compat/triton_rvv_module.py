@@ -293,8 +293,8 @@ def jit_kernel(module: types.ModuleType, name: str) -> Any:
         raise RvvModuleError(
             f"{_path_of(module)}:{fn.__code__.co_firstlineno}: {name} is triton.jit({fn.__name__}): Triton names "
             f"the compiled kernel and its C symbols after {fn.__name__}; use the kernel {fn.__name__}")
-    if value is not fn:
-        return value  # already jitted by the module
+    if not inspect.isfunction(value):
+        return value  # already jitted by the module (fn is its .fn)
     if not _uses_triton_language(fn):
         raise RvvModuleError(
             f"{_path_of(module)}:{fn.__code__.co_firstlineno}: {name} uses no triton.language (tl.*): it is host "

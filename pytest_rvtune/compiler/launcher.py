@@ -38,10 +38,13 @@ class LauncherError(ValueError):
 
 
 class KernelParam(Protocol):
-    """What the launcher needs of lower.Param."""
+    """What the launcher needs of emitter.Param (read-only: Param is frozen)."""
 
-    name: str
-    c_type: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def c_type(self) -> str: ...
 
 
 @dataclass(frozen=True)

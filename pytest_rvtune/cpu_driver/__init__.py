@@ -42,7 +42,7 @@ def deactivate() -> None:
     activation.set_mode(None)
     config_compat.uninstall()
     # None: the next driver.active is Triton's default again (found afresh if none was created yet).
-    driver.set_active(None)  # type: ignore[arg-type]
+    driver.set_active(None)
 
 
 def is_active() -> bool:

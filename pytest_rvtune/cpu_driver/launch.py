@@ -11,6 +11,7 @@ ABI, and calls the wrapper, which walks the grid on ``num_threads`` threads.
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,6 +74,11 @@ def checked_tensor(kernel: str, param: str, arg: Any) -> Any:
         raise LaunchError(f"kernel {kernel}: argument {param!r} is on device {device}; the rvtune CPU "
                           "driver runs kernels on CPU tensors (move it with .cpu())")
     return arg
+
+
+def _tensor_pointer(kernel: str, param: str, arg: Any) -> int:
+    """The address a pointer parameter passes: the CPU tensor's data."""
+    return int(checked_tensor(kernel, param, arg).data_ptr())
 
 
 @dataclass(frozen=True)
@@ -142,8 +148,7 @@ class CPULauncher:
         for arg in self.call.args:
             if arg.is_pointer:
                 argtypes.append(ctypes.c_void_p)
-                self.converters.append(
-                    lambda value, param=arg.name: checked_tensor(name, param, value).data_ptr())
+                self.converters.append(functools.partial(_tensor_pointer, name, arg.name))
             else:
                 c_type, convert = arg.scalar(name)
                 argtypes.append(c_type)

@@ -37,13 +37,22 @@ class ExternalBuildError(RuntimeError):
 
 
 class KernelObjects(Protocol):
-    """What this module needs of compiler.api.CompiledKernel."""
+    """What this module needs of compiler.api.CompiledKernel (read-only: CompiledKernel is frozen)."""
 
-    name: str
-    isa: str
-    header: Path
-    kernel_obj: Path
-    cache_hit: bool
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def isa(self) -> str: ...
+
+    @property
+    def header(self) -> Path: ...
+
+    @property
+    def kernel_obj(self) -> Path: ...
+
+    @property
+    def cache_hit(self) -> bool: ...
 
     @property
     def objects(self) -> list[Path]: ...
@@ -68,9 +77,9 @@ def _check_inputs(isa: str, kernels: Sequence[KernelObjects], main_cpp: Path, su
     for d in include_dirs:
         if not Path(d).is_dir():
             raise ExternalBuildError(f"{where}: include directory {d} does not exist")
-    for d in defines:
-        if not _DEFINE.fullmatch(d):
-            raise ExternalBuildError(f"{where}: define {d!r} is not NAME or NAME=VALUE (no spaces, no -D)")
+    for define in defines:
+        if not _DEFINE.fullmatch(define):
+            raise ExternalBuildError(f"{where}: define {define!r} is not NAME or NAME=VALUE (no spaces, no -D)")
     seen: set[str] = set()
     for k in kernels:
         if k.isa != isa:

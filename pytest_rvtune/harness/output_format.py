@@ -178,7 +178,8 @@ class OutputFormat:
             first_bad, count = -1, 0
         else:
             first_bad = mismatches[0] if mismatches else -1
-            limit = self.rules["mismatch"].options.get("listed_at_most") if "mismatch" in (self.rules or {}) else None
+            mismatch = (self.rules or {}).get("mismatch")
+            limit = mismatch.options.get("listed_at_most") if mismatch is not None else None
             count = len(mismatches) if mismatches and limit is not None and len(mismatches) < limit else -1
         return Check(
             name=groups["label"], ok=ok,

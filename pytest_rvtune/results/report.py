@@ -40,8 +40,8 @@ from pytest_rvtune.results.runs import (
     group_by_problem,
     has_problems,
     metric_value,
-    ranked_value,
     rank_metric,
+    ranked_value,
 )
 
 FORMATS = ("table", "csv", "json", "markdown")
