@@ -14,10 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_benchmark.fixture import BenchmarkFixture
 from pytest_benchmark.utils import NameWrapper
+
+if TYPE_CHECKING:
+    import pytest
+    from pytest_benchmark.session import BenchmarkSession
 
 
 class ReplayClock:
@@ -51,7 +55,7 @@ class _Node:
 
 
 def add_benchmark(
-    session: Any,
+    session: BenchmarkSession,
     *,
     nodeid: str,
     name: str,
@@ -86,7 +90,7 @@ EXTRA_INFO_FIELDS = ("kernel", "case", "case_params", "problem", "config", "conf
                      "counters", "timing_source", "elf_sha256", "golden_sha256", "samples_ns", "outcome", "nodeid")
 
 
-def benchmark_tables(config: Any) -> bool:
+def benchmark_tables(config: pytest.Config) -> bool:
     """Whether records go to pytest-benchmark (its tables and JSON). Under xdist pytest-benchmark marks itself
     disabled on the controller too: that is exactly the case we merge for, so only the user's own
     --benchmark-disable / --benchmark-skip stop us."""
@@ -94,7 +98,7 @@ def benchmark_tables(config: Any) -> bool:
         config.getoption("benchmark_disable", False) or config.getoption("benchmark_skip", False))
 
 
-def add_record(config: Any, record: dict[str, Any]) -> None:
+def add_record(config: pytest.Config, record: dict[str, Any]) -> None:
     """Hand one finished item's samples to pytest-benchmark, unless the user turned it off."""
     if not benchmark_tables(config):
         return

@@ -263,7 +263,7 @@ def run_or_resume(session: RvtuneSession, work: ItemWork, target: Target, artifa
     if resumed is not None:
         record = dict(resumed) | {"nodeid": work.nodeid, "resumed_from": str(session.options.resume),
                                   "run_seconds": 0.0} | build_info
-        verdict = ItemVerdict(record["outcome"], record.get("message") or f"{work.what}: resumed")
+        verdict = ItemVerdict(resumed.outcome, resumed.message or f"{work.what}: resumed")
         return ItemOutcome(verdict, record, timings={"build": build_seconds})
     options = session.run_options(target, num_threads)
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import platform
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -30,6 +30,10 @@ from pytest_rvtune.session import (
     is_controller,
     session_of,
 )
+
+if TYPE_CHECKING:
+    from pytest_benchmark.session import BenchmarkSession
+    from xdist.workermanage import WorkerController
 
 #: The fixtures this plugin provides (imported here so pytest registers them with the plugin module).
 FIXTURES = (rvtune_item, rvtune_targets, rvtune_target, rvtune_build, rvtune_golden)
@@ -125,7 +129,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                                        session.options.progress), "rvtune-progress")
 
 
-def pytest_configure_node(node: Any) -> None:
+def pytest_configure_node(node: WorkerController) -> None:
     """xdist controller: every worker appends to the controller's results file."""
     node.workerinput["rvtune_run_id"] = session_of(node.config).run_id
 
@@ -222,7 +226,7 @@ def pytest_benchmark_generate_machine_info(config: pytest.Config) -> dict[str, A
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         return None
-    identities: dict[str, Any] = {}
+    identities: dict[str, dict[str, str]] = {}
     for name in session.target_names:
         if name in session.identities:
             identities[name] = session.identities[name]
@@ -236,7 +240,8 @@ def pytest_benchmark_generate_machine_info(config: pytest.Config) -> dict[str, A
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_benchmark_compare_machine_info(config: pytest.Config, benchmarksession: Any, machine_info: dict[str, Any],
+def pytest_benchmark_compare_machine_info(config: pytest.Config, benchmarksession: BenchmarkSession,
+                                          machine_info: dict[str, Any],
                                           compared_benchmark: dict[str, Any]) -> None:
     """--benchmark-compare against a run of another board is an error, not a warning: its numbers are not
     comparable. pytest-benchmark files saved runs by host, so such a run can sit right beside ours."""
@@ -246,7 +251,7 @@ def pytest_benchmark_compare_machine_info(config: pytest.Config, benchmarksessio
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Iterator[None]:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> Iterator[None]:
     # A wrapper, so the line comes last and still comes when pytest-benchmark raises PerformanceRegression
     # (--benchmark-compare-fail) from its own summary.
     try:

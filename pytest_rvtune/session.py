@@ -18,7 +18,7 @@ import pytest
 from pytest_rvtune import paths
 from pytest_rvtune.results.writer import ResultsWriter, new_run_id, unwritable_reason
 from pytest_rvtune.run_options import RunOptions, default_run_options
-from pytest_rvtune.verdict import OUTCOMES
+from pytest_rvtune.verdict import OUTCOMES, Outcome
 
 if TYPE_CHECKING:  # imported where used: a plain `pytest tests` run never loads the targets or results code
     from pytest_rvtune.results.compare import Thresholds
@@ -37,7 +37,7 @@ DEFAULT_TARGET = "qemu"
 RENAMED_INI = "rvtune_kernels"
 DEFAULT_TIMEOUT = 300.0
 #: The outcomes the summary line always shows (others only when they happened).
-SUMMARY_OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout")
+SUMMARY_OUTCOMES: tuple[Outcome, ...] = ("passed", "wrong", "build_failed", "crashed", "timeout")
 
 #: Integer run options: (least, most, what the value means). The harness takes the same ranges on its command
 #: line (rvtune_harness.h), except --runs 0, which gives no timing sample, so every item would fail on its own.

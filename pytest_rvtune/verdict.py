@@ -11,11 +11,24 @@ from __future__ import annotations
 import math
 import signal as signal_module
 from dataclasses import dataclass
+from typing import Literal, TypeGuard, get_args
 
 from pytest_rvtune.harness.output import guard_zone
 from pytest_rvtune.targets.base import Check, RunResult
 
-OUTCOMES = ("passed", "wrong", "build_failed", "crashed", "timeout", "error")
+#: What judge() makes of a run.
+RunOutcome = Literal["passed", "wrong", "build_failed", "crashed", "timeout", "error"]
+#: An item's outcome, as its record says: its run's, or "regressed" (it passed, then failed --rvtune-compare's
+#: gate against the base run).
+Outcome = Literal[RunOutcome, "regressed"]
+
+OUTCOMES: tuple[RunOutcome, ...] = get_args(RunOutcome)
+ITEM_OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+
+
+def is_outcome(value: object) -> TypeGuard[Outcome]:
+    """``value`` is an item outcome (a record read back may hold anything)."""
+    return value in ITEM_OUTCOMES
 
 #: How much of the ELF's output a crash report shows: enough for a backtrace-ish tail, not a flood.
 OUTPUT_TAIL_LINES = 20
@@ -23,7 +36,7 @@ OUTPUT_TAIL_LINES = 20
 
 @dataclass(frozen=True)
 class ItemVerdict:
-    outcome: str
+    outcome: Outcome
     message: str
 
     @property

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_rvtune.spec import config_id
+from pytest_rvtune.verdict import ITEM_OUTCOMES, Outcome, is_outcome
 
 #: (target, kernel, case, problem id): the unit every analysis ranks configs within.
 GroupKey = tuple[str, str, str, str]
@@ -28,7 +29,7 @@ DEFAULT_STATISTIC = "min"
 
 #: Outcomes whose samples and counters are a valid measurement: "regressed" is a passed item that a
 #: --rvtune-compare gate then failed against its base; its numbers are as good as any.
-VALID_OUTCOMES = frozenset({"passed", "regressed"})
+VALID_OUTCOMES: frozenset[Outcome] = frozenset({"passed", "regressed"})
 
 
 class RunFileError(ValueError):
@@ -44,7 +45,7 @@ class RunRecord:
     config: dict[str, Any]
     config_id: str
     target: str
-    outcome: str  # passed | wrong | build_failed | crashed | timeout | error
+    outcome: Outcome
     samples_ns: list[float] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
     timing_source: str = "real"  # "emulated" under QEMU
@@ -146,6 +147,10 @@ def record_from_dict(obj: Any, where: str = "record") -> RunRecord:
         raise RunFileError(f"{where}: samples_ns and counters must be numbers ({exc})") from None
     # whole-process time of the item's timed ELF run (warm-up + runs): the seeds' "Total Time (s)"
     wall = obj.get("wall_s") or obj.get("run_seconds") or None  # 0.0 means "resumed, not run": unknown
+    outcome = obj["outcome"]
+    if not is_outcome(outcome):
+        raise RunFileError(f"{where}: outcome {outcome!r} is none of {', '.join(ITEM_OUTCOMES)}; is this a "
+                           "pytest-rvtune results file?")
     problem = obj.get("problem") or {}  # absent in files written before problem keys existed: no problem keys
     if not isinstance(problem, dict):
         raise RunFileError(f"{where}: problem must be an object of problem-key values such as "
@@ -156,7 +161,7 @@ def record_from_dict(obj: Any, where: str = "record") -> RunRecord:
         config=dict(obj.get("config") or {}),
         config_id=str(obj["config_id"]),
         target=str(obj["target"]),
-        outcome=str(obj["outcome"]),
+        outcome=outcome,
         samples_ns=samples,
         counters=counters,
         timing_source=str(obj.get("timing_source") or "real"),

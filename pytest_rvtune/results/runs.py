@@ -27,6 +27,7 @@ from pytest_rvtune.results.records import (
     RunRecord,
     record_from_dict,
 )
+from pytest_rvtune.verdict import Outcome
 
 #: Instruction counts from our QEMU plugin: deterministic, so any change between runs is real.
 DETERMINISTIC_COUNTERS: frozenset[str] = frozenset(ICOUNT_KEYS)
@@ -69,7 +70,7 @@ def identity_key(identity: dict[str, Any]) -> str:
 
 #: Outcomes whose result does not change when the same ELF runs on the same data on the same target again:
 #: a resumed run keeps them. Crashes, timeouts and errors may be a board's fault, so they run again.
-RESUMABLE_OUTCOMES: frozenset[str] = frozenset({"passed", "wrong"})
+RESUMABLE_OUTCOMES: frozenset[Outcome] = frozenset({"passed", "wrong"})
 
 
 def completed_items(run: Run) -> dict[tuple[str, str, str], RunRecord]:

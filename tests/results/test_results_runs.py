@@ -80,6 +80,8 @@ GOOD = '{"kernel": "k", "case": "c", "config_id": "x", "target": "t", "outcome":
     ("not json\nnot json either\n", ": not a results file: no line of it is an item record"),
     ("[1, 2]\n[3]\n", ":1: expected a JSON object"),
     (GOOD.replace("[1]", '["a"]') + "\n" + GOOD, ":1: samples_ns and counters must be numbers"),
+    # an outcome no run gives (a hand edit, another tool's file) is named, not read as a silent failure
+    (GOOD.replace('"passed"', '"pased"') + "\n" + GOOD, ":1: outcome 'pased' is none of passed, wrong, "),
     ("", ": empty results file"),
 ])
 def test_bad_files_name_file_and_line(tmp_path: Path, content: str, message: str) -> None:
