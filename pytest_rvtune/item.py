@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from pytest_rvtune.golden import GoldenSet
     from pytest_rvtune.results.records import RunRecord
     from pytest_rvtune.session import RvtuneSession
+    from pytest_rvtune.spec import ConfigValue
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,11 @@ class ItemWork:
     nodeid: str
     kernel: str
     case: str
-    config: dict[str, Any]
+    config: dict[str, ConfigValue]
     config_id: str
     target: str
     case_params: dict[str, Any] = field(default_factory=dict)  # the case's sizes: export buckets by M
-    problem: dict[str, Any] = field(default_factory=dict)  # config values that change the problem (IS_CAUSAL)
+    problem: dict[str, ConfigValue] = field(default_factory=dict)  # config values that change the problem (IS_CAUSAL)
 
     @property
     def what(self) -> str:
