@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pytest_rvtune.compiler.cache import BuildCache, cache_key
 from pytest_rvtune.harness import HEADER, HEADER_DIR
@@ -25,6 +25,11 @@ from pytest_rvtune.harness import generate as generic
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.paths import cache_dir
 from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, ToolchainError, find_tool
+
+if TYPE_CHECKING:  # the compiler and golden data load triton and torch: imported where an item is built
+    from pytest_rvtune.compiler.api import CompiledKernel
+    from pytest_rvtune.golden import GoldenSet
+    from pytest_rvtune.spec import ConfigValue, KernelSpec, Launch
 
 HarnessKind = Literal["generic", "main_cpp"]
 
@@ -62,27 +67,28 @@ def _cache() -> BuildCache:
 
 
 # ------------------------------------------------------------------------------------------ harness argv
-def harness_args_of(launch: Any, inputs: Mapping[str, Path], expected: Mapping[str, Path]) -> list[generic.HarnessArg]:
+def harness_args_of(launch: Launch, inputs: Mapping[str, Path],
+                    expected: Mapping[str, Path]) -> list[generic.HarnessArg]:
     """The launch's non-constexpr args with their role: a tensor with an expected file is written by the
     kernel ("out", or "inout" when it also has an input file); other tensors are read ("in")."""
     out: list[generic.HarnessArg] = []
     seen: dict[str, str] = {}
     for a in launch.args:
-        if a.is_pointer and a.tensor in seen:  # the generic harness gives every argument its own buffer
-            raise generic.HarnessError(
-                f"tensor {a.tensor!r} is passed to both {seen[a.tensor]} and {a.name}: the generic harness "
-                f"cannot alias buffers; write main_cpp/<kernel>.cpp for this kernel")
-        if a.is_pointer:
-            seen[a.tensor] = a.name
-        if not a.is_pointer:
+        tensor = a.tensor  # None: a scalar argument
+        if tensor is None:
             out.append(generic.HarnessArg(a.name, a.type, "scalar"))
             continue
-        written, read = a.tensor in expected, a.tensor in inputs
+        if tensor in seen:  # the generic harness gives every argument its own buffer
+            raise generic.HarnessError(
+                f"tensor {tensor!r} is passed to both {seen[tensor]} and {a.name}: the generic harness "
+                f"cannot alias buffers; write main_cpp/<kernel>.cpp for this kernel")
+        seen[tensor] = a.name
+        written, read = tensor in expected, tensor in inputs
         if not (written or read):
-            raise generic.HarnessError(f"tensor {a.tensor!r} (argument {a.name}) has no golden file: "
+            raise generic.HarnessError(f"tensor {tensor!r} (argument {a.name}) has no golden file: "
                                        "regenerate the golden data (`rvtune golden generate`)")
         role: generic.Role = ("inout" if read else "out") if written else "in"
-        out.append(generic.HarnessArg(a.name, a.type, role, label=a.tensor))
+        out.append(generic.HarnessArg(a.name, a.type, role, label=tensor))
     return out
 
 
@@ -95,7 +101,7 @@ def main_cpp_argv(harness_args: Sequence[generic.HarnessArg], inputs: Mapping[st
     return ["--atol", repr(float(tolerance["atol"])), "--rtol", repr(float(tolerance["rtol"])), *ins, *exps]
 
 
-def generic_argv(launch: Any, harness_args: Sequence[generic.HarnessArg], inputs: Mapping[str, Path],
+def generic_argv(launch: Launch, harness_args: Sequence[generic.HarnessArg], inputs: Mapping[str, Path],
                  expected: Mapping[str, Path], tolerance: Mapping[str, float]) -> list[str | Path]:
     scalars = {a.name: a.value for a in launch.args if not a.is_pointer}
     by_param_in = {a.name: inputs[a.shown] for a in harness_args if a.role in ("in", "inout")}
@@ -183,7 +189,7 @@ def link_elf(tc: Toolchain, objects: Sequence[Path], symbol: str, cxx: bool,
 
 
 # ------------------------------------------------------------------------------------------ the item
-def _golden_files(golden: Any) -> tuple[dict[str, Path], dict[str, Path]]:
+def _golden_files(golden: GoldenSet) -> tuple[dict[str, Path], dict[str, Path]]:
     """(input files, expected files) by tensor name, from a golden.GoldenSet."""
     inputs: dict[str, Path] = {}
     expected: dict[str, Path] = {}
@@ -192,17 +198,17 @@ def _golden_files(golden: Any) -> tuple[dict[str, Path], dict[str, Path]]:
     return inputs, expected
 
 
-def _compiled_objects(ck: Any) -> tuple[list[Path], Path]:
+def _compiled_objects(ck: CompiledKernel) -> tuple[list[Path], Path]:
     """(objects to link, launcher header) of a compiler.api.CompiledKernel."""
     return list(ck.objects), Path(ck.header)
 
 
-def main_cpp_path(spec: Any) -> Path:
+def main_cpp_path(spec: KernelSpec) -> Path:
     """``<project>/main_cpp/<name>.cpp`` for ``<project>/kernels/<name>.py``."""
     return Path(spec.path).resolve().parent.parent / MAIN_CPP_DIR_NAME / f"{spec.name}.cpp"
 
 
-def build_item(spec: Any, case_name: str, config: Any, isa: str = RISCV_ISA,
+def build_item(spec: KernelSpec, case_name: str, config: Mapping[str, ConfigValue], isa: str = RISCV_ISA,
                golden_root: Path | None = None) -> BuildArtifact:
     """Build (or fetch) the ELF of one item; raises BuildError naming kernel and config.
 
