@@ -128,7 +128,7 @@ class ProgressReporter:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         self.shown = terminal is not None and self.interval > 0  # (-p no:terminal: nothing to write to)
-        self.in_place = bool(self.shown and terminal.isatty()
+        self.in_place = bool(terminal is not None and self.shown and terminal.isatty()
                              and self.config.get_verbosity() <= 0)  # -v prints a line per item: no room for ours
 
     # --- the total ---
@@ -148,11 +148,12 @@ class ProgressReporter:
         result = yield
         if not self.progress.total or not self.is_kernel_item(report.nodeid):
             return result
-        lost = report.when == "???"  # xdist: the worker died under the item
+        # xdist: the worker died under the item; "???" is outside pytest's Literal (xdist ignores the same error)
+        lost = report.when == "???"  # type: ignore[comparison-overlap]
         finished = report.when == "teardown" or lost
         if finished:
             record = None if lost else next((v for k, v in report.user_properties if k == self.record_key), None)
-            self.progress.finish(report.nodeid, record)
+            self.progress.finish(report.nodeid, record if isinstance(record, dict) else None)
         if self.in_place:
             self.draw()  # again after every report: pytest's character for it erased the last drawing
         elif finished:
@@ -160,7 +161,7 @@ class ProgressReporter:
         return result
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         self.erase()  # pytest may start a line with the next module's name here
 
     @pytest.hookimpl(tryfirst=True)
