@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 import warnings
+from typing import TextIO
 
 from pytest_rvtune import __version__
 
@@ -35,11 +36,12 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
 
-    def show(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
         if issubclass(category, RunFileWarning):  # a skipped torn line: file:line and why, no source location
             print(f"rvtune {args.command}: warning: {message}", file=sys.stderr)
         else:
-            default_show(message, category, *_, **__)  # type: ignore[arg-type]
+            default_show(message, category, filename, lineno, file, line)
 
     default_show = warnings.showwarning
     with warnings.catch_warnings():

@@ -42,14 +42,15 @@ def accepting_num_threads(module_globals: MutableMapping[str, Any] | None = None
         if original is threaded:  # nested: already swapped
             yield
             return
-        rebound = [k for k, v in (module_globals or {}).items() if v is original]
+        names = module_globals if module_globals is not None else {}
+        rebound = [k for k, v in names.items() if v is original]
         triton.Config = threaded
         for k in rebound:
-            module_globals[k] = threaded  # type: ignore[index]
+            names[k] = threaded
         try:
             yield
         finally:
             triton.Config = original
             for k in rebound:
-                if module_globals.get(k) is threaded:  # type: ignore[union-attr]
-                    module_globals[k] = original  # type: ignore[index]
+                if names.get(k) is threaded:
+                    names[k] = original

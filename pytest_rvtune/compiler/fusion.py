@@ -18,6 +18,7 @@ RVV a pinned LMUL). An fp32 ``exp`` ends a chain: the chain below it is computed
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -84,9 +85,13 @@ class Expr:
         return out
 
 
+#: _fusable's answer per function being emitted (computed once: it walks the whole function).
+_FUSABLE: weakref.WeakKeyDictionary[FuncEmitter, set[str]] = weakref.WeakKeyDictionary()
+
+
 def _fusable(f: FuncEmitter) -> set[str]:
     """SSA names defined by an element-wise tensor op and read exactly once, by a reader of the same block."""
-    cached = getattr(f, "_fusable", None)
+    cached = _FUSABLE.get(f)
     if cached is not None:
         return cached
     uses: dict[str, int] = {}
@@ -112,7 +117,7 @@ def _fusable(f: FuncEmitter) -> set[str]:
         for op in block.ops:
             if op.name in _READERS or is_elementwise(op.name):
                 out |= {o for o in op.operands if o in defined and uses.get(o) == 1}
-    f._fusable = out  # type: ignore[attr-defined]
+    _FUSABLE[f] = out
     return out
 
 

@@ -144,7 +144,10 @@ def measure_noise(a: Run, b: Run, quantile: float = DEFAULT_QUANTILE,
         target = floors.targets.setdefault(identity_key(ident_a), TargetNoise(
             rec_a.target, ident_a, runs=[str(a.path), str(b.path)]))
         kernel = target.kernels.setdefault(rec_a.kernel, KernelNoise(0.0))
-        change = (rec_b.time_ns(statistic) / rec_a.time_ns(statistic) - 1) * 100  # type: ignore[operator]
+        time_a, time_b = rec_a.time_ns(statistic), rec_b.time_ns(statistic)
+        if not time_a or time_b is None:  # (_timed: both have samples, so both have every statistic)
+            continue
+        change = (time_b / time_a - 1) * 100
         kernel.items.setdefault(rec_a.case, {})[rec_a.config_id] = change
     if not floors.targets:
         raise NoiseFileError(f"{a.path} and {b.path}: no item passed with real timings in both runs (QEMU "

@@ -107,6 +107,7 @@ def _pump(streams: dict[IO[bytes], CappedOutput], deadline: float, proc: subproc
                     key.data.add(chunk)
                 else:
                     selector.unregister(key.fileobj)
+                    # typeshed types fileobj as any file-like; it is the stream registered, one of streams' keys
                     del streams[key.fileobj]  # type: ignore[arg-type]
     return True
 

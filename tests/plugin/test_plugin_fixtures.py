@@ -28,6 +28,11 @@ def test_my_own_check(rvtune_item, rvtune_target, rvtune_build, rvtune_golden):
 @pytest.mark.parametrize("rvtune_item", [("pf_user", "small", "BLOCK=48")], indirect=True)
 def test_unknown_config(rvtune_item):
     pass
+
+
+@pytest.mark.parametrize("rvtune_item", [(42, "small")], indirect=True)
+def test_kernel_not_a_name(rvtune_item):
+    pass
 '''
 
 
@@ -35,6 +40,9 @@ def test_fixtures_in_a_users_test(project: pytest.Pytester, add_kernel: Callable
     add_kernel("pf_user", configs=(16, 32))
     project.mkdir("tests").joinpath("test_mine.py").write_text(USER_TEST)
     result = project.runpytest("tests/test_mine.py", "-p", "no:randomly")
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(passed=1, errors=2)
     result.stdout.fnmatch_lines(["*rvtune_item: kernel pf_user has no config BLOCK=48; configs are BLOCK=16, "
                                  "BLOCK=32*"])
+    # a kernel that is no name or path is named as the bad parameter (it was a TypeError from inside Path())
+    result.stdout.fnmatch_lines(["*rvtune_item: parametrize it with (kernel, case, config id or dict), "
+                                 "not (42, 'small')*"])
