@@ -24,7 +24,7 @@ from collections import ChainMap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from . import lower_ops
 from .lower_ops import OpSemanticsError, c_type, scalar_expr
@@ -157,12 +157,17 @@ class _CFG:
     start: dict[str, int]  # label -> position of its first op (set once emitted: later branches go back)
 
 
+#: How a value is reachable: a C scalar, a buffer, one scalar standing for a whole tensor, a make_range, or a
+#: block kept symbolic (see ``Val.sym``).
+ValKind = Literal["scalar", "buf", "splat", "iota", "sym"]
+
+
 @dataclass
 class Val:
     """How one SSA value is reachable from C (see the module docstring)."""
 
     type: Type
-    kind: str  # "scalar" | "buf" | "splat" | "iota"
+    kind: ValKind
     expr: str = ""  # scalar / splat: a C expression; buf: the C pointer name
     strides: tuple[int, ...] = ()
     offset: int = 0  # buf: element offset into the buffer; iota: the start value
