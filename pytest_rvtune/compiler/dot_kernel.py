@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .emitter import FuncEmitter, contiguous_strides
+from .fusion import Expr
 from .ttir import Block, Op
 
 #: Ops that write no memory and run no other code: a tile loaded before them may be read in place after.
@@ -64,20 +65,20 @@ def lower_dot(f: FuncEmitter, op: Op) -> bool:
     types = [ty.element.elem for ty in op.operand_types[:3]]
     if types != ["f32", "f32", "f32"] or t.element.elem != "f32" or len(t.shape or ()) != 2:
         return False
-    c_sym = f.values.get(op.operands[2])
+    c_val = f.values.get(op.operands[2])
     # the accumulator as a fusion.Expr (e.g. ``acc * alpha[:, None]``), computed straight into the result tile
-    fused_c = c_sym if c_sym is not None and hasattr(c_sym.sym, "code") else None
+    chain = c_val.sym if c_val is not None and isinstance(c_val.sym, Expr) else None
     in_place = f.in_place_b.get(op.operands[1])
     a, b = (f.get(o) for o in op.operands[:2])
-    c = fused_c if fused_c is not None else f.get(op.operands[2])
+    c = c_val if c_val is not None and chain is not None else f.get(op.operands[2])
     m, n = t.shape or ()
     k = (op.operand_types[0].shape or ())[-1]
     if a.kind != "buf":
         a = f.materialize(a, "dot_a")
     if b.kind != "buf" or b.strides[-1] != 1 or b.strides[0] == 0:
         b = f.materialize(b, "dot_b")
-    if fused_c is not None:  # the accumulator's chain is computed straight into the result tile
-        out = c.sym.materialize(f, c, op.results[0])
+    if chain is not None:  # the accumulator's chain is computed straight into the result tile
+        out = chain.materialize(f, c, op.results[0])
     elif c.kind == "buf" and c.offset == 0 and c.strides == contiguous_strides(c.shape):
         # a loop-carried accumulator may get this result placed in its own memory (lower_struct.assign):
         # both pointers are arena constants, so clang drops whichever branch is dead

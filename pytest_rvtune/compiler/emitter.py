@@ -24,7 +24,7 @@ from collections import ChainMap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from . import lower_ops
 from .lower_ops import OpSemanticsError, c_type, scalar_expr
@@ -157,6 +157,18 @@ class _CFG:
     start: dict[str, int]  # label -> position of its first op (set once emitted: later branches go back)
 
 
+class SymbolicBlock(Protocol):
+    """A tensor a tier keeps symbolic (ptr_analysis.Affine and Bounds, fusion.Expr): what the emitter asks of it."""
+
+    def parts(self) -> list[Val]:
+        """The ordinary values it reads (kept alive while it is)."""
+        ...
+
+    def materialize(self, f: FuncEmitter, v: Val) -> Val:
+        """It computed into a buffer, for an op that does not know it."""
+        ...
+
+
 #: How a value is reachable: a C scalar, a buffer, one scalar standing for a whole tensor, a make_range, or a
 #: block kept symbolic (see ``Val.sym``).
 ValKind = Literal["scalar", "buf", "splat", "iota", "sym"]
@@ -173,7 +185,7 @@ class Val:
     offset: int = 0  # buf: element offset into the buffer; iota: the start value
     storage: _Storage | None = None
     #: kind "sym": a pointer/index block or a mask kept symbolic (ptr_analysis.Affine / Bounds)
-    sym: Any = None
+    sym: SymbolicBlock | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -39,6 +39,7 @@ from .emitter import (
     handles_into,
     keep_out_of_carried_home,
 )
+from .fusion import Expr
 from .lower_ops import FP8_TYPES, c_type, is_elementwise
 from .lower_struct import assign, declare, lower_body
 from .ttir import Block, Op, Type, parse_int_array
@@ -417,7 +418,7 @@ def op_andi(f: FuncEmitter, op: Op) -> bool:
 @optional("tt.expand_dims")
 def op_expand_dims(f: FuncEmitter, op: Op) -> bool:
     src = _peek(f, op.operands[0])
-    if src.sym is None:
+    if not isinstance(src.sym, Affine | Bounds):
         return False
     t = op.result_types[0]
     f.values[op.results[0]] = _sym_val(t, src.sym.expand(t.shape or (), op.int_attr("axis")))
@@ -427,7 +428,7 @@ def op_expand_dims(f: FuncEmitter, op: Op) -> bool:
 @optional("tt.broadcast")
 def op_broadcast(f: FuncEmitter, op: Op) -> bool:
     src = _peek(f, op.operands[0])
-    if src.sym is None:
+    if not isinstance(src.sym, Affine | Bounds):
         return False
     t = op.result_types[0]
     f.values[op.results[0]] = _sym_val(t, src.sym.broadcast(src.shape, t.shape or ()))
@@ -437,7 +438,7 @@ def op_broadcast(f: FuncEmitter, op: Op) -> bool:
 @optional("tt.trans")
 def op_trans(f: FuncEmitter, op: Op) -> bool:
     src = _peek(f, op.operands[0])
-    if src.sym is None:
+    if not isinstance(src.sym, Affine | Bounds):
         return False
     t = op.result_types[0]
     f.values[op.results[0]] = _sym_val(t, src.sym.trans(t.shape or (), parse_int_array(op.props["order"])))
@@ -648,12 +649,13 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
     if not t.is_tensor or not isinstance(ptr_v.sym, Affine) or not ptr_v.sym.ptr:
         return False
     val = _peek(f, op.operands[1])
-    if val.sym is not None and not hasattr(val.sym, "code"):
+    if val.sym is not None and not isinstance(val.sym, Expr):
         val = f.get(op.operands[1])  # a pointer block / mask stored as data: materialised
+    chain = val.sym if isinstance(val.sym, Expr) else None
 
     def element(idx: list[str]) -> str:  # a fused element-wise chain (fusion.Expr) is computed in the store
         at = lambda leaf: FuncEmitter.access(leaf, idx, "")  # noqa: E731
-        return val.sym.code(at) if val.sym is not None else at(val)
+        return chain.code(at) if chain is not None else at(val)
 
     shape = t.shape or ()
     mask = as_mask(f, _peek(f, op.operands[2])) if len(op.operands) > 2 else \
@@ -705,35 +707,41 @@ def op_for(f: FuncEmitter, op: Op) -> bool:
     (iv_ssa, iv_t, _), *carried = block.args
     term = block.ops[-1]
     inits = [_peek(f, o) for o in op.operands[3:]]
-    chosen = [isinstance(v.sym, Affine) and v.sym.ptr and _advances_by_splat(f, block, ssa, y)
+    # the carried pointer blocks this loop keeps symbolic (None: an ordinary carried value)
+    blocks = [v.sym if isinstance(v.sym, Affine) and v.sym.ptr and _advances_by_splat(f, block, ssa, y) else None
               for v, (ssa, _t, _l), y in zip(inits, carried, term.operands, strict=True)]
+    chosen = [b is not None for b in blocks]
     if not any(chosen):
         return False
     lb, ub, step = (f.get(o) for o in op.operands[:3])
     homes: list[Val] = []
-    for k, ((ssa, t, _), init) in enumerate(zip(carried, inits, strict=True)):
-        if chosen[k]:  # one scalar pointer carries the block; strides and vectors are loop-invariant
+    home_blocks: list[Affine | None] = []
+    for k, ((ssa, t, _), init_block) in enumerate(zip(carried, blocks, strict=True)):
+        if init_block is not None:  # one scalar pointer carries the block; strides and vectors are loop-invariant
             name = f.cname(ssa)
-            f.emit(f"{c_type(t)} {name} = {init.sym.base};")
-            homes.append(_sym_val(t, Affine(name, init.sym.strides, init.sym.vecs, True)))
+            f.emit(f"{c_type(t)} {name} = {init_block.base};")
+            home_block = Affine(name, init_block.strides, init_block.vecs, True)
+            homes.append(_sym_val(t, home_block))
         else:
+            home_block = None
             homes.append(declare(f, ssa, t, f.get(op.operands[3 + k])))
+        home_blocks.append(home_block)
     iv = f.cname(iv_ssa)
     start = f.pos + 1
 
     def on_yield(term: Op) -> None:
         srcs = [_peek(f, o) for o in term.operands]
         nexts: list[tuple[str, str]] = []
-        for k, (home, src) in enumerate(zip(homes, srcs, strict=True)):
-            if chosen[k]:
+        for home, home_block, src in zip(homes, home_blocks, srcs, strict=True):
+            if home_block is not None:
                 a = src.sym
-                if not (isinstance(a, Affine) and a.strides == home.sym.strides and
-                        len(a.vecs) == len(home.sym.vecs) and
-                        all(x is y for (x, _), (y, _) in zip(a.vecs, home.sym.vecs, strict=True))):
+                if not (isinstance(a, Affine) and a.strides == home_block.strides and
+                        len(a.vecs) == len(home_block.vecs) and
+                        all(x is y for (x, _), (y, _) in zip(a.vecs, home_block.vecs, strict=True))):
                     raise f.fail("a loop-carried pointer block changes shape inside the loop")
-                tmp = f.temp(home.sym.base + "_next")
+                tmp = f.temp(home_block.base + "_next")
                 f.emit(f"{c_type(home.type)} {tmp} = {a.base};")
-                nexts.append((home.sym.base, tmp))
+                nexts.append((home_block.base, tmp))
         rest = [(h, f.get(o)) for k, (h, o) in enumerate(zip(homes, term.operands, strict=True)) if not chosen[k]]
         assign(f, [h for h, _ in rest], [s for _, s in rest], start)
         for name, tmp in nexts:
