@@ -55,7 +55,7 @@ doctor:
 	$(VENV)/bin/rvtune doctor
 
 clean:
-	rm -rf .rvtune/cache build .pytest_cache .ruff_cache
+	rm -rf .rvtune/cache build .pytest_cache .ruff_cache .mypy_cache
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
 
 distclean: clean
