@@ -100,9 +100,9 @@ def benchmark_tables(config: pytest.Config) -> bool:
 
 def add_record(config: pytest.Config, record: dict[str, Any]) -> None:
     """Hand one finished item's samples to pytest-benchmark, unless the user turned it off."""
-    if not benchmark_tables(config):
-        return
     bench_session = config.pluginmanager.get_plugin("pytest-benchmark")
+    if bench_session is None or not benchmark_tables(config):
+        return
     nodeid = record["nodeid"]
     name = nodeid.rsplit("::", 1)[-1]
     param = name[name.index("[") + 1:-1] if "[" in name else ""

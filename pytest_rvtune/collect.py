@@ -23,6 +23,7 @@ from pytest_rvtune.session import RECORD_KEY, RESULTS_ERROR_KEY, RvtuneSession, 
 from pytest_rvtune.targets.base import Target
 
 if TYPE_CHECKING:  # spec.py loads torch: imported where a kernel module is collected
+    from pytest_rvtune.results.shortlist import Shortlist
     from pytest_rvtune.spec import BlockConfig, KernelSpec
 
 #: Where a collected item keeps what it is (KernelItemInfo or ProjectItemInfo); the fixtures read it.
@@ -225,13 +226,14 @@ def project_item_test(request: pytest.FixtureRequest, rvtune_item: ProjectItemIn
            rvtune_target)
 
 
-def left_out_by_shortlist(items: list[pytest.Item], shortlist: Any) -> list[pytest.Item]:
-    """The kernel items --rvtune-shortlist leaves out (results/shortlist.py); other items, a user's tests, stay."""
+def left_out_by_shortlist(items: list[pytest.Item], shortlist: Shortlist) -> list[pytest.Item]:
+    """The kernel-module items --rvtune-shortlist leaves out (results/shortlist.py); other items (a Triton_RVV
+    project's, which have no kernel module to take problem keys from, and a user's tests) stay."""
     from pytest_rvtune.spec import config_id
     dropped: list[pytest.Item] = []
     for item in items:
         info = item.stash.get(ITEM_KEY, None)
-        if info is not None and not shortlist.keeps(info.spec.name, info.case,
+        if isinstance(info, KernelItemInfo) and not shortlist.keeps(info.spec.name, info.case,
                                                     config_id(info.spec.problem_of(info.config)), info.config_id):
             dropped.append(item)
     return dropped

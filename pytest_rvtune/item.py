@@ -155,7 +155,8 @@ def run_item(
     if external is None:
         # Our harness reads each golden file's binary image (parsed once on the host, the same values): parsing
         # text was most of a QEMU run. A file without an exact image stays text (harness/data_image.py).
-        run_argv: list[str | Path] = [*options.harness_args(), *(data_image(a) if isinstance(a, Path) else a for a in argv)]
+        run_argv: list[str | Path] = [*options.harness_args(),
+                                      *(data_image(a) if isinstance(a, Path) else a for a in argv)]
         files, output_format = None, None
         expected_launches = options.warmup + options.runs
     else:

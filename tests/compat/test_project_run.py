@@ -121,3 +121,18 @@ def test_a_flagged_project_item_can_be_rerun_interleaved_as_it_ran(tmp_path, cac
     (record,) = load_run(root / "results.jsonl").records
     confirmation = confirm(record, record, HostTarget(), RunOptions(), Thresholds(alpha=0.01), trials=7, seed=1)
     assert confirmation.trials == 7 and all(r > 0 for r in confirmation.ratios)
+
+
+def test_a_shortlist_leaves_a_projects_items_alone(tmp_path, cache, capsys):
+    """--rvtune-shortlist ranks kernel modules' configs; a project's items (no kernel module, no problem keys)
+    all stay. They made collection fail with AttributeError (ProjectItemInfo has no spec) before."""
+    root = make_tree(tmp_path / "repo")
+    assert main(["import", str(root)]) == 0
+    capsys.readouterr()
+    earlier = {"kernel": "other", "case": "default", "config_id": "B=1", "config": {"B": 1}, "target": "qemu",
+               "outcome": "passed", "samples_ns": [100, 110, 120], "timing_source": "emulated",
+               "counters": {"launch_insns": 1000}}
+    (root / "earlier.jsonl").write_text(json.dumps(earlier) + "\n")
+    proc, _ = _run_pytest(root, cache, "--collect-only", "--rvtune-shortlist", "earlier.jsonl")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "4 tests collected" in proc.stdout
