@@ -14,7 +14,6 @@ from dataclasses import dataclass
 DEFAULT_MAX_TIME = 0.5
 
 
-
 @dataclass(frozen=True)
 class RunOptions:
     warmup: int = 1
