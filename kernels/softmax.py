@@ -1,7 +1,8 @@
 """Row-wise softmax (fp32): BLOCK_SIZE_M rows per program, columns streamed BLOCK_SIZE_N at a time.
 
-Two passes over each row block: an online max / sum (the flash-attention rescaling trick), then the
-normalised write. Rows of any length work with any BLOCK_SIZE_N.
+Three passes over each row block, each element's exp computed once: the row max (folded element-wise into a
+tile, one reduction at the end), exp(x - max) written to the output and summed the same way, then the output
+scaled by 1 / sum in place. Rows of any length work with any BLOCK_SIZE_N.
 """
 
 import itertools
@@ -24,22 +25,27 @@ def softmax_kernel(
     in_rows = input_ptr + rows[:, None] * input_row_stride
     out_rows = output_ptr + rows[:, None] * output_row_stride
 
-    m = tl.full([BLOCK_SIZE_M], float("-inf"), dtype=tl.float32)
-    s = tl.zeros([BLOCK_SIZE_M], dtype=tl.float32)
+    m_acc = tl.full([BLOCK_SIZE_M, BLOCK_SIZE_N], float("-inf"), dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK_SIZE_N):
+        cols = start + offs_n
+        mask = row_mask[:, None] & (cols[None, :] < n_cols)
+        m_acc = tl.maximum(m_acc, tl.load(in_rows + cols[None, :], mask=mask, other=float("-inf")))
+    m = tl.max(m_acc, 1)
+    s_acc = tl.zeros([BLOCK_SIZE_M, BLOCK_SIZE_N], dtype=tl.float32)
     for start in range(0, n_cols, BLOCK_SIZE_N):
         cols = start + offs_n
         mask = row_mask[:, None] & (cols[None, :] < n_cols)
         x = tl.load(in_rows + cols[None, :], mask=mask, other=float("-inf"))
-        m_new = tl.maximum(m, tl.max(x, 1))
-        # Rows past n_rows stay -inf and compute NaN here; they are never stored.
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[:, None]), 1)
-        m = m_new
+        # Rows past n_rows are all -inf and compute NaN here; they are never stored.
+        e = tl.exp(x - m[:, None])
+        tl.store(out_rows + cols[None, :], e, mask=mask)
+        s_acc += e
+    inv = 1.0 / tl.sum(s_acc, 1)
     for start in range(0, n_cols, BLOCK_SIZE_N):
         cols = start + offs_n
         mask = row_mask[:, None] & (cols[None, :] < n_cols)
-        x = tl.load(in_rows + cols[None, :], mask=mask, other=float("-inf"))
-        y = tl.exp(x - m[:, None]) / s[:, None]
-        tl.store(out_rows + cols[None, :], y, mask=mask)
+        e = tl.load(out_rows + cols[None, :], mask=mask, other=0.0)
+        tl.store(out_rows + cols[None, :], e * inv[:, None], mask=mask)
 
 
 def get_softmax_kernel_autotune_config():

@@ -75,9 +75,12 @@ def test_dot_accumulator_chain_goes_straight_into_the_result() -> None:
 
 @pytest.mark.parametrize("isa", [HOST_ISA, RISCV_ISA])
 def test_vector_exp_is_within_one_ulp_with_ieee_special_cases(isa: str) -> None:
+    # rv_exp_f32 takes 64-lane chunks with every |x| <= 86 by its fast path, others by the full-range one: whole
+    # chunks of each (the linspace) and chunks mixing both lane by lane (the tile of in- and out-of-range values)
     xs = np.concatenate([np.linspace(-110, 95, 4000), [0.0, -0.0, np.inf, -np.inf, np.nan, 88.72, 88.73, -87.3,
-                                                       -103.9, -104.5, 1e-8, -1e-30]]).astype(np.float32)
-    n = 4096
+                                                       -103.9, -104.5, 1e-8, -1e-30, 86.0, -86.0, 86.01, -86.01],
+                         np.tile([0.5, -100.0, 3.0, np.nan, -2.0, 87.5, -np.inf, 85.9], 16)]).astype(np.float32)
+    n = 8192
     x = np.resize(xs, n)
     x[len(xs):] = 1.0
     out = run_c_kernels([KernelCall(exp_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": n},

@@ -1,5 +1,5 @@
 /* rvtune_dot.h: what the fast paths of the generated kernel C call (compiler/ptr_analysis.py, dot_kernel.py):
- * index clamps, row copies and fills of structured loads, the vector exp, and tt.dot on fp32 tiles as a
+ * index clamps, row copies and fills of structured loads, and tt.dot on fp32 tiles as a
  * register-blocked micro-kernel.
  *
  * C[M x N] += A[M x K] * B[K x N]. B rows are contiguous (ldb apart), C is contiguous (ldc apart), A may
@@ -147,84 +147,7 @@ RV_DEF_FILL(i32, int32_t, 32)
 RV_DEF_FILL(i64, int64_t, 64)
 #undef RV_DEF_FILL
 
-/* exp(x) in fp32 without libm, branch-free so that clang vectorises a loop of it (glibc's expf is a scalar
- * call: a quarter of flash attention's time). k = round(x / ln 2) by the 1.5 * 2^23 trick (the integer is
- * read from the float's bits: no float -> int conversion, which QEMU 7.2 mishandles when vectorised),
- * r = x - k ln 2 in two parts (Cody-Waite), exp(r) by cephes' degree-5 polynomial (max error ~1.5 ulp on
- * the reduced range), 2^k applied as two halves so that subnormal results come out right. */
-RV_INLINE float rv_expf(float x) {
-    /* unions, not memcpy: the bit casts must not leave memory operations that stop the vectoriser */
-    union { float f; uint32_t u; } kf, s1, s2;
-    const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-    kf.f = xc * 1.44269504088896341f + 12582912.0f;
-    const int32_t k = (int32_t)(kf.u - 0x4B400000u);
-    const float kr = kf.f - 12582912.0f;
-    const float r = (xc - kr * 0.693359375f) - kr * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    const float e = (p * r * r + r) + 1.0f;
-    const int32_t k1 = k / 2, k2 = k - k1;
-    s1.u = (uint32_t)(k1 + 127) << 23;
-    s2.u = (uint32_t)(k2 + 127) << 23;
-    const float y = e * s1.f * s2.f;
-    return x != x ? x + x : y;
-}
-
-/* out[i] = rv_expf(in[i]) for n elements (out == in is fine): what fusion.py emits for an fp32 tl.exp.
- * RVV: the same operations as rv_expf, in the same order and with the same fused multiply-adds (so the
- * same bits), on LMUL-4 groups with every constant a scalar operand (.vf forms, or one vfmv.v.f just
- * before its use). Left to clang, the loop of rv_expf is vectorised at LMUL 2 with its constants hoisted
- * into vector registers, which then spill and reload inside the loop. */
-#if defined(__riscv_v)
-RV_INLINE void rv_exp_f32(float *out, const float *in, int64_t n) {
-    /* The coefficients as opaque f-register values: inlined into a big kernel, clang would otherwise
-     * reload each one from the constant pool (auipc + flw) inside the loop. */
-    float c0 = 1.9875691500e-4f, c1 = 1.3981999507e-3f, c2 = 8.3334519073e-3f, c3 = 4.1665795894e-2f,
-          c4 = 1.6666665459e-1f, c5 = 5.0000001201e-1f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f,
-          log2e = 1.44269504088896341f;
-    __asm__("" : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3), "+f"(c4), "+f"(c5), "+f"(ln2_hi), "+f"(ln2_lo),
-            "+f"(log2e));
-    for (size_t vl; n > 0; n -= (int64_t)vl, in += vl, out += vl) {
-        vl = __riscv_vsetvl_e32m4((size_t)n);
-        const vfloat32m4_t x = __riscv_vle32_v_f32m4(in, vl);
-        const vfloat32m4_t xc = __riscv_vfmin_vf_f32m4(__riscv_vfmax_vf_f32m4(x, -104.0f, vl), 89.0f, vl);
-        const vfloat32m4_t kf = __riscv_vfmacc_vf_f32m4(__riscv_vfmv_v_f_f32m4(12582912.0f, vl), log2e, xc, vl);
-        const vint32m4_t k = __riscv_vsub_vx_i32m4(__riscv_vreinterpret_v_f32m4_i32m4(kf), 0x4B400000, vl);
-        const vfloat32m4_t kr = __riscv_vfsub_vf_f32m4(kf, 12582912.0f, vl);
-        vfloat32m4_t r = __riscv_vfnmsac_vf_f32m4(xc, ln2_hi, kr, vl);
-        r = __riscv_vfnmsac_vf_f32m4(r, ln2_lo, kr, vl);
-        vfloat32m4_t p = __riscv_vfmv_v_f_f32m4(c0, vl);
-        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c1, vl), p, r, vl);
-        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c2, vl), p, r, vl);
-        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c3, vl), p, r, vl);
-        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c4, vl), p, r, vl);
-        p = __riscv_vfmacc_vv_f32m4(__riscv_vfmv_v_f_f32m4(c5, vl), p, r, vl);
-        /* e = (p * r * r + r) + 1 */
-        const vfloat32m4_t e =
-            __riscv_vfadd_vf_f32m4(__riscv_vfmadd_vv_f32m4(__riscv_vfmul_vv_f32m4(p, r, vl), r, r, vl), 1.0f, vl);
-        /* 2^k as two halves, k1 = k / 2 rounded toward zero */
-        const vint32m4_t k1 = __riscv_vsra_vx_i32m4(
-            __riscv_vadd_vv_i32m4(k, __riscv_vreinterpret_v_u32m4_i32m4(__riscv_vsrl_vx_u32m4(
-                                         __riscv_vreinterpret_v_i32m4_u32m4(k), 31, vl)), vl), 1, vl);
-        const vint32m4_t k2 = __riscv_vsub_vv_i32m4(k, k1, vl);
-        const vfloat32m4_t s1 = __riscv_vreinterpret_v_i32m4_f32m4(
-            __riscv_vsll_vx_i32m4(__riscv_vadd_vx_i32m4(k1, 127, vl), 23, vl));
-        const vfloat32m4_t s2 = __riscv_vreinterpret_v_i32m4_f32m4(
-            __riscv_vsll_vx_i32m4(__riscv_vadd_vx_i32m4(k2, 127, vl), 23, vl));
-        vfloat32m4_t y = __riscv_vfmul_vv_f32m4(__riscv_vfmul_vv_f32m4(e, s1, vl), s2, vl);
-        y = __riscv_vfadd_vv_f32m4_mu(__riscv_vmfne_vv_f32m4_b8(x, x, vl), y, x, x, vl); /* NaN: x + x */
-        __riscv_vse32_v_f32m4(out, y, vl);
-    }
-}
-#else
-RV_INLINE void rv_exp_f32(float *out, const float *in, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) out[i] = rv_expf(in[i]);
-}
-#endif
+#include "rvtune_exp.h" /* rv_expf and the vector exp rv_exp_f32 */
 
 /* The register tiles. A tile is MR rows x NV vectors of VT (a GCC vector of W floats); its MR * NV
  * accumulators plus NV vectors of one B row fit the vector register file, so they never leave registers
