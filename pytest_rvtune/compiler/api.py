@@ -97,10 +97,11 @@ def _fail(name: str, constexprs: Mapping[str, Any], isa: str, stage: str, err: E
 
 
 def _kernel_object(cache: BuildCache, tc: Toolchain, name: str, c_source: str) -> Path:
-    """The object of one kernel C text, compiled once: configs whose lowered C is the same (a constexpr the
-    kernel ignores, or one that folds away) share it instead of each running clang."""
+    """The object of one kernel C text with this runtime (rvtune_*.h), compiled once: configs whose lowered C is
+    the same (a constexpr the kernel ignores, or one that folds away) share it instead of each running clang."""
+    # the runtime headers the C includes are part of the object: compiler_source_hash covers them
     key = cache_key(kind="kernel-object", name=name, c=c_source, toolchain=tc.fingerprint(),
-                    flags=[*KERNEL_CFLAGS, *_QUIET])
+                    flags=[*KERNEL_CFLAGS, *_QUIET], compiler=compiler_source_hash())
 
     def build(tmp: Path) -> None:
         (tmp / f"{name}.c").write_text(c_source)

@@ -456,14 +456,15 @@ def _segments(op: Op, names: int) -> list[int]:
 def block_access(f: FuncEmitter, shape: tuple[int, ...], ptr: Affine, mask: Bounds, elem_ptr_type: str,
                  inner: Callable[[str, str, list[str]], str], outside: Callable[[str, list[str]], str] | None,
                  what: str, row_copy: Callable[[str, list[str]], str] | None = None,
-                 row_fill: Callable[[str, str], str | None] | None = None) -> None:
+                 row_fill: Callable[[str, str], str | None] | None = None,
+                 pragma: str = "RV_VECTORIZE_FUSED") -> None:
     """Loops over a structured block: ``inner(elem, flat, idx)`` for every element inside the mask (``elem``
     is the C lvalue of the element in memory), ``outside(flat, idx)`` for the others (loads: ``other``).
     ``row_copy(stride, idx)``, when given, is one statement doing ``inner`` for q in [lo_, hi_) of a row
     (rv_copy_e*: vle/vlse on RVV) and is used when no per-element condition or offset is left.
     ``row_fill(first, count)``, when given, is one statement doing ``outside`` for ``count`` elements from flat
     index ``first`` (rv_fill_*: a constant ``other``), so no plain fill loop is left for clang to make a memset
-    call of."""
+    call of. ``pragma`` goes before a unit-stride element loop (rvtune_rt.h's RV_VECTORIZE_FUSED[_WIDE])."""
     rank = len(shape)
     last = rank - 1
     n = shape[last]
@@ -500,7 +501,7 @@ def block_access(f: FuncEmitter, shape: tuple[int, ...], ptr: Affine, mask: Boun
                 els = outside("o_ + q_", idx) if outside else ""
                 body = f"if ({cc}) {{ {body} }}" + (f" else {{ {els} }}" if els else "")
             if step == "1":  # distinct addresses in global memory, the other side arena tiles: no overlap
-                f.emit("RV_VECTORIZE_FUSED")
+                f.emit(pragma)
             with f.block("for (int64_t q_ = lo_; q_ < hi_; ++q_)"):
                 f.emit(body)
 
@@ -667,9 +668,11 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
         src = FuncEmitter.access(val, [*idx[:-1], "lo_"], "")
         return f"rv_copy_e{width}(row_ + lo_ * {stride}, {stride}, &{src}, 1, hi_ - lo_);"
 
+    # a short chain (or none) at LMUL 8, as fusion.Expr.materialize does
+    wide = chain is None or chain.small()
     block_access(f, shape, ptr_v.sym, mask, c_type(t),
                  lambda elem, _flat, idx: f"{elem} = {element(idx)};", None, "store",
-                 copy if width and plain else None)
+                 copy if width and plain else None, pragma="RV_VECTORIZE_FUSED_WIDE" if wide else "RV_VECTORIZE_FUSED")
     return True
 
 
