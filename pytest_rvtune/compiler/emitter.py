@@ -121,13 +121,14 @@ def numel(shape: tuple[int, ...]) -> int:
 
 
 def keep_out_of_carried_home(out: Val, leaves: Iterable[Val]) -> None:
-    """A tile computed from leaves read at other indices (a transposed or broadcast view) is never placed in a
-    loop's carried home: lower_struct's in-place check sees only the defining op's direct operands, and a
-    fused chain or pointer block can read the home through such a view deeper down."""
-    if out.storage is not None and any(x.storage is not None and (x.shape != out.shape or x.offset != 0
-                                                                   or x.strides != contiguous_strides(out.shape))
-                                       for x in leaves):
-        out.storage.def_op = None
+    """A tile computed from leaves read at other indices (a transposed or broadcast view) is never placed in the
+    loop-carried home of such a leaf (it would overwrite elements still to be read): lower_struct's in-place
+    check sees only the defining op's direct operands, and a fused chain or pointer block can read the home
+    through such a view deeper down. Recorded in ``viewed``; other homes stay possible (``acc + d * m[:, None]``
+    is computed in acc's memory)."""
+    if out.storage is not None:
+        out.storage.viewed += [x.storage for x in leaves if x.storage is not None and (
+            x.shape != out.shape or x.offset != 0 or x.strides != contiguous_strides(out.shape))]
 
 
 def _elem_bytes(t: Type) -> int:
@@ -148,6 +149,8 @@ class _Storage:
     offset: int = -1
     #: computed directly in another buffer's memory (a loop-carried home: the yield copy is skipped)
     alias: _Storage | None = None
+    #: buffers its computation read through a view (keep_out_of_carried_home): never computed in their memory
+    viewed: list[_Storage] = field(default_factory=list)
 
 
 @dataclass
@@ -331,9 +334,15 @@ class FuncEmitter:
 
     @staticmethod
     def access(v: Val, idx: list[str] | None, flat: str) -> str:
-        """C expression for element ``idx`` (or, in a flat loop, flat index ``flat``) of ``v``."""
+        """C expression for element ``idx`` (or, in a flat loop, flat index ``flat``) of ``v``; a symbolic mask
+        (ptr_analysis.Bounds, a leaf of a fused chain) is its condition on ``idx``."""
         if v.kind in ("scalar", "splat"):
             return v.expr
+        cond_expr = getattr(v.sym, "cond_expr", None) if v.kind == "sym" else None
+        if cond_expr is not None:
+            if idx is None:
+                raise AssertionError("a symbolic mask is read in a flat loop: flat_ok should have refused it")
+            return f"({cond_expr(idx)})"
         if idx is None:
             lin = flat if v.offset == 0 else f"{v.offset} + {flat}"
         else:

@@ -7,6 +7,10 @@ extends the expression; any other consumer gets it through ``FuncEmitter.get``, 
 chain in ONE loop nest over its leaves (ordinary tiles, views with broadcast strides, splats). A value
 with several uses is computed once into a tile, as before, so nothing is evaluated twice.
 
+A mask kept symbolic by ptr_analysis (``Bounds``: ``rows < n && cols < N`` from iotas) is a leaf too: the
+loop tests its condition on the loop indices (a vector compare in registers), no byte tile is built. A value
+read twice by ONE element-wise op (``d * d``) is fused into it like a single use: C computes it once per element.
+
 Expressions are pure C over their leaves, and a leaf's liveness is extended to the point of use, so the
 arena never reuses a leaf's memory before the chain is computed. Every float element-wise tile is written
 here, by a loop nest whose innermost loop carries ``RV_VECTORIZE_FUSED[_WIDE]`` (rvtune_rt.h:
@@ -39,9 +43,13 @@ class Expr:
     children: list[Val | Expr]
 
     def parts(self) -> list[Val]:
+        """Every value the chain reads: its leaves, and what a symbolic mask leaf's condition reads."""
         out: list[Val] = []
         for c in self.children:
-            out += c.parts() if isinstance(c, Expr) else [c]
+            if isinstance(c, Expr):
+                out += c.parts()
+            else:
+                out += [c, *(c.sym.parts() if _is_mask(c) and c.sym is not None else [])]
         return out
 
     def size(self) -> int:
@@ -69,7 +77,7 @@ class Expr:
         # assume_safety: the result tile never overlaps a leaf except element for element (an in-place
         # loop-carried home), which clang's dependence analysis cannot prove for arena offsets in a nest
         pragma = "RV_VECTORIZE_FUSED_WIDE" if self.small() else "RV_VECTORIZE_FUSED"  # rvtune_rt.h
-        if all(f.flat_ok(x, shape) for x in (out, *leaves)):
+        if all(f.flat_ok(x, shape) for x in (out, *leaves)):  # (a mask leaf is not: its test needs indices)
             f.emit(pragma)
             with f.block(f"for (int32_t i_ = 0; i_ < {numel(shape)}; ++i_)"):
                 f.emit(f"{out.expr}[i_] = {self.code(lambda x: f.access(x, None, 'i_'))};")
@@ -107,6 +115,12 @@ def _fusable(f: FuncEmitter) -> set[str]:
                     walk(inner)
 
     walk(f.func)
+    # an element-wise op reading one value twice (d * d) computes it once per element: that is one use
+    for block in blocks:
+        for op in block.ops:
+            if is_elementwise(op.name):
+                for o in set(op.operands):
+                    uses[o] -= op.operands.count(o) - 1
     out: set[str] = set()
     for block in blocks:
         # float chains only: integer / pointer / mask tensors are index arithmetic that ptr_analysis wants
@@ -119,6 +133,11 @@ def _fusable(f: FuncEmitter) -> set[str]:
                 out |= {o for o in op.operands if o in defined and uses.get(o) == 1}
     _FUSABLE[f] = out
     return out
+
+
+def _is_mask(v: Val) -> bool:
+    """A mask ptr_analysis keeps symbolic (a ``Bounds``: its condition is C over the loop indices)."""
+    return v.kind == "sym" and hasattr(v.sym, "cond_expr")
 
 
 def _vector_exp(op: Op) -> bool:
@@ -166,6 +185,10 @@ def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
             for leaf in v.sym.parts():
                 f.touch(leaf)
             children.append(v.sym)
+        elif _is_mask(v) and v.shape == (rt.shape or ()) and not _vector_exp(op):
+            # tested in the loop (FuncEmitter.access): no byte tile of the mask
+            f.touch(v)
+            children.append(v)
         else:
             children.append(f.get(o))  # ordinary values; other symbolic ones are materialised
     if all(isinstance(c, Val) and c.kind in ("scalar", "splat") for c in children):

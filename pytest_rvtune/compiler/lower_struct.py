@@ -606,6 +606,8 @@ def _can_compute_in_place(f: FuncEmitter, src: Val, dst: Val, sources: list[Val]
     s, h = src.storage, dst.storage
     if s is None or h is None or s is h or s.alias is not None or h.alias is not None or s.def_op is None:
         return False
+    if any(v is h or v.alias is h for v in s.viewed):  # src's computation read the home through a view
+        return False
     if not _identity(src) or src.type != dst.type or s.start < body_start:
         return False
     if sum(1 for v in sources if v.storage is s) != 1 or any(u > s.start for u in h.uses):
@@ -615,8 +617,14 @@ def _can_compute_in_place(f: FuncEmitter, src: Val, dst: Val, sources: list[Val]
     op = s.def_op
     for k, name in enumerate(op.operands):
         v = f.values.get(name)
-        if v is not None and getattr(v, "sym", None) is not None:
-            return False  # a symbolic operand (a fused chain, a pointer block) may read it through any view
+        if v is not None and v.sym is not None:
+            # a fused chain (fusion.Expr) is computed element for element: safe when it reads the carried value
+            # only at the same element (acc + d * d); any other symbolic operand (a pointer block) may read it
+            # through any view
+            leaves = v.sym.parts() if op.name != "tt.dot" and hasattr(v.sym, "children") else None
+            if leaves is None or any(x.storage is h and (not _identity(x) or x.shape != src.shape) for x in leaves):
+                return False
+            continue
         if v is None or v.storage is not h:
             continue
         if not _identity(v) or v.shape != src.shape:
