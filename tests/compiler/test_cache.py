@@ -205,3 +205,15 @@ def test_bad_signature_names_kernel_and_config(tmp_path, matmul):
     with pytest.raises(CompileError, match=r"kernel matmul_kernel \[BLOCK_SIZE_M=4,.*\].*'stride_cn'"):
         sig = {k: v for k, v in _sig(matmul).items() if k != "stride_cn"}
         compile_kernel(matmul.kernel, sig, SMALL, RISCV_ISA, cache_root=tmp_path)
+
+
+def test_kernel_object_is_rebuilt_when_the_runtime_headers_change(tmp_path, monkeypatch) -> None:
+    """The generated C includes rvtune_*.h: an edit there must not reuse objects compiled with the old text."""
+    from pytest_rvtune.compiler import api
+
+    tc, cache, src = Toolchain.for_isa(HOST_ISA), BuildCache(tmp_path), "int k(void) { return 1; }\n"
+    monkeypatch.setattr(api, "compiler_source_hash", lambda: "runtime-a")
+    first = api._kernel_object(cache, tc, "k", src)
+    assert api._kernel_object(cache, tc, "k", src) == first
+    monkeypatch.setattr(api, "compiler_source_hash", lambda: "runtime-b")
+    assert api._kernel_object(cache, tc, "k", src) != first

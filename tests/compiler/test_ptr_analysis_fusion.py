@@ -1,5 +1,6 @@
 """Element-wise fusion (compiler/fusion.py): a single-use float chain is one loop, computed where it is
-consumed (a store, a dot's accumulator); a value used twice is computed once. Differential check against
+consumed (a store, a dot's accumulator); a value used twice is computed once; an iota mask is a test in the
+loop, not a tile; a carried accumulator is updated in place. Differential check against
 Triton's interpreter on the host and under QEMU."""
 
 from __future__ import annotations
@@ -53,7 +54,23 @@ def carried_trans_kernel(x_ptr, out_ptr, B: tl.constexpr):
     tl.store(out_ptr + r[:, None] * B + r[None, :], acc)
 
 
+@triton.jit
+def masked_square_kernel(x_ptr, m_ptr, out_ptr, n, BM: tl.constexpr, BN: tl.constexpr):
+    """layer_norm's variance loop: tl.where on an iota mask, its result squared, summed into a carried tile."""
+    rows, offs = tl.arange(0, BM), tl.arange(0, BN)
+    m = tl.load(m_ptr + rows)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for start in range(0, n, BN):
+        cols = start + offs
+        mask = (rows[:, None] < BM - 1) & (cols[None, :] < n)  # the last row and the column tail are masked
+        x = tl.load(x_ptr + rows[:, None] * n + cols[None, :], mask=mask, other=5.0)
+        d = tl.where(mask, x - m[:, None], 0.0)  # the mask tested in the loop; d read twice by one op
+        acc += d * d  # computed in acc's own memory, although the chain reads m through a broadcast view
+    tl.store(out_ptr + rows[:, None] * BN + offs[None, :], acc)
+
+
 _CHAIN_SIG = {"x_ptr": "*fp32", "m_ptr": "*fp32", "out_ptr": "*fp32", "scale": "fp32"}
+_SQUARE_SIG = {"x_ptr": "*fp32", "m_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 _ACC_SIG = {"a_ptr": "*fp32", "b_ptr": "*fp32", "alpha_ptr": "*fp32", "out_ptr": "*fp32"}
 
 
@@ -65,6 +82,17 @@ def test_single_use_chain_is_one_loop_and_exp_one_vector_call() -> None:
     assert len(re.findall(r"\*p_\w+ = \(rv_float \*\)", c)) == 1  # no tile for x * scale
     assert len(re.findall(r"\*q_\w+ = \(rv_float \*\)", c)) == 1  # q (two uses) has its own tile
     assert re.search(r"row_\[q_\] = \(q_\w+\[.*\] \+ v\w+\[p0_\]\);", c)  # q + sum(q): in the store
+
+
+def test_mask_is_tested_in_the_loop_and_the_carried_sum_is_computed_in_place() -> None:
+    c = lower_kernel(masked_square_kernel, _SQUARE_SIG, {"BM": 4, "BN": 16}).c_source
+    assert "rv_uint8_t" not in c  # no byte tile of the mask
+    assert not re.search(r"\*d_\w+ = \(rv_float \*\)", c)  # no tile of d: d * d is in the sum's loop
+    body = re.search(r"(acc_\w+)\[p0_ \* 16 \+ p1_\] = \((acc_\w+)\[p0_ \* 16 \+ p1_\] \+ .*\(p1_ < .*\);", c)
+    assert body, c
+    declared = dict(re.findall(r"\*(acc_\w+) = \(rv_float \*\)\(rv_arena \+ (@OFF\d+@|\d+)\)", c))
+    assert declared[body.group(1)] == declared[body.group(2)]  # the sum is written in the carried tile
+    assert not re.search(r"acc_\w+\[i_\] = acc_\w+\[i_\];", c)  # and not copied back
 
 
 def test_dot_accumulator_chain_goes_straight_into_the_result() -> None:
@@ -102,6 +130,9 @@ def launches() -> dict[str, KernelCall]:
         "chain": KernelCall(chain_kernel, _CHAIN_SIG, {"BM": 8, "BN": 16},
                             [rng.standard_normal((8, 16)).astype(f32), rng.standard_normal(8).astype(f32),
                              np.zeros(2 * 8 * 16, f32), 0.7], (1,)),
+        "masked_square": KernelCall(masked_square_kernel, _SQUARE_SIG, {"BM": 4, "BN": 16},
+                                    [rng.standard_normal(4 * 37).astype(f32), rng.standard_normal(4).astype(f32),
+                                     np.zeros((4, 16), f32), 37], (1,)),
         "acc": KernelCall(acc_kernel, _ACC_SIG, {"B": 16},
                           [rng.standard_normal((16, 16)).astype(f32), rng.standard_normal((16, 16)).astype(f32),
                            rng.standard_normal(16).astype(f32), np.zeros((16, 16), f32)], (1,)),

@@ -218,3 +218,20 @@ def test_kernels_call_no_libc_for_tiles(tmp_path) -> None:
         undefined = subprocess.run([nm, "-u", str(obj)], capture_output=True, text=True, check=True).stdout
         assert not re.search(r"\bmem(set|cpy|move)\b", undefined), f"{name}: {undefined}"
 
+
+
+def test_vector_exp_runs_at_lmul8_without_spills(tmp_path) -> None:
+    """rv_exp_f32 (rvtune_exp.h): its loop at LMUL 8 (64 floats per step at VLEN 256), no vector register
+    spilled or reloaded (whole-register vs<n>r / vl<n>r), the full-range path a separate function."""
+    tc = Toolchain.for_isa(RISCV_ISA)
+    src, obj = tmp_path / "exp.c", tmp_path / "exp.o"
+    src.write_text('#include "rvtune_rt.h"\n#include "rvtune_dot.h"\n'
+                   "void exp_rows(float *o, const float *i, long n) { rv_exp_f32(o, i, n); }\n")
+    tc.compile(src, obj, extra=("-I", str(RUNTIME_DIR)))
+    asm = tc.disassemble(obj)
+    start = asm.index("<exp_rows>:")
+    end = re.compile(r"^[0-9a-f]+ <[^.>][^>]*>:", re.M).search(asm, start + 1)
+    body = asm[start:end.start() if end else len(asm)]
+    assert "e32, m8" in body, body
+    assert not re.search(r"\bv[sl]\dr(e\d+)?\.v\b", body), body
+    assert "rv_exp_f32_any" in asm  # the out-of-range chunks' path exists, outside the loop's registers
