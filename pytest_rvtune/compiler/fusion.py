@@ -22,6 +22,7 @@ RVV a pinned LMUL). An fp32 ``exp`` ends a chain: the chain below it is computed
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -140,6 +141,28 @@ def _is_mask(v: Val) -> bool:
     return v.kind == "sym" and hasattr(v.sym, "cond_expr")
 
 
+def _hoisted_mask(f: FuncEmitter, v: Val) -> Val:
+    """The mask with its guard and index bounds computed once, before the loop, as int32 values clamped to the
+    tile (the same test for every index inside it): the loop compares 32-bit indices (vmslt at e32) instead
+    of widening them to 64 bits for ``p1_ < (int64_t)N - start``."""
+    b = v.sym
+    guard = b.guard
+    if guard != "1":
+        guard = f.temp("mask_on")
+        f.emit(f"const int {guard} = {b.guard};")
+
+    def bound(x: str | None, n: int) -> str | None:
+        if x is None:
+            return None
+        name = f.temp("mask_at")
+        f.emit(f"const int32_t {name} = (int32_t)rv_clamp64({x}, 0, {n});")
+        return name
+    shape = v.shape
+    lo = tuple(bound(x, n) for x, n in zip(b.lo, shape, strict=True))
+    hi = tuple(bound(x, n) for x, n in zip(b.hi, shape, strict=True))
+    return Val(v.type, "sym", "", (), 0, None, dataclasses.replace(b, guard=guard, lo=lo, hi=hi))
+
+
 def _vector_exp(op: Op) -> bool:
     """fp32 ``math.exp``: rv_expf (rvtune_dot.h, <= 1.03 ulp, branch-free: it vectorises; libm's is a call)."""
     return op.name == "math.exp" and op.result_types[0].element.elem == "f32"
@@ -188,7 +211,7 @@ def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
         elif _is_mask(v) and v.shape == (rt.shape or ()) and not _vector_exp(op):
             # tested in the loop (FuncEmitter.access): no byte tile of the mask
             f.touch(v)
-            children.append(v)
+            children.append(_hoisted_mask(f, v))
         else:
             children.append(f.get(o))  # ordinary values; other symbolic ones are materialised
     if all(isinstance(c, Val) and c.kind in ("scalar", "splat") for c in children):
