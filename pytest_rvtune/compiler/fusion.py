@@ -26,6 +26,7 @@ import dataclasses
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .emitter import FuncEmitter, Tier, Val, contiguous_strides, keep_out_of_carried_home, numel
 from .lower_ops import FLOAT_TYPES, is_elementwise, scalar_expr
@@ -145,7 +146,7 @@ def _hoisted_mask(f: FuncEmitter, v: Val) -> Val:
     """The mask with its guard and index bounds computed once, before the loop, as int32 values clamped to the
     tile (the same test for every index inside it): the loop compares 32-bit indices (vmslt at e32) instead
     of widening them to 64 bits for ``p1_ < (int64_t)N - start``."""
-    b = v.sym
+    b: Any = v.sym  # a ptr_analysis.Bounds dataclass (not imported: ptr_analysis imports this module)
     guard = b.guard
     if guard != "1":
         guard = f.temp("mask_on")
