@@ -16,7 +16,7 @@ arena never reuses a leaf's memory before the chain is computed. Every float ele
 here, by a loop nest whose innermost loop carries ``RV_VECTORIZE_FUSED[_WIDE]`` (rvtune_rt.h:
 ``vectorize(assume_safety)``, as arena offsets in a loop nest defeat clang's dependence analysis, and on
 RVV a pinned LMUL). An fp32 ``exp`` ends a chain: the chain below it is computed into the exp's tile and
-``rv_exp_f32`` (rvtune_dot.h, RVV intrinsics) runs there in place; its consumers read that tile.
+``rv_exp_f32`` (rvtune_exp.h, RVV intrinsics) runs there in place; its consumers read that tile.
 """
 
 from __future__ import annotations
@@ -165,12 +165,12 @@ def _hoisted_mask(f: FuncEmitter, v: Val) -> Val:
 
 
 def _vector_exp(op: Op) -> bool:
-    """fp32 ``math.exp``: rv_expf (rvtune_dot.h, <= 1.03 ulp, branch-free: it vectorises; libm's is a call)."""
+    """fp32 ``math.exp``: rv_expf (rvtune_exp.h, <= 1.03 ulp, branch-free: it vectorises; libm's is a call)."""
     return op.name == "math.exp" and op.result_types[0].element.elem == "f32"
 
 
 def _exp_tile(f: FuncEmitter, op: Op, arg: Val | Expr) -> Val:
-    """An fp32 exp tile by one call of rv_exp_f32 (rvtune_dot.h: RVV intrinsics at LMUL 4, no spills) on a
+    """An fp32 exp tile by one call of rv_exp_f32 (rvtune_exp.h: RVV intrinsics at LMUL 8, no spills) on a
     contiguous tile of its argument: the chain below the exp is computed into the result tile first, and
     the exp is done there in place. The exp ends the fused chain: its consumers read the tile."""
     rt = op.result_types[0]
