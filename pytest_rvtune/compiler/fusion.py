@@ -78,7 +78,7 @@ class Expr:
         keep_out_of_carried_home(out, leaves)
         # assume_safety: the result tile never overlaps a leaf except element for element (an in-place
         # loop-carried home), which clang's dependence analysis cannot prove for arena offsets in a nest
-        pragma = "RV_VECTORIZE_FUSED_WIDE" if self.small() else "RV_VECTORIZE_FUSED"  # rvtune_rt.h
+        pragma = _pragma(self.small(), numel(shape))
         if all(f.flat_ok(x, shape) for x in (out, *leaves)):  # (a mask leaf is not: its test needs indices)
             f.emit(pragma)
             with f.block(f"for (int32_t i_ = 0; i_ < {numel(shape)}; ++i_)"):
@@ -89,10 +89,18 @@ class Expr:
         with contextlib.ExitStack() as stack:
             for d, (i, n) in enumerate(zip(idx, shape, strict=True)):
                 if d == len(shape) - 1:
-                    f.emit(pragma)
+                    f.emit(_pragma(self.small(), n))
                 stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
             f.emit(f"{out.expr}[{flat}] = {self.code(lambda x: f.access(x, idx, flat))};")
         return out
+
+
+def _pragma(small: bool, trip: int) -> str:
+    """rvtune_rt.h's vectorisation hint for an element-wise loop of ``trip`` iterations: LMUL 8 for a short
+    chain, kept rolled when it runs 2 vectors or more."""
+    if not small:
+        return "RV_VECTORIZE_FUSED"
+    return "RV_VECTORIZE_FUSED_WIDE_ROLLED" if trip >= 128 else "RV_VECTORIZE_FUSED_WIDE"
 
 
 #: _fusable's answer per function being emitted (computed once: it walks the whole function).

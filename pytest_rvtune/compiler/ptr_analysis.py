@@ -668,8 +668,9 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
         src = FuncEmitter.access(val, [*idx[:-1], "lo_"], "")
         return f"rv_copy_e{width}(row_ + lo_ * {stride}, {stride}, &{src}, 1, hi_ - lo_);"
 
-    # a short chain (or none) at LMUL 8, as fusion.Expr.materialize does
-    wide = chain is None or chain.small()
+    # a short chain (or none) at LMUL 8, as fusion.Expr.materialize does, when a row holds a whole vector (the
+    # bound is not a constant: a shorter row would run in the scalar remainder)
+    wide = (chain is None or chain.small()) and shape[-1] >= 64
     block_access(f, shape, ptr_v.sym, mask, c_type(t),
                  lambda elem, _flat, idx: f"{elem} = {element(idx)};", None, "store",
                  copy if width and plain else None, pragma="RV_VECTORIZE_FUSED_WIDE" if wide else "RV_VECTORIZE_FUSED")

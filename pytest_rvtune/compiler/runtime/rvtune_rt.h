@@ -24,15 +24,19 @@
  * a leaf except element for element, which clang cannot prove for arena offsets. On RVV the width is
  * pinned: 64 floats (LMUL 8) for short chains over at most 3 tiles (_WIDE), else 32 (LMUL 4). Left alone,
  * clang picks LMUL 2 and fully unrolls constant trip counts, keeping every unrolled address live in a
- * register or on the stack. Nor are _WIDE loops unrolled: a 256-float tile unrolled 4 times at LMUL 8 (4
- * register groups in all) spills every other group. */
+ * register or on the stack. _WIDE_ROLLED: a _WIDE loop of at least 2 vectors kept a loop (a 256-float tile
+ * unrolled 4 times at LMUL 8, 4 register groups in all, spills every other group); shorter loops are left to
+ * unroll (then the SLP vectoriser takes a 16- or 32-float row whole). */
 #if defined(__riscv_v)
 #define RV_VECTORIZE_FUSED _Pragma("clang loop vectorize(assume_safety) vectorize_width(32) interleave_count(1)")
 #define RV_VECTORIZE_FUSED_WIDE                                                                          \
+    _Pragma("clang loop vectorize(assume_safety) vectorize_width(64) interleave_count(1)")
+#define RV_VECTORIZE_FUSED_WIDE_ROLLED                                                                   \
     _Pragma("clang loop vectorize(assume_safety) vectorize_width(64) interleave_count(1) unroll(disable)")
 #else
 #define RV_VECTORIZE_FUSED _Pragma("clang loop vectorize(assume_safety)")
 #define RV_VECTORIZE_FUSED_WIDE _Pragma("clang loop vectorize(assume_safety)")
+#define RV_VECTORIZE_FUSED_WIDE_ROLLED _Pragma("clang loop vectorize(assume_safety)")
 #endif
 
 /* Tiles live in one stack arena whose bytes are reused by liveness for values of different types. C's
