@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -79,6 +80,9 @@ def session(cache: Path, out: Path, selection: list[str], collect_only: bool = F
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-suite", action="store_true", help="leave out the whole-suite sessions")
+    parser.add_argument("--keep-results", type=Path, metavar="DIR",
+                        help="copy each session's results JSONL to DIR/session<N>.jsonl (e.g. to compare the "
+                             "counts of two trees)")
     args = parser.parse_args()
     matmul = ["-k", "matmul"]
     plan = [("matmul 150, cold", matmul, False), ("matmul 150, warm", matmul, False),
@@ -94,6 +98,9 @@ def main() -> None:
             out.mkdir()
             print(f"running: {name} ...", file=sys.stderr, flush=True)
             s = session(cache, out, selection, collect_only)
+            if args.keep_results and (out / "results.jsonl").is_file():
+                args.keep_results.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(out / "results.jsonl", args.keep_results / f"session{i}.jsonl")
             rows.append([name, f"{s['wall']:.1f}", f"{s['cpu']:.1f}", s["items"] or "-",
                          ", ".join(f"{n} {o}" for o, n in sorted(s["outcomes"].items())) or "-",
                          f"{s['build']:.1f}", f"{s['run']:.1f}", s["cached"], s["load"]])
