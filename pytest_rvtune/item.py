@@ -337,6 +337,12 @@ def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Target) ->
     """Compare with the base run (when there is one) and append the record to the results file at once."""
     from pytest_rvtune.results.writer import ResultsWriteError
     record = outcome.record | {"run_id": session.run_id}  # the session that wrote the line: rounds.py
+    if session.shortlist is not None and "kernel" in record:  # where this item's shortlist was ranked
+        from pytest_rvtune.results.ranked_at import RECORD_FIELD
+        from pytest_rvtune.spec import config_id
+        by = session.shortlist.record_field(record["kernel"], record["case"], config_id(record.get("problem") or {}))
+        if by is not None:
+            record[RECORD_FIELD] = by
     verdict = outcome.verdict
     if verdict.passed and session.compare_base is not None:
         verdict = compare_with_base(session, record, target) or verdict

@@ -56,6 +56,10 @@ def run_export(args: argparse.Namespace) -> int:
                          f"{len(tuning['cases'])} cases, default {default}")
             parts += [f"ties in {', '.join(ties)}"] if ties else []
         print(f"{path}: " + "; ".join(parts))
+        for tuning in tunings(doc).values():
+            for entry in tuning["cases"].values():
+                if entry.get("size_note"):
+                    print(f"  note: {entry['size_note']}")
         written += 1
     if not written:
         print(f"rvtune export-best: nothing exported: no kernel of {args.run} has a passed item ({len(run.records)} "

@@ -54,6 +54,10 @@ def run_report(args: argparse.Namespace) -> int:
         print(render_report(run, shown, args.format, correlations, args.rank_by))
     else:
         print(text)
+    if args.format == "csv":  # a flat table has no room for them; the other formats carry the notes
+        for rep in reports:
+            if rep.note:
+                print(f"note: {rep.note}", file=sys.stderr)
     out: Path = args.out or default_out_dir(Path(args.run))
     out.mkdir(parents=True, exist_ok=True)
     ext = {"table": "txt", "markdown": "md"}.get(args.format, args.format)

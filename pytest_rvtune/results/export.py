@@ -18,6 +18,10 @@ work). Its document keeps the kernel-level fields and, instead of one ``default`
 ``"problems": {"IS_CAUSAL=True": {"problem": {"IS_CAUSAL": true}, "default": ..., "cases": ..., ...}}``: each
 entry has exactly the shape of a kernel without problem keys, so a consumer reads ``doc["problems"][id]`` where it
 would read ``doc``. ``"problem_keys"`` (``[]`` when none) tells which shape a document has.
+
+A case whose results ran only the configs a shortlist ranked at another case (``--rvtune-shortlist`` of an
+emulation-sized run, then the board's bench size) has ``"shortlisted_by"`` (that run, case, sizes, metric) and
+``"size_note"`` saying so, naming both sizes; `rvtune export-best` prints the note (ranked_at.py).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_rvtune.results.compare import DEFAULT_ALPHA, DEFAULT_MIN_SAMPLES, mann_whitney_p
+from pytest_rvtune.results.ranked_at import ranked_elsewhere, size_note
 from pytest_rvtune.results.records import GroupKey, RunRecord
 from pytest_rvtune.results.report import most_common_winner, ranked
 from pytest_rvtune.results.runs import group_by_problem, metric_samples, metric_value, rank_metric
@@ -123,6 +128,10 @@ def _problem_tuning(groups: dict[GroupKey, list[RunRecord]], alpha: float, min_s
     configs: dict[str, dict[str, Any]] = {}
     for (_t, _k, case, _p), group in groups.items():
         entry = case_winner(group, alpha, min_samples, min_gain_pct, rank_by)
+        by = ranked_elsewhere(group)
+        if entry and by:  # picked among configs a ranking at another size shortlisted: the document says so
+            entry["shortlisted_by"] = by
+            entry["size_note"] = size_note(group[0].kernel, group[0].group_label, group[0].case_params, by)
         if entry:
             cases[case] = entry
             configs[entry["config_id"]] = entry["config"]
@@ -191,7 +200,9 @@ def header_text(doc: dict[str, Any]) -> str:
                                             f"of {d['of_cases']} cases)")
         for case, entry in tuning["cases"].items():
             tie = " TIE with " + ", ".join(entry["tie_with"]) if entry["tie"] else ""
-            block(f"{pre}{_c_name(case)}", entry["config"], f"case {case}{of}: {entry['config_id']}{tie}")
+            shortlisted = f"; NOTE {entry['size_note']}" if entry.get("size_note") else ""
+            block(f"{pre}{_c_name(case)}", entry["config"],
+                  f"case {case}{of}: {entry['config_id']}{tie}{shortlisted}")
         for bucket, config in tuning.get("buckets", {}).items():
             block(f"{pre}BUCKET_{_c_name(bucket)}", config, f"M bucket {bucket}{of}")
     lines.append(f"#endif /* {guard} */")

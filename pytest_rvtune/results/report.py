@@ -33,6 +33,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from pytest_rvtune.results.ranked_at import ranked_elsewhere, size_note
 from pytest_rvtune.results.records import GroupKey, RunRecord, group_label
 from pytest_rvtune.results.runs import (
     EMULATED_RANK_COUNTERS,
@@ -178,6 +179,8 @@ class CaseReport:
     failures: list[RunRecord] = field(default_factory=list)
     problem: dict[str, Any] = field(default_factory=dict)  # the group's problem-key values ({}: none)
     problem_id: str = ""
+    shortlisted_by: dict[str, Any] | None = None  # a shortlist ranked at another case (ranked_at.py)
+    note: str = ""  # says so, naming both sizes
 
     @property
     def label(self) -> str:
@@ -211,8 +214,10 @@ def case_report(group: Sequence[RunRecord], default_id: str | None, rank_by: str
         row["vs_default"] = default_value / value if value and default_value else None
         rows.append(row)
     first = group[0]
+    by = ranked_elsewhere(group)
     return CaseReport(first.target, first.kernel, first.case, metric, any(r.emulated for r in group), rows,
-                      [r for r in group if not r.valid], dict(first.problem), first.problem_id)
+                      [r for r in group if not r.valid], dict(first.problem), first.problem_id, by,
+                      size_note(first.kernel, first.group_label, first.case_params, by) if by else "")
 
 
 def build_case_reports(run: Run, rank_by: str | None = None) -> list[CaseReport]:
@@ -337,7 +342,9 @@ def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlation
     if fmt == "json":
         doc = {"run": str(run.path), "cases": [
             {"target": r.target, "kernel": r.kernel, "case": r.case, "problem": r.problem, "ranked_by": r.metric,
-             "emulated": r.emulated, "configs": r.rows} for r in reports], "best": best, "failures": failures,
+             "emulated": r.emulated, "configs": r.rows,
+             **({"shortlisted_by": r.shortlisted_by, "note": r.note} if r.note else {})} for r in reports],
+            "best": best, "failures": failures,
             "correlations": correlations}
         return json.dumps(doc, indent=2, default=str)
     with_problem = has_problems(run.records)
@@ -348,10 +355,15 @@ def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlation
     parts = [f"{'# ' if fmt == 'markdown' else ''}rvtune report: {run.path} ({len(run.records)} items)"]
     for rep in reports:
         parts += [f"{h}{rep.heading}", render_rows([display(row) for row in rep.rows], fmt)]
+        if rep.note:
+            parts.append(f"note: {rep.note}")
     best = [display(row, rep.metric) for rep, row in zip(reports, best, strict=True)]
     title = "Best config per case" + (" and problem" if with_problem else "")
     default = "most common winner of the kernel" + (" and problem" if with_problem else "")
     parts += [f"{h}{title} (default = {default})", render_rows(best, fmt)]
+    notes = [rep.note for rep in reports if rep.note]
+    if notes:  # again under the winners: these winners were picked among configs ranked at another size
+        parts += [f"{h}Ranked at another size", "\n".join(f"note: {n}" for n in notes)]
     if failures:
         parts += [f"{h}Items without a valid result (not ranked)", render_rows(failures, fmt)]
     if correlations:

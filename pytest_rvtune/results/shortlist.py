@@ -10,12 +10,17 @@ ranking metric (``launch_insns`` under emulation, runs.rank_metric). Configs tha
 When RUN ranked a kernel at another case (an emulation-sized problem, then the board's bench size), its
 ranking is used for the case asked for, and the shortlist says so: winners move with size. A kernel or
 problem RUN never ranked keeps every config (nothing is dropped without a ranking). Nothing here knows pytest.
+
+Every record of a shortlisted item keeps where its shortlist came from (``shortlisted_by``: RUN, the case and
+sizes it was ranked at, the metric, the configs kept of how many), so `rvtune report` and `rvtune export-best`
+say, long after the session, when a winner was picked among configs ranked at another size (``size_note``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pytest_rvtune.results.records import RunRecord
 from pytest_rvtune.results.report import ranked
@@ -36,6 +41,7 @@ class Ranking:
     case: str
     configs: int  # configs RUN ranked in the group
     distinct: int  # their distinct results
+    case_params: dict[str, Any] = field(default_factory=dict)  # the sizes of that case, e.g. {"M": 160}
 
 
 @dataclass
@@ -59,7 +65,8 @@ class Shortlist:
             results = distinct_results(ranked(group, metric))
             if results:
                 shortlist.rankings[key] = Ranking(tuple(result[0].config_id for result in results[:size]), metric,
-                                                  key[1], sum(len(r) for r in results), len(results))
+                                                  key[1], sum(len(r) for r in results), len(results),
+                                                  dict(group[0].case_params))
         return shortlist
 
     def ranking_for(self, kernel: str, case: str, problem_id: str) -> Ranking | None:
@@ -75,6 +82,14 @@ class Shortlist:
         ranking = self.ranking_for(kernel, case, problem_id)
         return ranking is None or config in ranking.kept
 
+    def record_field(self, kernel: str, case: str, problem_id: str) -> dict[str, Any] | None:
+        """What a shortlisted item's record keeps about its shortlist (None: the group was not shortlisted)."""
+        ranking = self.ranking_for(kernel, case, problem_id)
+        if ranking is None:
+            return None
+        return {"run": str(self.run.path), "case": ranking.case, "case_params": ranking.case_params,
+                "metric": ranking.metric, "kept": list(ranking.kept), "of_configs": ranking.configs}
+
     def describe(self, asked: Iterable[tuple[str, str, str]]) -> list[str]:
         """One line per (kernel, case, problem id) asked for: what was kept and why."""
         lines = []
@@ -89,3 +104,4 @@ class Shortlist:
             lines.append(f"  {label}: {len(ranking.kept)} of {ranking.configs} configs "
                          f"({ranking.distinct} distinct) by {ranking.metric}{where}: {', '.join(ranking.kept)}")
         return lines
+

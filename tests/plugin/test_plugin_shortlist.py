@@ -3,12 +3,15 @@ the board this machine has)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
 from plugin_helpers import read_results
 
+from pytest_rvtune.cli import main
 from pytest_rvtune.results.report import ranked
 from pytest_rvtune.results.runs import load_run
 from pytest_rvtune.results.summary import distinct_results
@@ -20,7 +23,8 @@ def _ranked_configs(path: Path) -> list[str]:
 
 
 def test_the_host_times_only_the_best_configs_of_the_emulated_run(project: pytest.Pytester,
-                                                                   add_kernel: Callable[..., Path]) -> None:
+                                                                   add_kernel: Callable[..., Path],
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     add_kernel("ps_short", configs=(8, 16, 32, 64, 128))
     emulated = project.runpytest("--rvtune-case", "small", "--rvtune-results", "emu.jsonl", "--benchmark-disable")
     emulated.assert_outcomes(passed=5)
@@ -46,6 +50,31 @@ def test_the_host_times_only_the_best_configs_of_the_emulated_run(project: pytes
     other.assert_outcomes(passed=3, deselected=2)
     other.stdout.fnmatch_lines(["  ps_short / emu: 3 of 5 configs (5 distinct) by launch_insns (ranked at case small, "
                                 "not emu: winners move with size): *"])
+
+    # ... and said again long after the session, by report and export-best, naming both sizes
+    shortlisted = read_results(project.path / "host-emu.jsonl")
+    assert all(r["shortlisted_by"]["case"] == "small" and r["shortlisted_by"]["case_params"] == {"n": 75}
+               for r in shortlisted)
+    note = ("note: ps_short / emu (n=300): ranked among 3 of 5 configs shortlisted by launch_insns at case small "
+            "(n=75) in emu.jsonl: a ranking made at another size*")
+    out = project.path / "out"
+    for command in (["report", "host-emu.jsonl", "--no-plots", "--out", str(out / "r")],
+                    ["export-best", "host-emu.jsonl", "--out", str(out / "e")]):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(project.path)
+            assert main(command) == 0
+        printed = capsys.readouterr().out
+        assert any(fnmatch(line.strip(), note) for line in printed.splitlines()), printed
+    exported = json.loads((out / "e" / "host" / "ps_short.json").read_text())
+    assert exported["cases"]["emu"]["shortlisted_by"]["case_params"] == {"n": 75}
+    assert "(n=300)" in exported["cases"]["emu"]["size_note"]
+    # the same case's shortlist is no ranking at another size: no note
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(project.path)
+        assert main(["report", "host.jsonl", "--no-plots", "--out", str(out / "same")]) == 0
+        assert main(["export-best", "host.jsonl", "--out", str(out / "same-e")]) == 0
+    assert "note:" not in capsys.readouterr().out
+    assert "size_note" not in (out / "same-e" / "host" / "ps_short.json").read_text()
 
 
 def test_a_kernel_the_run_never_ranked_keeps_every_config(project: pytest.Pytester,
