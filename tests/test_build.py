@@ -248,3 +248,19 @@ def test_jitted_alias_with_a_none_argument_builds_and_runs(tmp_path: Path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (check,) = checks(proc.stdout)
     assert check.startswith("RVTUNE check y ok ")
+
+
+@pytest.mark.parametrize("isa", [RISCV_ISA, HOST_ISA])
+def test_code_symbols_lists_the_functions_an_object_defines(isa: str, tmp_path: Path) -> None:
+    """What the .s disassembles: global and static functions, no data, no undefined or local labels."""
+    from pytest_rvtune.toolchain import Toolchain, ToolchainError
+
+    src = tmp_path / "k.c"
+    src.write_text("extern int used(int);\nint table[4];\n"
+                   "static __attribute__((noinline)) int helper(int x) { return used(x) * 3 + table[x & 3]; }\n"
+                   "int kernel(int x) { return helper(x) + helper(x + 1); }\n")
+    Toolchain.for_isa(isa).compile(src, tmp_path / "k.o")
+    assert sorted(build.code_symbols(tmp_path / "k.o")) == ["helper", "kernel"]
+    (tmp_path / "bad.o").write_text("not an object")
+    with pytest.raises(ToolchainError, match=r"bad\.o"):
+        build.code_symbols(tmp_path / "bad.o")
