@@ -284,7 +284,7 @@ def builtin_configs() -> dict[str, TargetConfig]:
     from pytest_rvtune.targets.local import builtin_targets
 
     return {
-        name: TargetConfig(name=name, kind="builtin", isa=getattr(factory, "isa", RISCV_ISA))
+        name: TargetConfig(name=name, kind="builtin", isa=factory.isa)
         for name, factory in builtin_targets().items()
     }
 

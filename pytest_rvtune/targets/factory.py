@@ -13,11 +13,9 @@ from pytest_rvtune.targets.config import TargetConfig
 
 
 def open_builtin(cfg: TargetConfig, *, worker_id: str, with_timing_model: bool = False) -> Target:
-    from pytest_rvtune.targets.local import QemuTarget, builtin_targets
+    from pytest_rvtune.targets.local import builtin_targets
 
-    if cfg.name == "qemu":  # the one built-in target with a timing model (est_cycles, cache misses) to ask for
-        return QemuTarget(with_timing_model=with_timing_model)
-    return builtin_targets()[cfg.name]()
+    return builtin_targets()[cfg.name](with_timing_model=with_timing_model)
 
 
 def open_board(cfg: TargetConfig, *, worker_id: str, with_timing_model: bool = False) -> Target:

@@ -18,10 +18,10 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from pytest_rvtune import paths, timing_model
 from pytest_rvtune.counters import parse_perf_stat_csv, read_icount_file
@@ -300,7 +300,9 @@ class HostTarget:
     timing_source: TimingSource = "real"
     local = True
 
-    def __init__(self, perf_events: Sequence[str] = DEFAULT_HOST_PERF_EVENTS) -> None:
+    def __init__(self, perf_events: Sequence[str] = DEFAULT_HOST_PERF_EVENTS, *,
+                 with_timing_model: bool = False) -> None:
+        # with_timing_model: every built-in opener takes it (BuiltinFactory); the host has real time, nothing to model
         self.perf_events = perf_events_that_count(tuple(perf_events))
         self.perf = shutil.which("perf") if self.perf_events else None
 
@@ -347,6 +349,15 @@ class HostTarget:
         pass
 
 
-def builtin_targets() -> dict[str, Callable[[], Target]]:
+class BuiltinFactory(Protocol):
+    """How a built-in target is opened: its ISA known before it is (configuration reads it), and whether an
+    emulated target also records the timing model's counters (est_cycles, cache misses) asked for."""
+
+    isa: str
+
+    def __call__(self, *, with_timing_model: bool = False) -> Target: ...
+
+
+def builtin_targets() -> dict[str, BuiltinFactory]:
     """The targets that need no configuration, by name (constructed lazily: QEMU needs its plugin)."""
     return {"qemu": QemuTarget, "host": HostTarget}

@@ -152,6 +152,17 @@ def test_make_target_builds_builtins(tmp_path: Path):
     assert t.name == "host"
 
 
+@pytest.mark.parametrize("with_timing_model", [False, True])
+def test_every_builtin_opens_with_the_timing_model_asked_for(tmp_path: Path, with_timing_model: bool):
+    """Built-ins open through one opener (no target named in the factory): QEMU records the timing model when
+    asked, the host (real time) opens the same either way; each config's ISA is its target class's."""
+    configs = load_targets(tmp_path)
+    for name, factory in builtin_targets().items():
+        target = make_target(configs[name], worker_id="master", with_timing_model=with_timing_model)
+        assert target.name == name and configs[name].isa == factory.isa == target.isa
+        assert getattr(target, "with_timing_model", False) == (with_timing_model and target.timing_source == "emulated")
+
+
 def test_readme_example_config_is_valid(tmp_path: Path):
     example = REPO / "rvtune.example.toml"
     targets = load_targets(tmp_path, example)
