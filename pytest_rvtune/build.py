@@ -24,7 +24,7 @@ from pytest_rvtune.harness import HEADER, HEADER_DIR
 from pytest_rvtune.harness import generate as generic
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.paths import cache_dir
-from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, ToolchainError, find_tool
+from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, ToolchainError, find_tool, tool_version
 
 if TYPE_CHECKING:  # the compiler and golden data load triton and torch: imported where an item is built
     from pytest_rvtune.compiler.api import CompiledKernel
@@ -49,6 +49,28 @@ class BuildError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Disassembly:
+    """The .s of a linked ELF (llvm-objdump-19 of the kernels' functions and wrappers), made on first use in its
+    own cache entry: a session never reads it, a kernel author does (an objdump run per config was 6 % of a cold
+    build's CPU)."""
+
+    tc: Toolchain
+    elf: Path  # in its content-addressed cache entry: the path names the content
+    symbols: tuple[str, ...]
+
+    def path(self) -> Path:
+        key = cache_key(kind="asm", version=BUILD_VERSION, elf=str(self.elf), symbols=self.symbols,
+                        objdump=tool_version(self.tc.objdump))
+        name = f"{self.elf.name}.s"
+
+        def build(tmp: Path) -> None:
+            disassemble(self.tc, self.elf, list(self.symbols), tmp / name)
+
+        entry, _ = _cache().get_or_build("asm", key, build)
+        return entry / name
+
+
+@dataclass(frozen=True)
 class BuildArtifact:
     """A built item: what a target needs to run it and what a report needs to describe it."""
 
@@ -58,8 +80,14 @@ class BuildArtifact:
     argv: list[str | Path]  # after the run options; Path = a golden file the ELF reads
     cache_hit: bool  # the ELF came from the cache (no compile, no link)
     seconds: float  # wall time build_item spent
-    asm: Path  # llvm-objdump-19 disassembly of the kernel's functions and its wrapper in the linked ELF
+    disassembly: Disassembly = dataclasses.field(repr=False, compare=False)
     kernel_symbol: str  # e.g. "matmul_kernel": the QEMU counter plugin's symbol
+
+    @property
+    def asm(self) -> Path:
+        """llvm-objdump-19 disassembly of the kernel's functions and its wrapper in the linked ELF (made now if no
+        one asked before)."""
+        return self.disassembly.path()
 
 
 def _cache() -> BuildCache:
@@ -174,10 +202,10 @@ def code_symbols(obj: Path) -> list[str]:
 
 
 def link_elf(tc: Toolchain, objects: Sequence[Path], symbol: str, cxx: bool,
-             kernels: Sequence[tuple[str, Path]] | None = None) -> tuple[Path, Path, bool]:
-    """Link objects into the content-addressed ELF cache as ``<symbol>.<rv64|host>.elf``: (elf, asm,
-    cache_hit). ``kernels`` (kernel name, kernel object) are what the .s shows: each kernel's functions and
-    its wrapper; by default the one kernel ``symbol`` whose object is objects[0]."""
+             kernels: Sequence[tuple[str, Path]] | None = None) -> tuple[Path, Disassembly, bool]:
+    """Link objects into the content-addressed ELF cache as ``<symbol>.<rv64|host>.elf``: (elf, its disassembly
+    (made on first use), cache_hit). ``kernels`` (kernel name, kernel object) are what the .s shows: each
+    kernel's functions and its wrapper; by default the one kernel ``symbol`` whose object is objects[0]."""
     linker = cxx_toolchain(tc) if cxx else tc
     shown = [(symbol, objects[0])] if kernels is None else list(kernels)
     key = cache_key(kind="elf", version=BUILD_VERSION, objects=[sha256_file(o) for o in objects],
@@ -188,13 +216,12 @@ def link_elf(tc: Toolchain, objects: Sequence[Path], symbol: str, cxx: bool,
     def build(tmp: Path) -> None:
         # objects are read from their own cache entries, which are immutable once published
         linker.link(list(objects), tmp / elf_name)
-        symbols: dict[str, None] = {}
-        for name, obj in shown:
-            symbols.update(dict.fromkeys([name, *code_symbols(obj), f"{name}_wrap"]))
-        disassemble(tc, tmp / elf_name, list(symbols), tmp / f"{elf_name}.s")
 
     entry, hit = _cache().get_or_build("elf", key, build)
-    return entry / elf_name, entry / f"{elf_name}.s", hit
+    symbols: dict[str, None] = {}
+    for name, obj in shown:
+        symbols.update(dict.fromkeys([name, *code_symbols(obj), f"{name}_wrap"]))
+    return entry / elf_name, Disassembly(tc, entry / elf_name, tuple(symbols)), hit
 
 
 # ------------------------------------------------------------------------------------------ the item
@@ -243,7 +270,7 @@ def build_item(spec: KernelSpec, case_name: str, config: Mapping[str, ConfigValu
         objects, launcher_header = _compiled_objects(ck)
         harness_obj, _ = harness_object(tc, launch.kernel, launcher_header, main_cpp if custom else None,
                                         harness_args)
-        elf, asm, hit = link_elf(tc, [*objects, harness_obj], launch.kernel, cxx=custom)
+        elf, disassembly, hit = link_elf(tc, [*objects, harness_obj], launch.kernel, cxx=custom)
         if custom:
             argv = main_cpp_argv(harness_args, inputs, expected, spec.tolerance)
         else:
@@ -252,4 +279,5 @@ def build_item(spec: KernelSpec, case_name: str, config: Mapping[str, ConfigValu
         raise BuildError(f"{what}: {type(exc).__name__}: {exc}") from exc
     return BuildArtifact(elf=elf, elf_sha256=sha256_file(elf), harness_kind="main_cpp" if custom else "generic",
                          argv=argv, cache_hit=hit and bool(getattr(ck, "cache_hit", True)),
-                         seconds=time.perf_counter() - started, asm=asm, kernel_symbol=launch.kernel)
+                         seconds=time.perf_counter() - started, disassembly=disassembly,
+                         kernel_symbol=launch.kernel)

@@ -264,3 +264,15 @@ def test_code_symbols_lists_the_functions_an_object_defines(isa: str, tmp_path: 
     (tmp_path / "bad.o").write_text("not an object")
     with pytest.raises(ToolchainError, match=r"bad\.o"):
         build.code_symbols(tmp_path / "bad.o")
+
+
+def test_the_disassembly_is_made_only_when_read(matmul: KernelSpec):
+    """A session never reads the .s, so building does not run llvm-objdump; reading ``asm`` makes it once."""
+    config = {**MATMUL_CONFIG, "BLOCK_SIZE_K": 32}
+    art = build.build_item(matmul, "small", config, RISCV_ISA)
+    cache = Path(os.environ["RVTUNE_CACHE_DIR"])
+    before = set(cache.glob("asm/*/*/*.s"))  # the build made none of its own
+    text = art.asm.read_text()
+    assert "matmul_kernel>:" in text and "matmul_kernel_wrap>:" in text
+    assert set(cache.glob("asm/*/*/*.s")) - before == {art.asm}  # made now, in its own cache entry
+    assert art.asm == art.asm and art.asm.read_text() == text  # once

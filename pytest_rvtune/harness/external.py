@@ -148,13 +148,13 @@ def build_external_elf(isa: str, kernels: Sequence[KernelObjects], main_cpp: Pat
         hits.append(hit)
     kernel_objects = [o for k in kernels for o in k.objects]
     try:
-        elf, asm, hit = link_elf(tc, [*kernel_objects, *objects], main_cpp.stem, cxx=True,
-                                 kernels=[(k.name, k.kernel_obj) for k in kernels])
+        elf, disassembly, hit = link_elf(tc, [*kernel_objects, *objects], main_cpp.stem, cxx=True,
+                                         kernels=[(k.name, k.kernel_obj) for k in kernels])
     except ToolchainError as exc:
         hint = ""
         if "undefined symbol" in str(exc):
             hint = ("\nthe harness uses a symbol no object defines: a kernel not given, a block constant its "
                     "config lacks, or a function of a support source not given")
         raise ExternalBuildError(f"{where}: linking failed: {exc}{hint}") from None
-    return ExternalElf(elf=elf, asm=asm, cache_hit=hit and all(hits) and all(k.cache_hit for k in kernels),
-                       sha256=sha256_file(elf))
+    return ExternalElf(elf=elf, asm=disassembly.path(),
+                       cache_hit=hit and all(hits) and all(k.cache_hit for k in kernels), sha256=sha256_file(elf))
