@@ -70,9 +70,6 @@ class Toolchain:
         cc = find_tool("clang-19")
         objdump = find_tool("llvm-objdump-19")
         common = ("-O3", "-fno-math-errno", "-fPIC")
-        # One lld thread: a static link of one kernel is too small for lld's thread pool, which costs ~15 % more
-        # CPU on it (xdist already runs one build per core); the output is the same.
-        one_thread = "-Wl,--threads=1"
         if isa == RISCV_ISA:
             return cls(
                 isa=isa,
@@ -83,10 +80,10 @@ class Toolchain:
                     "-mrvv-vector-bits=zvl",
                     *common,
                 ),
-                ldflags=("--target=riscv64-linux-gnu", "-static", "-fuse-ld=lld", one_thread),
+                ldflags=("--target=riscv64-linux-gnu", "-static", "-fuse-ld=lld"),
                 objdump=objdump,
             )
-        return cls(isa=isa, cc=cc, cflags=("-march=native", *common), ldflags=("-fuse-ld=lld", one_thread),
+        return cls(isa=isa, cc=cc, cflags=("-march=native", *common), ldflags=("-fuse-ld=lld",),
                    objdump=objdump)
 
     def fingerprint(self) -> str:
