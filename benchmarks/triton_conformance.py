@@ -61,7 +61,10 @@ def run_tests(test_file: Path, target: str, sample: int, seed: int, workers: int
             cmd += ["--conformance-shuffle"]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), str(REPO), env.get("PYTHONPATH")) if p)
-        proc = subprocess.Popen(cmd, cwd=work, env=env)
+        # A runner started in the background by a shell (`cmd &`) inherits SIGINT ignored, and so would pytest:
+        # --stop-after's SIGINT would then do nothing and the run's verdicts be lost. pytest gets it back.
+        proc = subprocess.Popen(cmd, cwd=work, env=env,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         stopped = False
         try:
             proc.wait(timeout=stop_after)

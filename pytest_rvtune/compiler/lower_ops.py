@@ -105,7 +105,8 @@ _CMPF: dict[int, Callable[[str, str], str]] = {
 }
 _FLOAT_BIN = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/",
               "tt.precise_divf": "/"}
-_FLOAT_CALL2 = {"arith.remf": "fmod", "arith.maxnumf": "fmax", "arith.minnumf": "fmin",
+_FLOAT_CALL2 = {"arith.remf": "rv_fmod",  # rv_fmod: see rvtune_rt.h (QEMU 7.2 and vfcvt.rtz)
+                "arith.maxnumf": "fmax", "arith.minnumf": "fmin",
                 "math.copysign": "copysign", "math.powf": "pow", "math.atan2": "atan2"}
 _FLOAT_CALL1 = {"math.exp": "exp", "math.exp2": "exp2", "math.log": "log", "math.log2": "log2",
                 "math.log10": "log10", "math.log1p": "log1p", "math.expm1": "expm1", "math.sqrt": "sqrt",
@@ -299,7 +300,8 @@ def _extern(op: Op, args: list[str], ty: list[Type], rt: Type) -> str:
     libm = base[:-1] if base.endswith("f") and base[:-1] in LIBM_TWINS else base
     if libm not in LIBM_TWINS or ft not in FLOAT_TYPES or any(t.elem != ft for t in ty):
         raise OpSemanticsError(f"tt.extern_elementwise {symbol} (a libdevice function without a C equivalent here)")
-    return from_float(f"{_fn(libm, ft)}({', '.join(to_float(a, ft) for a in args)})", ft)
+    function = "rv_fmod" if libm == "fmod" else libm  # see rv_fmodf in rvtune_rt.h
+    return from_float(f"{_fn(function, ft)}({', '.join(to_float(a, ft) for a in args)})", ft)
 
 
 def _int_cast(name: str, src: Type, dst: Type, a: str) -> str:

@@ -4,7 +4,8 @@ Triton's semantics (its interpreter's ``create_dot_scaled``): each operand is de
 nibbles, e4m3/e5m2 bytes, bf16/fp16), multiplied by its e8m0 scale (one per group of K elements, 2^(s-127),
 255 = NaN) when it has one, and the product is an fp32 dot plus the accumulator. The fp32 product of a decoded
 value and its scale is exact unless it leaves fp32's range, so this is as accurate as GPU paths that upcast to
-bf16/fp16 first. The decoded tiles are plain fp32 buffers; the dot is the same i-k-j loop nest as ``tt.dot``.
+bf16/fp16 first. The decoded tiles are plain fp32 buffers; the dot is an i-k-j loop nest like ``tt.dot``'s, but
+summed in double and rounded to fp32 once (see op_dot_scaled): the exact dot, whatever order a GPU sums in.
 """
 
 from __future__ import annotations
@@ -61,14 +62,21 @@ def op_dot_scaled(f: FuncEmitter, op: Op) -> None:
 
     out = f.new_buf(op.results[0], t)
     f.copy_into(out, c)
+    # The products of decoded operands are exact in double (<= 24-bit significands each), and K of them sum in
+    # double with errors far below fp32's ulp: each element is the exact dot plus the accumulator, rounded to fp32
+    # once. An fp32 running sum is off by about an ulp of the largest partial sum, which a result near zero
+    # (cancellation) turns into a large relative error (Triton's test_scaled_dot met it: 1.2e-4 on -0.0108).
     with (f.block(f"for (int32_t b_ = 0; b_ < {numel(batch)}; ++b_)") if batch else contextlib.nullcontext(),
-          f.block(f"for (int32_t m_ = 0; m_ < {m_}; ++m_)"),
-          f.block(f"for (int32_t k_ = 0; k_ < {k_}; ++k_)")):
+          f.block(f"for (int32_t m_ = 0; m_ < {m_}; ++m_)")):
         base = f"b_ * {m_ * n_} + " if batch else ""
-        f.emit(f"const float a_ = {a32.expr}[{'b_ * ' + str(m_ * k_) + ' + ' if batch else ''}m_ * {k_} + k_];")
+        f.emit(f"double acc_[{n_}] = {{0}};")
+        with f.block(f"for (int32_t k_ = 0; k_ < {k_}; ++k_)"):
+            f.emit(f"const double a_ = {a32.expr}[{'b_ * ' + str(m_ * k_) + ' + ' if batch else ''}m_ * {k_} + k_];")
+            with f.block(f"for (int32_t n_ = 0; n_ < {n_}; ++n_)"):
+                f.emit(f"acc_[n_] += a_ * (double){b32.expr}[{'b_ * ' + str(k_ * n_) + ' + ' if batch else ''}"
+                       f"k_ * {n_} + n_];")
         with f.block(f"for (int32_t n_ = 0; n_ < {n_}; ++n_)"):
-            f.emit(f"{out.expr}[{base}m_ * {n_} + n_] += a_ * "
-                   f"{b32.expr}[{'b_ * ' + str(k_ * n_) + ' + ' if batch else ''}k_ * {n_} + n_];")
+            f.emit(f"{out.expr}[{base}m_ * {n_} + n_] = (float)((double){out.expr}[{base}m_ * {n_} + n_] + acc_[n_]);")
     f.values[op.results[0]] = out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -181,14 +182,17 @@ def test_slow(device):
 
 def test_stop_after_reports_the_items_that_finished_in_random_order(tmp_path):
     """A run longer than the machine allows is interrupted (--stop-after) and still reports what finished;
-    --shuffle makes that a random sample of the file. The slow item never finishes, so it is never counted."""
+    --shuffle makes that a random sample of the file. The slow item never finishes, so it is never counted.
+    The runner is started with SIGINT ignored, as a shell starts a background job."""
     test_file = tmp_path / "test_core.py"
     test_file.write_text(textwrap.dedent(STOPPABLE_TEST_CORE))
     out = tmp_path / "verdicts.json"
     env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton"), "PYTHONPATH": str(REPO_ROOT)}
+    # started as `runner ... &` from a script starts it: with SIGINT ignored, which pytest must not inherit
     proc = subprocess.run([sys.executable, str(RUNNER), str(test_file), "--json", str(out), "--shuffle", "--seed", "3",
-                           "--stop-after", "45", "--workers", "1"],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
+                           "--stop-after", "45", "--workers", "1", "--timeout", "60"],
+                          capture_output=True, text=True, env=env, timeout=600, check=False,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert "stopped after 45 s, " in proc.stdout and "(random order, seed 3)" in proc.stdout, proc.stdout
     results = json.loads(out.read_text())
     assert all(r["verdict"] == "pass" and r["function"] == "test_quick" for r in results), results

@@ -11,11 +11,13 @@ import triton.language as tl
 from fp8_kernels import (
     FP8_FORMATS,
     assert_conversions_match_torch,
+    assert_rounded_once,
     check_scaled_dot,
     convert,
     convert_kernel,
     fp8_dot_kernel,
     print_kernel,
+    scaled_dot_kernel,
 )
 
 pytestmark = pytest.mark.usefixtures("active_driver")
@@ -80,6 +82,24 @@ def test_dot_scaled_extreme_scales_nan_and_tiny():
     """e8m0 byte 255 is NaN (its rows become NaN); byte 0 is 2^-127, not zero (b's 2^123 brings it back up)."""
     check_scaled_dot("e4m3", "bf16", True, False, a_scales=(126, 129), nan_scale_rows=(3, 7), seed=1)
     check_scaled_dot("e4m3", "bf16", True, True, a_scales=(0, 1), b_scales=(250, 251), seed=2)
+
+
+def test_dot_scaled_is_the_exact_dot_rounded_once_despite_cancellation():
+    """Large terms that cancel (Triton's test_scaled_dot[64-64-128-False-False-True-e4m3-fp16] has one: exact
+    -0.0108160, an fp32 running sum -0.0109253): an fp32 running sum keeps the rounding of its largest partial
+    sum, 1000.5 + 0.0010004 - 1000 = 0.50098; tt.dot_scaled gives the exact 0.5010004 rounded once."""
+    m, n, k = 16, 32, 64
+    a = torch.zeros((m, k), dtype=torch.float16)
+    a[:, 0], a[:, 1], a[:, 2] = 1000.0, 0.001, -1000.0
+    a[1:, 3:] = torch.randn((m - 1, k - 3), generator=torch.Generator().manual_seed(3)).to(torch.float16) * 300
+    b = torch.full((k, n), 0x38, dtype=torch.uint8)  # e4m3 1.0
+    sb = torch.full((n, k // 32), 127, dtype=torch.uint8)  # 2^0
+    out = torch.empty((m, n))
+    scaled_dot_kernel[(1,)](a, None, b, sb, out, M=m, N=n, K=k, A_ROWS=m, A_COLS=k, B_ROWS=k, B_COLS=n,
+                            TYPE_A="fp16", TYPE_B="e4m3", LHS_K_PACK=True, SCALE_A=False, SCALE_B=True)
+    ref = a.double() @ torch.ones((k, n), dtype=torch.float64) + 0.5
+    assert out[0, 0].item() == torch.tensor(0.5 + 0.0010004043579101562).float().item()
+    assert_rounded_once(out, ref, a.double().abs() @ torch.ones((k, n), dtype=torch.float64) + 0.5, "fp16 x e4m3")
 
 
 def test_device_print_prints_every_element_with_pid_and_index(capfd: pytest.CaptureFixture[str]):

@@ -122,3 +122,25 @@ def test_crashing_kernel_is_reported_as_a_crash_not_a_refusal():
     with pytest.raises(KernelCrashError, match=r"kernel far_store_kernel: the kernel crashed under QEMU \(SIGSEGV"):
         far_store_kernel[(1,)](out, 2**40)
     assert out.tolist() == [0.0] * 4  # nothing copied back from a crashed run
+
+
+@triton.jit
+def fmod_by_constant_kernel(out_ptr, x_ptr, y: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) % y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("y", [4, 0.5, 3])
+def test_float_remainder_by_a_constant_runs_bit_exactly(dtype: torch.dtype, y: float):
+    # A power-of-two divisor let clang fold fmod into x - trunc(x / y) * y, vectorised with vfcvt.rtz, which
+    # QEMU 7.2 aborts on (SIGSEGV; Triton's test_bin_op[1-float32-uint64-%] met it): rv_fmod keeps the libm call.
+    x = torch.cat([torch.randn(124, generator=torch.Generator().manual_seed(5), dtype=dtype) * 50,
+                   torch.tensor([-0.0, -8.0, 7.99, float("inf")], dtype=dtype)])
+    out = torch.empty_like(x)
+    fmod_by_constant_kernel[(1,)](out, x, y, BLOCK=128)
+    expected = torch.fmod(x, y)
+    assert torch.equal(out.isnan(), expected.isnan())
+    finite = ~expected.isnan()
+    assert torch.equal(out[finite].view(torch.int64 if dtype == torch.float64 else torch.int32),
+                       expected[finite].view(torch.int64 if dtype == torch.float64 else torch.int32))  # sign of 0 too

@@ -92,6 +92,23 @@ RV_INLINE double rv_trunc(double x) {
     return rv_bits_f64(b & ~(0xfffffffffffffull >> e));
 }
 
+/* fmod without the folding into truncation: for a power-of-two constant divisor clang rewrites fmodf(x, y)
+ * as x - trunc(x / y) * y, vectorised with vfcvt.rtz (the QEMU 7.2 abort above). On rv64 the divisor is made
+ * opaque to the optimiser, so it stays a libm call (exact, as the folding was); other targets keep the folding. */
+RV_INLINE float rv_fmodf(float x, float y) {
+#if defined(__riscv)
+    __asm__("" : "+f"(y));
+#endif
+    return fmodf(x, y);
+}
+
+RV_INLINE double rv_fmod(double x, double y) {
+#if defined(__riscv)
+    __asm__("" : "+f"(y));
+#endif
+    return fmod(x, y);
+}
+
 /* ---- f16 / bf16 <-> f32 ------------------------------------------------------------------------- */
 RV_INLINE float rv_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
