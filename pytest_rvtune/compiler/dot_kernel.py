@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .emitter import FuncEmitter, contiguous_strides
+from .emitter import FuncEmitter, Val, contiguous_strides
 from .fusion import Expr
 from .ttir import Block, Op
 
@@ -33,6 +33,16 @@ class InPlaceB:
     flag: str
     at: str
     ld: str
+
+
+@dataclass(frozen=True)
+class ZeroTail:
+    """A loaded fp32 tile (the Val ``tile``) that holds zeros outside its first ``rows`` rows and ``cols``
+    columns (C int64 values, computed at the load: a mask of upper bounds with ``other`` zero)."""
+
+    tile: Val
+    rows: str
+    cols: str
 
 
 def b_read_in_place(f: FuncEmitter, load: Op, block: Block, is_pure: Callable[[str], bool]) -> bool:
@@ -58,6 +68,26 @@ def _used_in_regions(ops: list[Op], ssa: str) -> bool:
     def walk(op: Op) -> bool:
         return any(ssa in inner.operands or walk(inner) for r in op.regions for b in r.blocks for inner in b.ops)
     return any(walk(o) for o in ops)
+
+
+def _data_extents(f: FuncEmitter, op: Op, shape: tuple[int, int, int]) -> tuple[str, str, str] | None:
+    """(m, n, k) as C expressions: the rows of A, columns of B and the k range that hold data, from the
+    operands' ZeroTail (None: both tiles are wholly data). A's rows past m and B's columns past n are zero,
+    so those rows / columns of the result keep the accumulator's value; past k either A's columns or B's
+    rows are zero, so those steps add nothing."""
+    tails = []
+    for ssa in op.operands[:2]:
+        tail = f.zero_tail.get(ssa)
+        # the very Val the load made (SSA names repeat across sibling regions)
+        tails.append(tail if tail is not None and f.values.get(ssa) is tail.tile else None)
+    a_tail, b_tail = tails
+    if a_tail is None and b_tail is None:
+        return None
+    m, n, k = (str(x) for x in shape)
+    k_a = a_tail.cols if a_tail is not None else k
+    k_b = b_tail.rows if b_tail is not None else k
+    k_eff = k_a if k_b == k else k_b if k_a == k else f"rv_min64({k_a}, {k_b})"
+    return (a_tail.rows if a_tail is not None else m, b_tail.cols if b_tail is not None else n, k_eff)
 
 
 def lower_dot(f: FuncEmitter, op: Op) -> bool:
@@ -95,7 +125,11 @@ def lower_dot(f: FuncEmitter, op: Op) -> bool:
         # B where it lies in memory when its load skipped the copy (ptr_analysis: wholly inside its mask)
         b_ptr, ldb = f"({in_place.flag} ? {in_place.at} : {b_ptr})", f"({in_place.flag} ? {in_place.ld} : {ldb})"
     f.emit(f"/* {out.expr} += dot({m}x{k}, {k}x{n}): register-blocked micro-kernel (rvtune_dot.h) */")
-    f.emit(f"rv_dot_f32({m}, {n}, {k}, {a_ptr}, {a.strides[0]}, {a.strides[1]}, {b_ptr}, {ldb}, "
-           f"{out.expr}, {n});")
+    args = f"{a_ptr}, {a.strides[0]}, {a.strides[1]}, {b_ptr}, {ldb}, {out.expr}, {n}"
+    extents = _data_extents(f, op, (m, n, k))
+    if extents is None:
+        f.emit(f"rv_dot_f32({m}, {n}, {k}, {args});")
+    else:  # masked tiles: only their data is multiplied (a ragged block's zero tail adds nothing)
+        f.emit(f"rv_dot_f32_part({m}, {n}, {k}, {', '.join(extents)}, {args});")
     f.values[op.results[0]] = out
     return True
