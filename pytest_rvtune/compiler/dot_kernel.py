@@ -56,7 +56,7 @@ def b_read_in_place(f: FuncEmitter, load: Op, block: Block, is_pure: Callable[[s
     k = ops.index(load)
     users = [o for o in ops if res in o.operands]
     if len(users) != 1 or users[0].name != "tt.dot" or list(users[0].operands).count(res) != 1 \
-            or users[0].operands[1] != res or _used_in_regions(ops, res):
+            or users[0].operands[1] != res or used_in_regions(ops, res):
         return False
     dot = users[0]
     if [ty.element.elem for ty in (*dot.operand_types[:3], dot.result_types[0])] != ["f32"] * 4:
@@ -64,7 +64,7 @@ def b_read_in_place(f: FuncEmitter, load: Op, block: Block, is_pure: Callable[[s
     return all(o.name in _NO_WRITES or is_pure(o.name) for o in ops[k + 1:ops.index(dot)])
 
 
-def _used_in_regions(ops: list[Op], ssa: str) -> bool:
+def used_in_regions(ops: list[Op], ssa: str) -> bool:
     def walk(op: Op) -> bool:
         return any(ssa in inner.operands or walk(inner) for r in op.regions for b in r.blocks for inner in b.ops)
     return any(walk(o) for o in ops)
@@ -90,11 +90,17 @@ def _data_extents(f: FuncEmitter, op: Op, shape: tuple[int, int, int]) -> tuple[
     return (a_tail.rows if a_tail is not None else m, b_tail.cols if b_tail is not None else n, k_eff)
 
 
-def lower_dot(f: FuncEmitter, op: Op) -> bool:
+def lowers_to_micro_kernel(op: Op) -> bool:
+    """Is this tt.dot one that lower_dot makes a call of rv_dot_f32 / rv_dot_f32_part (fp32, rank 2)?"""
     t = op.result_types[0]
     types = [ty.element.elem for ty in op.operand_types[:3]]
-    if types != ["f32", "f32", "f32"] or t.element.elem != "f32" or len(t.shape or ()) != 2:
+    return types == ["f32", "f32", "f32"] and t.element.elem == "f32" and len(t.shape or ()) == 2
+
+
+def lower_dot(f: FuncEmitter, op: Op) -> bool:
+    if not lowers_to_micro_kernel(op):
         return False
+    t = op.result_types[0]
     c_val = f.values.get(op.operands[2])
     # the accumulator as a fusion.Expr (e.g. ``acc * alpha[:, None]``), computed straight into the result tile
     chain = c_val.sym if c_val is not None and isinstance(c_val.sym, Expr) else None

@@ -35,6 +35,13 @@ RV_INLINE int64_t rv_clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo 
     RV_INLINE void rv_copy_e##W(void *dst, int64_t ds, const void *src, int64_t ss, int64_t n) {       \
         uint##W##_t *d = (uint##W##_t *)dst;                                                            \
         const uint##W##_t *s = (const uint##W##_t *)src;                                                \
+        if (ss == 1 && ds == 1) { /* the common case: no stride multiplies in the loop */               \
+            for (size_t vl; n > 0; n -= (int64_t)vl, s += vl, d += vl) {                                 \
+                vl = __riscv_vsetvl_e##W##m8((size_t)n);                                                 \
+                __riscv_vse##W##_v_u##W##m8(d, __riscv_vle##W##_v_u##W##m8(s, vl), vl);                  \
+            }                                                                                            \
+            return;                                                                                      \
+        }                                                                                                \
         for (size_t vl; n > 0; n -= (int64_t)vl, s += (int64_t)vl * ss, d += (int64_t)vl * ds) {        \
             vl = __riscv_vsetvl_e##W##m8((size_t)n);                                                     \
             vuint##W##m8_t v = ss == 1 ? __riscv_vle##W##_v_u##W##m8(s, vl)                              \
@@ -308,6 +315,15 @@ RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 4, 1, 1)
 #define RV_DOT_B_IN_PLACE 1
 #else
 #define RV_DOT_B_IN_PLACE 0
+#endif
+
+/* Whether rv_dot_f32_part reads only the data of a masked tile (RVV: its panels run over the data extents),
+ * so that a tile loaded for it alone needs no zeros written past its mask (ptr_analysis: the fills are
+ * `if (!RV_DOT_DATA_ONLY)`). Elsewhere the whole tiles are multiplied and the zeros are needed. */
+#if defined(__riscv_v)
+#define RV_DOT_DATA_ONLY 1
+#else
+#define RV_DOT_DATA_ONLY 0
 #endif
 
 /* C[m x n] += A[m x k] * B[k x n] of a block whose tiles are M x K and K x N (compile-time) but hold data only in
