@@ -222,6 +222,7 @@ typedef float rv_vf8 __attribute__((vector_size(32), aligned(4)));
 #define RV_ACC_DECL(r, LM) vfloat32m##LM##_t c##r = __riscv_vundefined_f32m##LM();
 #define RV_ACC_LOAD(r, LM) if ((r) < MR) c##r = __riscv_vle32_v_f32m##LM(C + (r) * ldc, vl);
 #define RV_ACC_FMA(r, LM) if ((r) < MR) c##r = __riscv_vfmacc_vf_f32m##LM(c##r, A[(r) * sam], b, vl);
+#define RV_ACC_FMA_NEXT(r, LM) if ((r) < MR) c##r = __riscv_vfmacc_vf_f32m##LM(c##r, A[(r) * sam + sak], b, vl);
 #define RV_ACC_STORE(r, LM) if ((r) < MR) __riscv_vse32_v_f32m##LM(C + (r) * ldc, c##r, vl);
 /* C[0..MR) x [0..vl) += A[0..MR) x [0..K) * B[0..K) x [0..vl): per k one vle32 of B's row, MR scalar loads
  * of A at constant offsets (A is a packed arena tile: sam is a constant) and MR vfmacc.vf. */
@@ -230,10 +231,27 @@ typedef float rv_vf8 __attribute__((vector_size(32), aligned(4)));
                                     long ldb, float *C, long ldc, size_t vl) {                           \
         RV_ROWS8(RV_ACC_DECL, LM)                                                                        \
         RV_ROWS8(RV_ACC_LOAD, LM)                                                                        \
-        RV_UNROLL_K(UNROLL)                                                                              \
-        for (int k = 0; k < K; ++k, A += sak, B += ldb) {                                                \
-            const vfloat32m##LM##_t b = __riscv_vle32_v_f32m##LM(B, vl);                                 \
-            RV_ROWS8(RV_ACC_FMA, LM)                                                                     \
+        if (sak != 0) { /* a constant: the loops end on A's address, no counter */                     \
+            /* k steps in pairs by hand (clang's own unrolling of a run-time trip count keeps a counter):  \
+             * per pair two B rows, one step of A and B, one branch */                                   \
+            const float *const a_pairs = A + (long)(K & ~1) * sak, *const a_end = A + (long)K * sak;       \
+            RV_UNROLL_K(UNROLL / 2)                                                                      \
+            for (; A != a_pairs; A += 2 * sak, B += 2 * ldb) {                                           \
+                vfloat32m##LM##_t b = __riscv_vle32_v_f32m##LM(B, vl);                                   \
+                RV_ROWS8(RV_ACC_FMA, LM)                                                                 \
+                b = __riscv_vle32_v_f32m##LM(B + ldb, vl);                                               \
+                RV_ROWS8(RV_ACC_FMA_NEXT, LM)                                                            \
+            }                                                                                            \
+            if (A != a_end) {                                                                            \
+                const vfloat32m##LM##_t b = __riscv_vle32_v_f32m##LM(B, vl);                             \
+                RV_ROWS8(RV_ACC_FMA, LM)                                                                 \
+            }                                                                                            \
+        } else {                                                                                         \
+            RV_UNROLL_K(UNROLL)                                                                          \
+            for (int k = 0; k < K; ++k, B += ldb) {                                                      \
+                const vfloat32m##LM##_t b = __riscv_vle32_v_f32m##LM(B, vl);                             \
+                RV_ROWS8(RV_ACC_FMA, LM)                                                                 \
+            }                                                                                            \
         }                                                                                                \
         RV_ROWS8(RV_ACC_STORE, LM)                                                                       \
     }
