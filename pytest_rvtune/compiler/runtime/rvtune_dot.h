@@ -348,8 +348,8 @@ RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 4, 1, 1)
  * their first m rows / k columns of A and k rows / n columns of B, the rest zeros (a masked load's tail):
  * the zero part adds nothing, so only the data is multiplied (C's rows >= m and columns >= n keep what they
  * had; exact, but for a NaN that an inf of the data times a padding zero would have put there). RVV: the
- * panels above run over the data only. Elsewhere the whole tiles are multiplied (their shapes are what
- * the x86 tiles are specialised for), only k is cut. */
+ * panels above run over the data only. Elsewhere the whole tiles are multiplied, zeros included (the x86
+ * tiles are specialised for their compile-time shapes). */
 RV_INLINE void rv_dot_f32_part(int M, int N, int K, int m, int n, int k, const float *A, long sam, long sak,
                                const float *B, long ldb, float *C, long ldc) {
     int j = 0;
@@ -359,13 +359,12 @@ RV_INLINE void rv_dot_f32_part(int M, int N, int K, int m, int n, int k, const f
     k = k < K ? k : K;
     RV_DOT_PANELS_PART
 #else
-    (void)m, (void)n;
-    K = k < K ? k : K; /* the tiles' k loops run to K */
+    (void)m, (void)n, (void)k; /* the tiles keep the compile-time K their k loops are specialised for */
     RV_DOT_PANELS
     for (; j < N; ++j)
         for (int i = 0; i < M; ++i) {
             float acc = C[i * ldc + j];
-            for (int kk = 0; kk < k; ++kk) acc += A[i * sam + kk * sak] * B[kk * ldb + j];
+            for (int kk = 0; kk < K; ++kk) acc += A[i * sam + kk * sak] * B[kk * ldb + j];
             C[i * ldc + j] = acc;
         }
 #endif
