@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .emitter import FuncEmitter, contiguous_strides
+from .emitter import FuncEmitter, Val, contiguous_strides
 from .fusion import Expr
 from .ttir import Block, Op
 
@@ -35,6 +35,16 @@ class InPlaceB:
     ld: str
 
 
+@dataclass(frozen=True)
+class ZeroTail:
+    """A loaded fp32 tile (the Val ``tile``) that holds zeros outside its first ``rows`` rows and ``cols``
+    columns (C int64 values, computed at the load: a mask of upper bounds with ``other`` zero)."""
+
+    tile: Val
+    rows: str
+    cols: str
+
+
 def b_read_in_place(f: FuncEmitter, load: Op, block: Block, is_pure: Callable[[str], bool]) -> bool:
     """May the fp32 tile of ``load`` be read in place by the dot that uses it? Yes when its only use is as B
     of an fp32 rank-2 tt.dot later in the same block and every op in between writes no memory."""
@@ -46,7 +56,7 @@ def b_read_in_place(f: FuncEmitter, load: Op, block: Block, is_pure: Callable[[s
     k = ops.index(load)
     users = [o for o in ops if res in o.operands]
     if len(users) != 1 or users[0].name != "tt.dot" or list(users[0].operands).count(res) != 1 \
-            or users[0].operands[1] != res or _used_in_regions(ops, res):
+            or users[0].operands[1] != res or used_in_regions(ops, res):
         return False
     dot = users[0]
     if [ty.element.elem for ty in (*dot.operand_types[:3], dot.result_types[0])] != ["f32"] * 4:
@@ -54,17 +64,43 @@ def b_read_in_place(f: FuncEmitter, load: Op, block: Block, is_pure: Callable[[s
     return all(o.name in _NO_WRITES or is_pure(o.name) for o in ops[k + 1:ops.index(dot)])
 
 
-def _used_in_regions(ops: list[Op], ssa: str) -> bool:
+def used_in_regions(ops: list[Op], ssa: str) -> bool:
     def walk(op: Op) -> bool:
         return any(ssa in inner.operands or walk(inner) for r in op.regions for b in r.blocks for inner in b.ops)
     return any(walk(o) for o in ops)
 
 
-def lower_dot(f: FuncEmitter, op: Op) -> bool:
+def _data_extents(f: FuncEmitter, op: Op, shape: tuple[int, int, int]) -> tuple[str, str, str] | None:
+    """(m, n, k) as C expressions: the rows of A, columns of B and the k range that hold data, from the
+    operands' ZeroTail (None: both tiles are wholly data). A's rows past m and B's columns past n are zero,
+    so those rows / columns of the result keep the accumulator's value; past k either A's columns or B's
+    rows are zero, so those steps add nothing."""
+    tails = []
+    for ssa in op.operands[:2]:
+        tail = f.zero_tail.get(ssa)
+        # the very Val the load made (SSA names repeat across sibling regions)
+        tails.append(tail if tail is not None and f.values.get(ssa) is tail.tile else None)
+    a_tail, b_tail = tails
+    if a_tail is None and b_tail is None:
+        return None
+    m, n, k = (str(x) for x in shape)
+    k_a = a_tail.cols if a_tail is not None else k
+    k_b = b_tail.rows if b_tail is not None else k
+    k_eff = k_a if k_b == k else k_b if k_a == k else f"rv_min64({k_a}, {k_b})"
+    return (a_tail.rows if a_tail is not None else m, b_tail.cols if b_tail is not None else n, k_eff)
+
+
+def lowers_to_micro_kernel(op: Op) -> bool:
+    """Is this tt.dot one that lower_dot makes a call of rv_dot_f32 / rv_dot_f32_part (fp32, rank 2)?"""
     t = op.result_types[0]
     types = [ty.element.elem for ty in op.operand_types[:3]]
-    if types != ["f32", "f32", "f32"] or t.element.elem != "f32" or len(t.shape or ()) != 2:
+    return types == ["f32", "f32", "f32"] and t.element.elem == "f32" and len(t.shape or ()) == 2
+
+
+def lower_dot(f: FuncEmitter, op: Op) -> bool:
+    if not lowers_to_micro_kernel(op):
         return False
+    t = op.result_types[0]
     c_val = f.values.get(op.operands[2])
     # the accumulator as a fusion.Expr (e.g. ``acc * alpha[:, None]``), computed straight into the result tile
     chain = c_val.sym if c_val is not None and isinstance(c_val.sym, Expr) else None
@@ -95,7 +131,11 @@ def lower_dot(f: FuncEmitter, op: Op) -> bool:
         # B where it lies in memory when its load skipped the copy (ptr_analysis: wholly inside its mask)
         b_ptr, ldb = f"({in_place.flag} ? {in_place.at} : {b_ptr})", f"({in_place.flag} ? {in_place.ld} : {ldb})"
     f.emit(f"/* {out.expr} += dot({m}x{k}, {k}x{n}): register-blocked micro-kernel (rvtune_dot.h) */")
-    f.emit(f"rv_dot_f32({m}, {n}, {k}, {a_ptr}, {a.strides[0]}, {a.strides[1]}, {b_ptr}, {ldb}, "
-           f"{out.expr}, {n});")
+    args = f"{a_ptr}, {a.strides[0]}, {a.strides[1]}, {b_ptr}, {ldb}, {out.expr}, {n}"
+    extents = _data_extents(f, op, (m, n, k))
+    if extents is None:
+        f.emit(f"rv_dot_f32({m}, {n}, {k}, {args});")
+    else:  # masked tiles: only their data is multiplied (a ragged block's zero tail adds nothing)
+        f.emit(f"rv_dot_f32_part({m}, {n}, {k}, {', '.join(extents)}, {args});")
     f.values[op.results[0]] = out
     return True

@@ -230,6 +230,8 @@ class FuncEmitter:
         self.arena_bytes = 0
         #: loaded tiles a tt.dot may read in place in global memory (dot_kernel.InPlaceB), by SSA name
         self.in_place_b: dict[str, Any] = {}
+        #: loaded tiles zero outside their first rows/columns (dot_kernel.ZeroTail), by SSA name
+        self.zero_tail: dict[str, Any] = {}
 
     # ---- errors ---------------------------------------------------------------------------------------
     def where(self, op: Op | None = None) -> str:

@@ -575,11 +575,14 @@ def op_load(f: FuncEmitter, op: Op) -> bool:
         return f"rv_copy_e{width}({out.expr} + o_ + lo_, 1, row_ + lo_ * {stride}, {stride}, hi_ - lo_);"
 
     skip = _in_place_for_dot(f, op, ptr_v.sym, mask, shape)
+    dot_reads_data_only = _zero_tail_for_dot(f, op, out, mask, shape, other)
 
     def fill_row(first: str, count: str) -> str | None:
         if other is not None and other.kind not in ("scalar", "splat"):
             return None
-        return fill_stmt(t, f"{out.expr} + {first}", fill, count)
+        stmt = fill_stmt(t, f"{out.expr} + {first}", fill, count)
+        # the zeros are for the dot alone, and where it reads the data only (RVV) nothing reads them
+        return f"if (!RV_DOT_DATA_ONLY) {stmt}" if stmt is not None and dot_reads_data_only else stmt
 
     whole = _whole_block(ptr_v.sym, mask, shape) if width and len(shape) == 2 else None
     with f.block(f"if (!{skip})") if skip else contextlib.nullcontext():
@@ -641,6 +644,52 @@ def _in_place_for_dot(f: FuncEmitter, op: Op, ptr: Affine, mask: Bounds, shape: 
     f.emit(f"const int {flag} = {' && '.join(['RV_DOT_B_IN_PLACE', *(f'({x})' for x in terms)])};")
     f.in_place_b[op.results[0]] = dot_kernel.InPlaceB(flag, at, ptr.strides[0])
     return flag
+
+
+def _is_zero(other: Val | None) -> bool:
+    """Is a load's ``other`` a literal zero (or absent: masked-off elements are then undefined)?"""
+    if other is None:
+        return True
+    if other.kind not in ("scalar", "splat"):
+        return False
+    text = other.expr.strip("() ").rstrip("fF")
+    try:
+        return float.fromhex(text) == 0.0 if "0x" in text.lower() else float(text) == 0.0
+    except ValueError:
+        return False
+
+
+def _zero_tail_for_dot(f: FuncEmitter, op: Op, out: Val, mask: Bounds, shape: tuple[int, ...],
+                       other: Val | None) -> bool:
+    """For a rank-2 fp32 tile an fp32 tt.dot of the same block reads: when the mask is upper bounds only
+    (``offs < N``) and ``other`` is zero, the tile is zero past those bounds; the extents are computed here as
+    C values (in the dot's scope: same block) so the dot can multiply the data only (dot_kernel.ZeroTail).
+    True when that dot is the tile's only reader (then, where the dot reads the data only, the zeros need not
+    be written)."""
+    res = op.results[0]
+    f.zero_tail.pop(res, None)
+    if len(shape) != 2 or mask.conds or any(lo is not None for lo in mask.lo) \
+            or all(hi is None for hi in mask.hi) or not _is_zero(other) or out.type.element.elem != "f32":
+        return False
+    block = _block_of(f, op)
+    dots = [o for o in block.ops if o.name == "tt.dot" and res in o.operands[:2]] if block is not None else []
+    if block is None or not dots:
+        return False
+    names = []
+    for d, (hi, n) in enumerate(zip(mask.hi, shape, strict=True)):
+        if hi is None:
+            names.append(str(n))
+            continue
+        name = f.temp(f"{out.expr}_{'rows' if d == 0 else 'cols'}")
+        value = f"rv_clamp64({hi}, 0, {n})"
+        if mask.guard != "1":
+            value = f"(({mask.guard}) ? {value} : 0)"
+        f.emit(f"const int64_t {name} = {value};")
+        names.append(name)
+    f.zero_tail[res] = dot_kernel.ZeroTail(out, names[0], names[1])
+    users = [o for o in block.ops if res in o.operands]
+    return (len(users) == 1 and users[0] is dots[0] and list(dots[0].operands).count(res) == 1
+            and not dot_kernel.used_in_regions(block.ops, res) and dot_kernel.lowers_to_micro_kernel(dots[0]))
 
 
 @optional("tt.store")

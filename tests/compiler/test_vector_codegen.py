@@ -194,7 +194,7 @@ def test_dot_reads_b_in_place_only_when_nothing_writes_it_first() -> None:
     flag = re.search(r"const int (in_place\w*) = .*\(\(int64_t\)stride_bn\) == 1\);", c)
     assert flag, "no run-time in-place condition for B"
     assert f"if (!{flag.group(1)})" in c  # the copy is skipped then
-    assert re.search(rf"rv_dot_f32\(16, 32, 16, \w+, 16, 1, \({flag.group(1)} \? \(*b_ptr .* : b_\w+\), "
+    assert re.search(rf"rv_dot_f32_part\(16, 32, 16, .*, a_\w+, 16, 1, \({flag.group(1)} \? \(*b_ptr .* : b_\w+\), "
                      rf"\({flag.group(1)} \? \(\(int64_t\)stride_bk\) : 32\), ", c)
     # a whole A block (and a whole B block read through strides) is copied by one rv_copy_rows call
     assert re.search(r"rv_copy_rows_e32\(a_\w+, 16, .*, 16, 16\);", c)

@@ -35,6 +35,13 @@ RV_INLINE int64_t rv_clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo 
     RV_INLINE void rv_copy_e##W(void *dst, int64_t ds, const void *src, int64_t ss, int64_t n) {       \
         uint##W##_t *d = (uint##W##_t *)dst;                                                            \
         const uint##W##_t *s = (const uint##W##_t *)src;                                                \
+        if (ss == 1 && ds == 1) { /* the common case: no stride multiplies in the loop */               \
+            for (size_t vl; n > 0; n -= (int64_t)vl, s += vl, d += vl) {                                 \
+                vl = __riscv_vsetvl_e##W##m8((size_t)n);                                                 \
+                __riscv_vse##W##_v_u##W##m8(d, __riscv_vle##W##_v_u##W##m8(s, vl), vl);                  \
+            }                                                                                            \
+            return;                                                                                      \
+        }                                                                                                \
         for (size_t vl; n > 0; n -= (int64_t)vl, s += (int64_t)vl * ss, d += (int64_t)vl * ds) {        \
             vl = __riscv_vsetvl_e##W##m8((size_t)n);                                                     \
             vuint##W##m8_t v = ss == 1 ? __riscv_vle##W##_v_u##W##m8(s, vl)                              \
@@ -207,15 +214,102 @@ typedef float rv_vf8 __attribute__((vector_size(32), aligned(4)));
     } while (0)
 
 #if defined(__riscv_v)
-RV_DOT_TILE(rv_dot_tile_64, rv_vf64, 3, 1, 1)
-RV_DOT_TILE(rv_dot_tile_32, rv_vf32, 6, 1, 2)
-RV_DOT_TILE(rv_dot_tile_16, rv_vf16, 8, 1, 4)
-RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 8, 1, 4)
-#define RV_DOT_PANELS                                                                                     \
-    for (; j + 64 <= N; j += 64) RV_DOT_PANEL(rv_dot_tile_64, 3);                                        \
-    for (; j + 32 <= N; j += 32) RV_DOT_PANEL(rv_dot_tile_32, 6);                                        \
-    for (; j + 16 <= N; j += 16) RV_DOT_PANEL(rv_dot_tile_16, 8);                                        \
-    for (; j + 8 <= N; j += 8) RV_DOT_PANEL(rv_dot_tile_8, 8);
+/* RVV: the tiles are written with intrinsics so that a column panel's width is a run-time vl: a block's
+ * last panel covers only the columns that hold data (a 160-wide matrix in 64-wide blocks: the third block's
+ * 32 columns run as 32 lanes, not 64 with half of them zeros). Rows are a compile-time MR (one named
+ * accumulator per row, c0..c7, the unused ones dead code), so the accumulators stay in registers. */
+#define RV_ROWS8(S, LM) S(0, LM) S(1, LM) S(2, LM) S(3, LM) S(4, LM) S(5, LM) S(6, LM) S(7, LM)
+#define RV_ACC_DECL(r, LM) vfloat32m##LM##_t c##r = __riscv_vundefined_f32m##LM();
+#define RV_ACC_LOAD(r, LM) if ((r) < MR) c##r = __riscv_vle32_v_f32m##LM(C + (r) * ldc, vl);
+#define RV_ACC_FMA(r, LM) if ((r) < MR) c##r = __riscv_vfmacc_vf_f32m##LM(c##r, A[(r) * sam], b, vl);
+#define RV_ACC_FMA_NEXT(r, LM) if ((r) < MR) c##r = __riscv_vfmacc_vf_f32m##LM(c##r, A[(r) * sam + sak], b, vl);
+#define RV_ACC_STORE(r, LM) if ((r) < MR) __riscv_vse32_v_f32m##LM(C + (r) * ldc, c##r, vl);
+/* C[0..MR) x [0..vl) += A[0..MR) x [0..K) * B[0..K) x [0..vl): per k one vle32 of B's row, MR scalar loads
+ * of A at constant offsets (A is a packed arena tile: sam is a constant) and MR vfmacc.vf. */
+#define RV_DEF_TILE_V(LM, UNROLL)                                                                                 \
+    RV_INLINE void rv_dot_tile_m##LM(const int MR, int K, const float *A, long sam, long sak, const float *B, \
+                                    long ldb, float *C, long ldc, size_t vl) {                           \
+        RV_ROWS8(RV_ACC_DECL, LM)                                                                        \
+        RV_ROWS8(RV_ACC_LOAD, LM)                                                                        \
+        if (sak != 0) { /* a constant: the loops end on A's address, no counter */                     \
+            /* k steps in pairs by hand (clang's own unrolling of a run-time trip count keeps a counter):  \
+             * per pair two B rows, one step of A and B, one branch */                                   \
+            const float *const a_pairs = A + (long)(K & ~1) * sak, *const a_end = A + (long)K * sak;       \
+            RV_UNROLL_K(UNROLL / 2)                                                                      \
+            for (; A != a_pairs; A += 2 * sak, B += 2 * ldb) {                                           \
+                vfloat32m##LM##_t b = __riscv_vle32_v_f32m##LM(B, vl);                                   \
+                RV_ROWS8(RV_ACC_FMA, LM)                                                                 \
+                b = __riscv_vle32_v_f32m##LM(B + ldb, vl);                                               \
+                RV_ROWS8(RV_ACC_FMA_NEXT, LM)                                                            \
+            }                                                                                            \
+            if (A != a_end) {                                                                            \
+                const vfloat32m##LM##_t b = __riscv_vle32_v_f32m##LM(B, vl);                             \
+                RV_ROWS8(RV_ACC_FMA, LM)                                                                 \
+            }                                                                                            \
+        } else {                                                                                         \
+            RV_UNROLL_K(UNROLL)                                                                          \
+            for (int k = 0; k < K; ++k, B += ldb) {                                                      \
+                const vfloat32m##LM##_t b = __riscv_vle32_v_f32m##LM(B, vl);                             \
+                RV_ROWS8(RV_ACC_FMA, LM)                                                                 \
+            }                                                                                            \
+        }                                                                                                \
+        RV_ROWS8(RV_ACC_STORE, LM)                                                                       \
+    }
+#ifndef U8
+#define U8 2
+#define U4 2
+#define U2 4
+#define U1 4
+#endif
+RV_DEF_TILE_V(8, U8)
+RV_DEF_TILE_V(4, U4)
+RV_DEF_TILE_V(2, U2)
+RV_DEF_TILE_V(1, U1)
+#undef RV_DEF_TILE_V
+
+/* One column panel at LMUL LM, rows [0, m): full MR-row tiles, then the rows left over as one tile of a
+ * compile-time height (a switch: m is a run-time extent). The tile loop stays a loop (see RV_DOT_PANEL). */
+#define RV_DOT_PANEL_V(LM, MR)                                                                            \
+    do {                                                                                                 \
+        int i = 0;                                                                                       \
+        RV_TILE_LOOP                                                                                     \
+        for (; i + (MR) <= m; i += (MR))                                                                 \
+            rv_dot_tile_m##LM(MR, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl);       \
+        switch (m - i) {                                                                                 \
+        case 7: if (7 < (MR)) rv_dot_tile_m##LM(7, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
+        case 6: if (6 < (MR)) rv_dot_tile_m##LM(6, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
+        case 5: if (5 < (MR)) rv_dot_tile_m##LM(5, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
+        case 4: if (4 < (MR)) rv_dot_tile_m##LM(4, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
+        case 3: if (3 < (MR)) rv_dot_tile_m##LM(3, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
+        case 2: if (2 < (MR)) rv_dot_tile_m##LM(2, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
+        case 1: rv_dot_tile_m##LM(1, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
+        default: break;                                                                                  \
+        }                                                                                                \
+    } while (0)
+
+/* Column panels over [0, n): the widest LMUL whose half is still exceeded by the columns left (so a 32-wide
+ * rest runs as LMUL 4 with 7 rows, not LMUL 8 at half width with 3), vl = the columns left, at most one
+ * register group. N (a constant) bounds n, so clang drops the panels a block cannot have. */
+#define RV_DOT_PANELS_PART                                                                                \
+    if (N > 32)                                                                                          \
+        for (; n - j > 32; j += 64) {                                                                    \
+            const size_t vl = __riscv_vsetvl_e32m8((size_t)(n - j));                                     \
+            RV_DOT_PANEL_V(8, 3);                                                                        \
+        }                                                                                                \
+    if (N > 16)                                                                                          \
+        for (; n - j > 16; j += 32) {                                                                    \
+            const size_t vl = __riscv_vsetvl_e32m4((size_t)(n - j));                                     \
+            RV_DOT_PANEL_V(4, 7);                                                                        \
+        }                                                                                                \
+    if (N > 8)                                                                                           \
+        for (; n - j > 8; j += 16) {                                                                     \
+            const size_t vl = __riscv_vsetvl_e32m2((size_t)(n - j));                                     \
+            RV_DOT_PANEL_V(2, 8);                                                                        \
+        }                                                                                                \
+    for (; j < n; j += 8) {                                                                              \
+        const size_t vl = __riscv_vsetvl_e32m1((size_t)(n - j));                                         \
+        RV_DOT_PANEL_V(1, 8);                                                                            \
+    }
 #elif defined(__AVX512F__)
 RV_DOT_TILE(rv_dot_tile_2x16, rv_vf16, 8, 2, 1)
 RV_DOT_TILE(rv_dot_tile_16, rv_vf16, 8, 1, 1)
@@ -241,18 +335,46 @@ RV_DOT_TILE(rv_dot_tile_8, rv_vf8, 4, 1, 1)
 #define RV_DOT_B_IN_PLACE 0
 #endif
 
-/* C[M x N] += A[M x K] * B[K x N]: column panels of the widest tile that fits, then the columns left over
- * (N not a multiple of 8) in plain i-k order. */
-RV_INLINE void rv_dot_f32(int M, int N, int K, const float *A, long sam, long sak, const float *B, long ldb,
-                          float *C, long ldc) {
+/* Whether rv_dot_f32_part reads only the data of a masked tile (RVV: its panels run over the data extents),
+ * so that a tile loaded for it alone needs no zeros written past its mask (ptr_analysis: the fills are
+ * `if (!RV_DOT_DATA_ONLY)`). Elsewhere the whole tiles are multiplied and the zeros are needed. */
+#if defined(__riscv_v)
+#define RV_DOT_DATA_ONLY 1
+#else
+#define RV_DOT_DATA_ONLY 0
+#endif
+
+/* C[m x n] += A[m x k] * B[k x n] of a block whose tiles are M x K and K x N (compile-time) but hold data only in
+ * their first m rows / k columns of A and k rows / n columns of B, the rest zeros (a masked load's tail):
+ * the zero part adds nothing, so only the data is multiplied (C's rows >= m and columns >= n keep what they
+ * had; exact, but for a NaN that an inf of the data times a padding zero would have put there). RVV: the
+ * panels above run over the data only. Elsewhere the whole tiles are multiplied, zeros included (the x86
+ * tiles are specialised for their compile-time shapes). */
+RV_INLINE void rv_dot_f32_part(int M, int N, int K, int m, int n, int k, const float *A, long sam, long sak,
+                               const float *B, long ldb, float *C, long ldc) {
     int j = 0;
+#if defined(__riscv_v)
+    m = m < M ? m : M;
+    n = n < N ? n : N;
+    k = k < K ? k : K;
+    RV_DOT_PANELS_PART
+#else
+    (void)m, (void)n, (void)k; /* the tiles keep the compile-time K their k loops are specialised for */
     RV_DOT_PANELS
     for (; j < N; ++j)
         for (int i = 0; i < M; ++i) {
             float acc = C[i * ldc + j];
-            for (int k = 0; k < K; ++k) acc += A[i * sam + k * sak] * B[k * ldb + j];
+            for (int kk = 0; kk < K; ++kk) acc += A[i * sam + kk * sak] * B[kk * ldb + j];
             C[i * ldc + j] = acc;
         }
+#endif
+}
+
+/* C[M x N] += A[M x K] * B[K x N]: column panels of the widest tile that fits, then (not RVV) the columns
+ * left over (N not a multiple of 8) in plain i-k order. */
+RV_INLINE void rv_dot_f32(int M, int N, int K, const float *A, long sam, long sak, const float *B, long ldb,
+                          float *C, long ldc) {
+    rv_dot_f32_part(M, N, K, M, N, K, A, sam, sak, B, ldb, C, ldc);
 }
 
 #endif
