@@ -1,9 +1,10 @@
 """The hand-written RVV yardsticks of ``rvtune bench-compiler``: build, run under QEMU, check, count.
 
-Each yardstick (``rvv_matmul.c``, ``rvv_rows.c`` beside this file) is built with the generated kernels' clang
-flags and run under QEMU with the same icount plugin; its ``<kernel>_wrap`` makes the plugin count the whole
-call as ``launch_insns``, the counter that ranks our kernels. Inputs are written by numpy and every output is
-checked against numpy (float64) before a count is believed: a fast wrong yardstick is an error.
+Each yardstick (``rvv_matmul.c``, ``rvv_rows.c``, ``rvv_flash.c``, ``rvv_moe.c`` beside this file) is built
+with the generated kernels' clang flags and run under QEMU with the same icount plugin; its ``<kernel>_wrap``
+makes the plugin count the whole call as ``launch_insns``, the counter that ranks our kernels. Inputs are
+written by numpy and every output is checked against numpy (float64) before a count is believed: a fast wrong
+yardstick is an error.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 MATMUL_SOURCE = BENCH_DIR / "rvv_matmul.c"
 ROWS_SOURCE = BENCH_DIR / "rvv_rows.c"
 FLASH_SOURCE = BENCH_DIR / "rvv_flash.c"
+MOE_SOURCE = BENCH_DIR / "rvv_moe.c"
 
 #: argv variant of rvv_matmul.c -> (kernel symbol, description).
 MATMUL_VARIANTS = {"4x4": ("rvv_matmul", "hand-written RVV 4 rows x LMUL4"),
@@ -162,6 +164,48 @@ def flash_attention(heads: int, n: int, d: int, causal: bool, workdir: Path) -> 
     return counts
 
 
+def fused_moe(m: int, experts: int, k: int, n: int, top_k: int, block_m: int, workdir: Path,
+              idle_experts: tuple[int, ...] = ()) -> Counts:
+    """rvv_moe.c on kernels/fused_moe.py's kind of inputs: a, b ~ U(-1, 1) ([m, k], [experts, n, k]), a router's
+    top-k experts per token (none of ``idle_experts``) and renormalised weights, its slots grouped by
+    ``moe_align_block_size`` with padding per ``block_m``; C checked against numpy (float64) from the top-k ids
+    directly, not from the sorted ids the yardstick reads."""
+    from pytest_rvtune.moe_align import moe_align_block_size
+
+    what = f"rvv_moe (M={m} E={experts} K={k} N={n} top_k={top_k} BLOCK_M={block_m})"
+    elf = build(MOE_SOURCE, workdir)
+    rng = np.random.default_rng(m * experts * k * n)
+    a = rng.random((m, k), dtype=np.float32) * 2 - 1
+    b = rng.random((experts, n, k), dtype=np.float32) * 2 - 1
+    logits = rng.standard_normal((m, experts))
+    logits[:, list(idle_experts)] = -np.inf
+    topk_ids = np.argsort(-logits, axis=1, kind="stable")[:, :top_k]
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    weights = np.take_along_axis(probs, topk_ids, axis=1)
+    weights = (weights / weights.sum(axis=1, keepdims=True)).astype(np.float32)
+    import torch
+
+    sorted_ids, expert_ids, post_padded = moe_align_block_size(torch.from_numpy(topk_ids), block_m, experts)
+    em = int(post_padded[0])
+    tag = f"moe_{m}x{experts}x{k}x{n}x{top_k}_{block_m}"
+    ids_paths = [workdir / f"{tag}_sorted_ids.bin", workdir / f"{tag}_expert_ids.bin"]
+    sorted_ids.numpy().astype("<i4").tofile(ids_paths[0])
+    expert_ids.numpy().astype("<i4").tofile(ids_paths[1])
+    out = workdir / f"{tag}_c.bin"
+    inputs = [_save(workdir / f"{tag}_{name}.bin", t) for name, t in (("a", a), ("b", b), ("w", weights))]
+    counts = _run(elf, [str(v) for v in (m, experts, k, n, top_k, em, block_m, REPS)]
+                  + [*inputs, *map(str, ids_paths), str(out)], "rvv_moe", what)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = np.einsum("tk,tsnk->tsn", a64, b64[topk_ids]) * weights.astype(np.float64)[:, :, None]
+    _check(what, "C", _load(out, (m, top_k, n)), want, atol=1e-4, rtol=1e-4)
+    return counts
+
+
+def moe_flops(m: int, k: int, n: int, top_k: int) -> float:
+    """Multiply-adds x 2 of a fused MoE launch: every valid (token, k) slot times its expert's [n, k] weights."""
+    return 2.0 * m * top_k * n * k
+
+
 def gemm_floor_insns_per_flop(rows: int = 3, lanes: int = FLOATS_PER_M8) -> float:
     """The GEMM floor, a computed figure: per K step of a ``rows`` x LMUL-8 register tile, one B vector load,
     one address add, and per row one scalar A load and one vfmacc.vf of ``lanes`` multiply-adds (2 FLOPs
@@ -175,8 +219,10 @@ __all__ = [
     "Counts",
     "YardstickError",
     "flash_attention",
+    "fused_moe",
     "gemm_floor_insns_per_flop",
     "layer_norm",
     "matmul",
+    "moe_flops",
     "softmax",
 ]

@@ -13,7 +13,8 @@ One table, one row per measurement, each with the load average when it was taken
   FLOP (matmul) or per element (softmax, layer_norm at the kernels' emu shapes) for the config with the
   fewest, against each hand-written RVV-intrinsics yardstick of ``pytest_rvtune/bench`` (same clang flags, same
   plugin, the whole call counted as ``launch_insns`` too, every output checked against numpy) and the GEMM
-  floor (a computed figure, bench/yardsticks.py); flash attention (non-causal, emu shape) per FLOP likewise.
+  floor (a computed figure, bench/yardsticks.py); flash attention (non-causal, emu shape) and fused MoE (emu
+  shape, the routing padded per the best config's BLOCK_SIZE_M) per FLOP likewise.
   ``est_cycles`` is printed beside the counts when the plugin gives it.
 
 Every kernel run also checks its answer against the kernel module's reference (a wrong answer is an error).
@@ -84,7 +85,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--skip-torch", action="store_true",
                    help="host: only matmul (no flash attention / fused MoE / softmax / layer_norm rows)")
     p.add_argument("--skip-rows", action="store_true",
-                   help="QEMU: only matmul (no softmax / layer_norm / flash attention rows)")
+                   help="QEMU: only matmul (no softmax / layer_norm / flash attention / fused MoE rows)")
     p.add_argument("--skip-qemu", action="store_true", help="no QEMU rows")
     p.add_argument("--json", type=Path, default=None, help="also write the rows as JSON to this file")
     p.set_defaults(func=run)
@@ -262,18 +263,20 @@ def host_flash_row(args: argparse.Namespace) -> Row:
 
 def host_moe_row(args: argparse.Namespace) -> Row:
     spec = _spec(args.kernels, "fused_moe")
-    configs = [{"BLOCK_SIZE_M": m, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk} for m, bn, bk in MOE_CANDIDATES]
-    configs = [c for c in configs if set(c) <= set(spec.configs[0].kwargs if hasattr(spec.configs[0], "kwargs")
-                                                    else spec.configs[0])]
-    base = dict(getattr(spec.configs[0], "kwargs", spec.configs[0]))
-    configs = [{**base, **c} for c in configs][:args.max_configs]
-    config, ours = _best_host(spec, "bench", configs, args.runs)
+    config, ours = _best_host(spec, "bench", moe_configs(spec)[:args.max_configs], args.runs)
     inputs = spec.make_inputs("bench", spec.variant_of(config))
     ref = _torch_seconds(torch_moe_fn(inputs), args.runs)
     case = spec.case("bench")
     shape = f"M={case['M']} E={case['E']} K={case['K']} N={case['N']} top_k={case['top_k']}"
     return Row("host", f"fused MoE ({shape}), ms", _short(config), f"{ours * 1e3:.3f}",
                f"{ref * 1e3:.3f} (torch, per-expert matmuls, 1 thread)", f"{ref / ours:.2f}x", "speed ours/ref")
+
+
+def moe_configs(spec: Any) -> list[dict[str, Any]]:
+    """MOE_CANDIDATES over the module's first config (its GROUP_SIZE_M etc.)."""
+    base = _module_configs(spec)[0]
+    configs = [{"BLOCK_SIZE_M": m, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk} for m, bn, bk in MOE_CANDIDATES]
+    return [{**base, **c} for c in configs if set(c) <= set(base)]
 
 
 def host_row_kernel_row(args: argparse.Namespace, name: str) -> Row:
@@ -376,6 +379,22 @@ def qemu_flash_rows(args: argparse.Namespace, workdir: Path) -> list[Row]:
                 f"{ipf / hand:.2f}x", f"insns ours/ref; {_cycles_note(ours, flops)}")]
 
 
+def qemu_moe_rows(args: argparse.Namespace, workdir: Path) -> list[Row]:
+    """Fused MoE at the module's emu shape: launch insns per FLOP (2 x valid slots x N x K) vs the hand-written
+    RVV kernel on the same routing (padding per the best config's BLOCK_SIZE_M)."""
+    spec = _spec(args.kernels, "fused_moe")
+    config, ours = _best_qemu(spec, "emu", moe_configs(spec)[:args.max_configs])
+    case = spec.case("emu", spec.variant_of(config))
+    m, e, k, n, top_k = (case[key] for key in ("M", "E", "K", "N", "top_k"))
+    flops = yardsticks.moe_flops(m, k, n, top_k)
+    hand = yardsticks.fused_moe(m, e, k, n, top_k, config["BLOCK_SIZE_M"], workdir,
+                                idle_experts=tuple(case["idle_experts"])).launch_insns / flops
+    ipf = ours["launch_insns"] / flops
+    return [Row(QEMU, f"fused MoE (M={m} E={e} K={k} N={n} top_k={top_k}), launch insns / FLOP", _short(config),
+                f"{ipf:.4f}", f"{hand:.4f} (hand-written RVV, B^T packed per expert, 3 slots x LMUL8)",
+                f"{ipf / hand:.2f}x", f"insns ours/ref; {_cycles_note(ours, flops)}")]
+
+
 def bench_rows(args: argparse.Namespace) -> list[Row]:
     from pytest_rvtune import paths
 
@@ -387,6 +406,7 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
         rows += qemu_rows(args, paths.cache_dir() / "bench_compiler")
         if not args.skip_rows:
             rows += qemu_flash_rows(args, paths.cache_dir() / "bench_compiler")
+            rows += qemu_moe_rows(args, paths.cache_dir() / "bench_compiler")
     return rows
 
 
@@ -404,5 +424,5 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["BenchError", "Row", "add_parser", "bench_rows", "launch_counts", "load_average", "numpy_matmul_seconds",
-           "run", "torch_softmax"]
+__all__ = ["BenchError", "Row", "add_parser", "bench_rows", "launch_counts", "load_average", "moe_configs",
+           "numpy_matmul_seconds", "run", "torch_softmax"]

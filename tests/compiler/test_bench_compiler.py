@@ -45,6 +45,10 @@ def test_bench_compiler_prints_one_table(tmp_path: Path, capsys: pytest.CaptureF
         assert 0.1 < float(row["reference"].split()[0]) < float(row["ours"])
     (flash,) = [r for r in qemu if r["what"].startswith("flash attention")]
     assert 1 / 64 < float(flash["reference"].split()[0]) < 10 and float(flash["ours"]) > 1 / 64
+    (moe,) = [r for r in qemu if r["what"].startswith("fused MoE (M=128 E=8 K=64 N=128 top_k=2)")]
+    # no hand-written GEMM beats the floor; ours is a whole launch too
+    assert yardsticks.gemm_floor_insns_per_flop() < float(moe["reference"].split()[0]) < 1
+    assert float(moe["ours"]) > yardsticks.gemm_floor_insns_per_flop()
 
 
 @pytest.mark.parametrize("variant", list(yardsticks.MATMUL_VARIANTS))
@@ -64,6 +68,27 @@ def test_row_yardsticks_are_right_under_qemu(tmp_path: Path, rows: int, cols: in
 def test_flash_yardstick_is_right_under_qemu(tmp_path: Path, causal: bool) -> None:
     # n = 70: a full and a partial 64-key block; d = 24: a head narrower than one LMUL-8 vector
     assert yardsticks.flash_attention(2, 70, 24, causal, tmp_path).launch_insns > 0
+
+
+@pytest.mark.parametrize(("m", "experts", "k", "n", "top_k", "block_m", "idle"), [
+    (13, 4, 20, 70, 2, 4, (2,)),  # an idle expert, a 70-feature row (64 + a tail), experts with 3k+1 / 3k+2 slots
+    (10, 3, 70, 24, 3, 8, ()),  # K longer than one LMUL-8 vector when the token rows are packed; top 3
+])
+def test_moe_yardstick_is_right_under_qemu(tmp_path: Path, m: int, experts: int, k: int, n: int, top_k: int,
+                                           block_m: int, idle: tuple[int, ...]) -> None:
+    counts = yardsticks.fused_moe(m, experts, k, n, top_k, block_m, tmp_path, idle_experts=idle)
+    assert counts.launch_insns > 0 and counts.vector_insns > 0
+
+
+def test_a_wrong_moe_yardstick_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of rvv_moe.c that drops the routing weight of a tile's third slot is caught by the numpy check."""
+    source = yardsticks.MOE_SOURCE.read_text()
+    good = "__riscv_vfmul_vf_f32m8(c2, w[slots[2]], vl)"
+    assert good in source
+    (tmp_path / "rvv_moe.c").write_text(source.replace(good, "c2"))
+    monkeypatch.setattr(yardsticks, "MOE_SOURCE", tmp_path / "rvv_moe.c")
+    with pytest.raises(yardsticks.YardstickError, match="differs from numpy"):
+        yardsticks.fused_moe(9, 2, 8, 16, 2, 4, tmp_path / "build")
 
 
 def test_a_wrong_yardstick_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
