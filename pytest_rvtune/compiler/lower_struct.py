@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import re
 
+from . import fusion
 from .emitter import FuncEmitter, Handler, Tier, Val, contiguous_strides, handles_into, numel
 from .lower_ops import (
     FLOAT_TYPES,
@@ -615,26 +616,27 @@ def _can_compute_in_place(f: FuncEmitter, src: Val, dst: Val, sources: list[Val]
     if s.start not in h.uses:  # the carried value is not even read where src is computed
         return True
     op = s.def_op
+    read_here = False
     for k, name in enumerate(op.operands):
         v = f.values.get(name)
-        if v is not None and v.sym is not None:
-            # a fused chain (fusion.Expr) is computed element for element: safe when it reads the carried value
-            # only at the same element (acc + d * d); any other symbolic operand (a pointer block) may read it
-            # through any view
-            leaves = v.sym.parts() if op.name != "tt.dot" and hasattr(v.sym, "children") else None
-            if leaves is None or any(x.storage is h and (not _identity(x) or x.shape != src.shape) for x in leaves):
-                return False
+        if v is None:
             continue
-        if v is None or v.storage is not h:
+        if v.sym is not None and not isinstance(v.sym, fusion.Expr):
+            return False  # a pointer block may read it through any view
+        # a fused element-wise chain (the dot's ``acc * alpha[:, None]``) reads its leaves where it is used
+        reads = v.sym.parts() if isinstance(v.sym, fusion.Expr) else [v]
+        hits = [x for x in reads if x.storage is h]
+        if not hits:
             continue
-        if not _identity(v) or v.shape != src.shape:
+        read_here = True
+        if any(not _identity(x) or x.shape != src.shape for x in hits):
             return False
         if op.name == "tt.dot" and k != 2:
             return False
         if op.name != "tt.dot" and op.name != "tt.load" and not is_elementwise(op.name):
             return False
     # it is read there: only safe when it is one of this op's own element-for-element operands
-    return any(f.values.get(name) is not None and f.values[name].storage is h for name in op.operands)
+    return read_here
 
 
 def assign(f: FuncEmitter, targets: list[Val], sources: list[Val], body_start: int | None = None) -> None:
