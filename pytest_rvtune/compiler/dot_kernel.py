@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import dot_rows
 from .emitter import FuncEmitter, Val, contiguous_strides
 from .fusion import Expr
 from .ttir import Block, Op
@@ -130,12 +131,17 @@ def lower_dot(f: FuncEmitter, op: Op) -> bool:
     if in_place is not None and b.offset == 0 and b.strides == contiguous_strides(b.shape):
         # B where it lies in memory when its load skipped the copy (ptr_analysis: wholly inside its mask)
         b_ptr, ldb = f"({in_place.flag} ? {in_place.at} : {b_ptr})", f"({in_place.flag} ? {in_place.ld} : {ldb})"
+    extents = _data_extents(f, op, (m, n, k))
+    # otherwise A's zero rows past a row mask tile (fused MoE's padding) are not computed
+    rows = dot_rows.live_rows(f, op, b_ptr, ldb, k, n) if extents is None else None
     f.emit(f"/* {out.expr} += dot({m}x{k}, {k}x{n}): register-blocked micro-kernel (rvtune_dot.h) */")
     args = f"{a_ptr}, {a.strides[0]}, {a.strides[1]}, {b_ptr}, {ldb}, {out.expr}, {n}"
-    extents = _data_extents(f, op, (m, n, k))
-    if extents is None:
-        f.emit(f"rv_dot_f32({m}, {n}, {k}, {args});")
-    else:  # masked tiles: only their data is multiplied (a ragged block's zero tail adds nothing)
+    if extents is not None:  # masked tiles: only their data is multiplied (a ragged block's zero tail adds nothing)
         f.emit(f"rv_dot_f32_part({m}, {n}, {k}, {', '.join(extents)}, {args});")
+    elif rows is None:
+        f.emit(f"rv_dot_f32({m}, {n}, {k}, {args});")
+    else:  # all rows through the call with the constant row count (clang specialises the tiles for it)
+        f.emit(f"if ({rows} == {m}) rv_dot_f32({m}, {n}, {k}, {args});")
+        f.emit(f"else rv_dot_f32({rows}, {n}, {k}, {args});")
     f.values[op.results[0]] = out
     return True
