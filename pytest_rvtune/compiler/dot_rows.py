@@ -90,7 +90,11 @@ def live_rows(f: FuncEmitter, dot: Op, b_ptr: str, ldb: str, k: int, n: int) -> 
     f.emit(f"int32_t {rows} = {m};")
     f.emit(f"while ({rows} > 0 && !{f.access(keep, [f'({rows} - 1)', '0'], '')}) --{rows};")
     # whole register tiles only (rows computed beyond the last kept one are exact too): no run-time tile height
+    f.emit("#if defined(__riscv_v)")
     f.emit(f"{rows} = ({rows} + {tile - 1}) / {tile} * {tile};")
+    f.emit("#else")
+    f.emit(f"{rows} = ({rows} + {HOST_TILE_ROWS - 1}) / {HOST_TILE_ROWS} * {HOST_TILE_ROWS};")
+    f.emit("#endif")
     with f.block(f"if ({rows} < {m})"):
         # 0 * b summed per column: NaN exactly where a skipped row's products would not all be zeros
         f.emit(f"float {zero}[{n}] = {{0}};")
@@ -106,10 +110,14 @@ def live_rows(f: FuncEmitter, dot: Op, b_ptr: str, ldb: str, k: int, n: int) -> 
     return rows
 
 
+#: rv_dot_f32's tile height on the host: 8 rows (AVX-512), 4 (plain C): a multiple of both.
+HOST_TILE_ROWS = 8
+
+
 def _tile_rows(n: int) -> int:
     """The row height of rv_dot_f32's register tile for an N-column dot on RVV (rvtune_dot.h's RV_DOT_PANELS:
     3 rows x 64 columns, 6 x 32, 8 x 16 or 8): a multiple of it keeps every tile a full one."""
     return 3 if n >= 64 else 6 if n >= 32 else 8
 
 
-__all__ = ["live_rows"]
+__all__ = ["HOST_TILE_ROWS", "live_rows"]

@@ -85,7 +85,8 @@ def test_skipped_rows_match_interpreter(isa: str, launches: dict[str, KernelCall
 
 def test_dot_runs_over_the_kept_rows_only_when_masked_rows_are_zeros() -> None:
     c = lower_kernel(routed_rows_kernel, _SIG, {"BM": 32, "BN": 64, "BK": 16}).c_source
-    assert "int32_t dot_rows_ = 32;" in c and "dot_rows_ = (dot_rows_ + 2) / 3 * 3;" in c
+    assert "int32_t dot_rows_ = 32;" in c and "dot_rows_ = (dot_rows_ + 2) / 3 * 3;" in c  # RVV: 3-row tiles
+    assert "dot_rows_ = (dot_rows_ + 7) / 8 * 8;" in c  # the host tiles
     assert "if (dot_rows_ == 32) rv_dot_f32(32, 64, 16," in c and "else rv_dot_f32(dot_rows_, 64, 16," in c
     c = lower_kernel(other_one_kernel, _SIG, {"BM": 16, "BN": 32, "BK": 16}).c_source
     assert "dot_rows_" not in c and "rv_dot_f32(16, 32, 16," in c
