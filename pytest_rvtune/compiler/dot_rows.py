@@ -81,7 +81,7 @@ def live_rows(f: FuncEmitter, dot: Op, b_ptr: str, ldb: str, k: int, n: int) -> 
     if other is None or other.name != "arith.constant" or not _POSITIVE_ZERO.match(other.props.get("value", "")):
         return None
     row_mask = _row_mask(path, load.operands[1], m, top)
-    if row_mask is None:
+    if row_mask is None or row_mask not in f.values:  # not lowered in a scope seen from here: leave it
         return None
     keep = f.get(row_mask)
     rows, zero = f.temp("dot_rows"), f.temp("zero_products")
