@@ -81,9 +81,13 @@ def live_rows(f: FuncEmitter, dot: Op, b_ptr: str, ldb: str, k: int, n: int) -> 
     if other is None or other.name != "arith.constant" or not _POSITIVE_ZERO.match(other.props.get("value", "")):
         return None
     row_mask = _row_mask(path, load.operands[1], m, top)
-    if row_mask is None or row_mask not in f.values:  # not lowered in a scope seen from here: leave it
+    keep = f.values.get(row_mask) if row_mask is not None else None
+    # a tile in memory (fused MoE's token_mask, computed from loaded ids) is read where it lies; a symbolic
+    # mask (ptr_analysis' ``offs_m[:, None] < M`` of matmul and flash attention) would be rebuilt per dot
+    # and already keeps the dot's rows in bounds: left alone (also a mask not lowered in a scope seen here)
+    if keep is None or keep.kind != "buf" or keep.sym is not None:
         return None
-    keep = f.get(row_mask)
+    f.touch(keep)
     rows, zero = f.temp("dot_rows"), f.temp("zero_products")
     tile = _tile_rows(n)
     f.emit("/* rows of A past the last one its row mask keeps are +0.0: skipped while B is finite (dot_rows.py) */")
