@@ -69,8 +69,8 @@ def launches() -> dict[str, KernelCall]:
     return {"routed 32x64": _call(routed_rows_kernel, 32, 64, 16, blocks, 40, rng),
             "routed 16x32": _call(routed_rows_kernel, 16, 32, 8, [16, 5, 0, 9], 20, rng),
             "routed, inf in B": _call(routed_rows_kernel, 32, 64, 16, blocks, 40, rng, np.inf),
-            "routed, NaN in B": _call(routed_rows_kernel, 16, 32, 8, [16, 5, 0, 9], 20, rng, np.nan),
-            "masked rows load 1.0": _call(other_one_kernel, 16, 32, 16, [16, 3, 0], 16, rng)}
+            "routed, NaN in B": _call(routed_rows_kernel, 16, 64, 8, [16, 5, 0, 9], 20, rng, np.nan),
+            "masked rows load 1.0": _call(other_one_kernel, 16, 64, 16, [16, 3, 0], 16, rng)}
 
 
 @pytest.mark.parametrize("isa", [HOST_ISA, RISCV_ISA])
@@ -88,5 +88,9 @@ def test_dot_runs_over_the_kept_rows_only_when_masked_rows_are_zeros() -> None:
     assert "int32_t dot_rows_ = 32;" in c and "dot_rows_ = (dot_rows_ + 2) / 3 * 3;" in c  # RVV: 3-row tiles
     assert "dot_rows_ = (dot_rows_ + 7) / 8 * 8;" in c  # the host tiles
     assert "if (dot_rows_ == 32) rv_dot_f32(32, 64, 16," in c and "else rv_dot_f32(dot_rows_, 64, 16," in c
-    c = lower_kernel(other_one_kernel, _SIG, {"BM": 16, "BN": 32, "BK": 16}).c_source
-    assert "dot_rows_" not in c and "rv_dot_f32(16, 32, 16," in c
+    c = lower_kernel(routed_rows_kernel, _SIG, {"BM": 16, "BN": 64, "BK": 8}).c_source
+    assert "int32_t dot_rows_ = 16;" in c
+    c = lower_kernel(routed_rows_kernel, _SIG, {"BM": 16, "BN": 32, "BK": 8}).c_source
+    assert "dot_rows_" not in c  # narrow B blocks: not worth the finiteness check
+    c = lower_kernel(other_one_kernel, _SIG, {"BM": 16, "BN": 64, "BK": 16}).c_source
+    assert "dot_rows_" not in c and "rv_dot_f32(16, 64, 16," in c
