@@ -132,8 +132,9 @@ def lower_dot(f: FuncEmitter, op: Op) -> bool:
         # B where it lies in memory when its load skipped the copy (ptr_analysis: wholly inside its mask)
         b_ptr, ldb = f"({in_place.flag} ? {in_place.at} : {b_ptr})", f"({in_place.flag} ? {in_place.ld} : {ldb})"
     extents = _data_extents(f, op, (m, n, k))
-    # otherwise A's zero rows past a row mask tile (fused MoE's padding) are not computed
-    rows = dot_rows.live_rows(f, op, b_ptr, ldb, k, n) if extents is None else None
+    rows = dot_rows.live_rows(f, op, b_ptr, ldb, k, n)  # A's zero rows past a row mask tile (fused MoE's padding)
+    if extents is not None and rows is not None:  # both: the data rows end at the nearer of the two
+        extents = (f"rv_min64({extents[0]}, {rows})", extents[1], extents[2])
     f.emit(f"/* {out.expr} += dot({m}x{k}, {k}x{n}): register-blocked micro-kernel (rvtune_dot.h) */")
     args = f"{a_ptr}, {a.strides[0]}, {a.strides[1]}, {b_ptr}, {ldb}, {out.expr}, {n}"
     if extents is not None:  # masked tiles: only their data is multiplied (a ragged block's zero tail adds nothing)
