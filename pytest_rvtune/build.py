@@ -56,15 +56,24 @@ class Disassembly:
 
     tc: Toolchain
     elf: Path  # in its content-addressed cache entry: the path names the content
-    symbols: tuple[str, ...]
+    shown: tuple[tuple[str, Path], ...]  # (kernel name, kernel object): each kernel's functions and its wrapper
+
+    def symbols(self) -> list[str]:
+        """The functions the .s shows. Read from the objects' symbol tables here, not at link time: a warm
+        session links nothing and reads no .s, and listing symbols per item was a third of its build time."""
+        symbols: dict[str, None] = {}
+        for name, obj in self.shown:
+            symbols.update(dict.fromkeys([name, *code_symbols(obj), f"{name}_wrap"]))
+        return list(symbols)
 
     def path(self) -> Path:
-        key = cache_key(kind="asm", version=BUILD_VERSION, elf=str(self.elf), symbols=self.symbols,
+        symbols = self.symbols()
+        key = cache_key(kind="asm", version=BUILD_VERSION, elf=str(self.elf), symbols=symbols,
                         objdump=tool_version(self.tc.objdump))
         name = f"{self.elf.name}.s"
 
         def build(tmp: Path) -> None:
-            disassemble(self.tc, self.elf, list(self.symbols), tmp / name)
+            disassemble(self.tc, self.elf, symbols, tmp / name)
 
         entry, _ = _cache().get_or_build("asm", key, build)
         return entry / name
@@ -218,10 +227,7 @@ def link_elf(tc: Toolchain, objects: Sequence[Path], symbol: str, cxx: bool,
         linker.link(list(objects), tmp / elf_name)
 
     entry, hit = _cache().get_or_build("elf", key, build)
-    symbols: dict[str, None] = {}
-    for name, obj in shown:
-        symbols.update(dict.fromkeys([name, *code_symbols(obj), f"{name}_wrap"]))
-    return entry / elf_name, Disassembly(tc, entry / elf_name, tuple(symbols)), hit
+    return entry / elf_name, Disassembly(tc, entry / elf_name, tuple(shown)), hit
 
 
 # ------------------------------------------------------------------------------------------ the item
