@@ -6,27 +6,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static float *read_floats(const char *path, size_t count) {
-    float *data = malloc(sizeof(float) * (count ? count : 1));
+/* `count` values of `size` bytes each, or exit 2 naming the file and what was expected. */
+static void *read_values(const char *path, size_t count, size_t size, const char *what) {
+    void *data = malloc(size * (count ? count : 1));
     FILE *f = fopen(path, "rb");
-    if (data == NULL || f == NULL || fread(data, sizeof(float), count, f) != count) {
-        fprintf(stderr, "cannot read %zu float32 values from %s\n", count, path);
+    if (data == NULL || f == NULL || fread(data, size, count, f) != count) {
+        fprintf(stderr, "cannot read %zu %s values from %s\n", count, what, path);
         exit(2);
     }
     fclose(f);
     return data;
 }
 
-static int *read_ints(const char *path, size_t count) {
-    int *data = malloc(sizeof(int) * (count ? count : 1));
-    FILE *f = fopen(path, "rb");
-    if (data == NULL || f == NULL || fread(data, sizeof(int), count, f) != count) {
-        fprintf(stderr, "cannot read %zu int32 values from %s\n", count, path);
-        exit(2);
-    }
-    fclose(f);
-    return data;
-}
+static float *read_floats(const char *path, size_t count) { return read_values(path, count, sizeof(float), "float32"); }
+
+static int *read_ints(const char *path, size_t count) { return read_values(path, count, sizeof(int), "int32"); }
 
 static void write_floats(const char *path, const float *data, size_t count) {
     FILE *f = fopen(path, "wb");

@@ -211,6 +211,17 @@ static inline void rvtune_store_int(rvtune_tensor *t, int64_t i, long long v) {
 }
 
 static inline int64_t rvtune_numel(const rvtune_tensor *t) { return t->rows * t->cols; }
+
+/* A golden tensor's name, file, type and shape, before its data is read (from the TXT or its data image). */
+static inline void rvtune_describe(rvtune_tensor *t, const char *name, const char *path, rvtune_dtype dt,
+                                   int64_t rows, int64_t cols) {
+    t->name = name;
+    t->path = path;
+    t->dtype = dt;
+    t->rows = rows;
+    t->cols = cols;
+    t->init = NULL;
+}
 static inline size_t rvtune_nbytes(const rvtune_tensor *t) {
     return (size_t)rvtune_numel(t) * rvtune_dtype_size(t->dtype);
 }
@@ -384,12 +395,7 @@ static inline int rvtune_read_image(rvtune_tensor *t, const char *name, const ch
     txt[kind_len[1]] = '\0';  /* kept for the tensor's life: messages name the TXT */
     long pad = (long)(-(8 + 16 + 8 + kind_len[1]) & 7);
     if (pad && fseek(f, pad, SEEK_CUR) != 0) rvtune_fail("%s:0: damaged data image (padding)", path);
-    t->name = name;
-    t->path = txt;
-    t->dtype = dt;
-    t->rows = dims[0];
-    t->cols = dims[1];
-    t->init = NULL;
+    rvtune_describe(t, name, txt, dt, dims[0], dims[1]);
     if (kind_len[0] == RVTUNE_IMAGE_FLOAT && rvtune_dtype_is_int(dt))
         rvtune_fail("%s:2: %s is an integer tensor, the file holds non-integer numbers", txt, name);
     if (kind_len[0] != RVTUNE_IMAGE_INT && kind_len[0] != RVTUNE_IMAGE_FLOAT)
@@ -446,12 +452,7 @@ static inline void rvtune_read_txt(rvtune_tensor *t, const char *name, const cha
     }
     if (dims[0] > 0 && dims[1] > (long long)(INT64_MAX / 8) / dims[0])
         rvtune_fail("%s:1: header `%lld %lld` declares more values than fit in memory", path, dims[0], dims[1]);
-    t->name = name;
-    t->path = path;
-    t->dtype = dt;
-    t->rows = dims[0];
-    t->cols = dims[1];
-    t->init = NULL;
+    rvtune_describe(t, name, path, dt, dims[0], dims[1]);
     rvtune_alloc_guarded(t, path);
     int64_t n = rvtune_numel(t), i = 0;
     int is_int = rvtune_dtype_is_int(dt);

@@ -63,9 +63,15 @@ def launches() -> dict[str, KernelCall]:
             "transposed 16x16": _call(transposed_acc_kernel, 16, 16, rng)}
 
 
+@pytest.fixture(scope="module")
+def expected(launches: dict[str, KernelCall]) -> list[list[np.ndarray]]:
+    """Triton's interpreter on every launch, once for both ISAs."""
+    return run_interpreter_many(list(launches.values()))
+
+
 @pytest.mark.parametrize("isa", [HOST_ISA, RISCV_ISA])
-def test_carried_accumulators_match_interpreter(isa: str, launches: dict[str, KernelCall]) -> None:
-    expected = run_interpreter_many(list(launches.values()))
+def test_carried_accumulators_match_interpreter(isa: str, launches: dict[str, KernelCall],
+                                                expected: list[list[np.ndarray]]) -> None:
     got = run_c_kernels(list(launches.values()), isa)
     for name, g, w in zip(launches, got, expected, strict=True):
         assert_match(g, w, what=f"{name} on {isa}", rtol=2e-5, atol=1e-4)

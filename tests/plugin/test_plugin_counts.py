@@ -77,8 +77,9 @@ def test_work_a_kernel_hands_to_libc_is_charged_to_the_launch(project: pytest.Py
 
 # Two configs of one function ((|x| + 1)^2), one with its work in libm (logf outside the kernel symbol, exp inside),
 # one with it all inside the kernel (a runtime loop of exact multiplications by one): the in-kernel count prefers
-# the libm config, the whole launch the other. (layer_norm was the issue's example of such a flip; since tiles are
-# zeroed without memset its configs no longer disagree, so the flip is built here on purpose.)
+# the libm config, the whole launch the other. (layer_norm was the issue's example of such a flip; since its tiles
+# are filled without memset and its where-masks and accumulators stay in the fused loops, its configs no longer
+# disagree, so the flip is built here on purpose.)
 FLIP_KERNEL = '''import torch
 import triton
 import triton.language as tl
