@@ -7,11 +7,12 @@ collected items, classifies each result where the exception is still at hand (th
 verdict to the controller in the report's ``user_properties``, which writes one JSON file.
 
 Verdicts: ``pass``; ``wrong`` (an AssertionError: Triton's tests compare results with numpy/torch asserts);
-``refused`` (the rvtune compiler or driver, or Triton's frontend on our options, refused the kernel with a
-named error); ``other`` (any other failure, a crashed kernel included: a crashed worker on the host, a
-``KernelCrashError`` under QEMU); ``skipped`` (the test skipped itself).
-An item *reached our lowering* when it compiled or launched a kernel through the driver, or our compiler or
-driver refused it: the issue's pass rate is taken over those.
+``refused`` (the rvtune compiler or driver, or Triton's frontend on our options, refused the kernel with a named
+error); ``gpu stage`` (the kernel compiled and ran, then the test read a GPU compiler stage such as ``asm["ttgir"]``
+or ``asm["ptx"]`` that a CPU backend has no counterpart of); ``other`` (any other failure, a crashed kernel
+included: a crashed worker on the host, a ``KernelCrashError`` under QEMU); ``skipped`` (the test skipped itself).
+An item *reached our lowering* when it compiled or launched a kernel through the driver, or our compiler or driver
+refused it: the issue's pass rate is taken over those.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ import pytest
 VERDICT = "rvtune_verdict"
 REACHED = "rvtune_reached_lowering"
 REASON = "rvtune_reason"
+
+#: Triton's ``CompiledKernel.asm`` raises this for a stage the backend does not have: the GPU stages here.
+_GPU_STAGE = re.compile(r"Unknown key: '(ttgir|llir|ptx|sass|cubin|amdgcn|hsaco)'")
 
 #: Frontend refusals that come from our backend's options (e.g. no fp8 types), not from a broken test.
 _FRONTEND_REFUSALS = re.compile(
@@ -183,6 +187,8 @@ def classify(exc: BaseException) -> tuple[str, bool]:
         return "refused", True
     if any(isinstance(e, CompilationError) and _FRONTEND_REFUSALS.search(str(e)) for e in chain):
         return "refused", False
+    if isinstance(exc, KeyError) and _GPU_STAGE.search(str(exc)):
+        return "gpu stage", False
     if isinstance(exc, AssertionError) and not _torch_internal(exc):
         return "wrong", False
     return "other", False

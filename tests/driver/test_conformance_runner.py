@@ -57,6 +57,12 @@ def test_refused(device):
     inline_asm[(1, )](torch.zeros(4, device=device), SIZE=4)
 
 
+def test_reads_a_gpu_stage(device):
+    h = add_one[(1, )](torch.zeros(4, device=device), torch.empty(4, device=device), SIZE=4)
+    assert "tt.load" in h.asm["ttir"]
+    assert "ld.global" in h.asm["ptx"]
+
+
 def test_other(device):
     raise RuntimeError("not a compiler problem")
 
@@ -92,14 +98,18 @@ def test_every_verdict_and_a_crash(tmp_path):
         "test_add[4]": "pass", "test_add[8]": "pass", "test_add[16]": "pass",
         "test_wrong_reference": "wrong", "test_refused": "refused", "test_other": "other",
         "test_skips_itself": "skipped", "test_crashes": "other", "test_no_kernel": "pass",
+        "test_reads_a_gpu_stage": "gpu stage",
     }
     # reached our lowering: the three adds, the wrong one and the refused one; not the test without a kernel
     assert [r["nodeid"].split("::")[-1] for r in results if r["reached_lowering"]] == [
-        "test_add[4]", "test_add[8]", "test_add[16]", "test_wrong_reference", "test_refused"]
+        "test_add[4]", "test_add[8]", "test_add[16]", "test_wrong_reference", "test_refused",
+        "test_reads_a_gpu_stage"]
     assert proc.returncode == 1  # a wrong result fails the run
     # the table: function, run, pass, wrong, refused, other, skipped
     assert "| test_add " in proc.stdout and "|     3 |      3 |       0 |" in proc.stdout
-    assert "items that reached our lowering: 5, passed 3 (60.00 %)" in proc.stdout, proc.stdout
+    assert "items that reached our lowering: 6, passed 3 (50.00 %)" in proc.stdout, proc.stdout
+    assert "without the 1 that read a GPU compiler stage: 5, passed 3 (60.00 %)" in proc.stdout
+    assert "KeyError: \"Unknown key: 'ptx'\"" in proc.stdout
     assert "test_core.py::test_wrong_reference: AssertionError: Not equal to tolerance" in proc.stdout
     assert "UnsupportedOpError: operation tt.elementwise_inline_asm: rvtune cannot lower it" in proc.stdout
     assert "the test process crashed" in proc.stdout
