@@ -276,3 +276,38 @@ def test_the_disassembly_is_made_only_when_read(matmul: KernelSpec):
     assert "matmul_kernel>:" in text and "matmul_kernel_wrap>:" in text
     assert set(cache.glob("asm/*/*/*.s")) - before == {art.asm}  # made now, in its own cache entry
     assert art.asm == art.asm and art.asm.read_text() == text  # once
+
+
+def test_the_gemm_panels_are_compiled_once_and_counted_as_the_kernels_own(matmul: KernelSpec,
+                                                                          matmul_rv: build.BuildArtifact,
+                                                                          tmp_path: Path) -> None:
+    """The RVV GEMM panels come from the runtime object (compiled once per toolchain), not from each kernel's
+    object; under QEMU their instructions are the kernel's (kernel_insns), as when they were inlined."""
+    from pytest_rvtune import paths
+    from pytest_rvtune.compiler.api import compile_kernel
+    from pytest_rvtune.compiler.runtime_object import KERNEL_HELPER_PREFIX
+    from pytest_rvtune.counters import parse_icount
+    from pytest_rvtune.targets.local import QemuTarget
+
+    launch = matmul.capture_launch("small", MATMUL_CONFIG)
+    ck = compile_kernel(matmul.kernel, launch.signature, launch.constexprs, RISCV_ISA)
+    other = compile_kernel(matmul.kernel, launch.signature,
+                           {**launch.constexprs, "BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 64}, RISCV_ISA)
+    assert ck.runtime_obj is not None and ck.runtime_obj in ck.objects and other.runtime_obj == ck.runtime_obj
+    assert any(s.startswith(KERNEL_HELPER_PREFIX) for s in build.code_symbols(ck.runtime_obj))
+    assert not any(s.startswith(KERNEL_HELPER_PREFIX) for s in build.code_symbols(ck.kernel_obj))
+    assert compile_kernel(matmul.kernel, launch.signature, launch.constexprs, HOST_ISA).runtime_obj is None
+
+    result = QemuTarget().run(matmul_rv.elf, [*RUN_OPTS, *map(str, matmul_rv.argv)], timeout=120,
+                              kernel_symbol=matmul_rv.kernel_symbol)
+    assert result.returncode == 0 and result.all_checks_ok
+    # the kernel symbol alone, as the plugin counts without helpers=: the panels' work is missing from it
+    out = tmp_path / "alone.txt"
+    proc = subprocess.run([*qemu_command(), "-plugin", f"{paths.icount_plugin()},out={out},symbol=matmul_kernel",
+                           str(matmul_rv.elf), *RUN_OPTS, *map(str, matmul_rv.argv)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    alone = parse_icount(out.read_text(), source=str(out))["kernel_insns"]
+    counted = result.counters["kernel_insns"] * result.counters["launches"]  # per launch -> the whole run
+    assert counted > 1.5 * alone  # the multiply-adds are in the panels
+    assert result.counters["kernel_insns"] <= result.counters["launch_insns"]

@@ -50,10 +50,10 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return elves
 
 
-def count(elf: Path, n: int, out: Path, symbol: str = "saxpy") -> dict[str, float]:
+def count(elf: Path, n: int, out: Path, symbol: str = "saxpy", more: str = "") -> dict[str, float]:
     plugin = paths.icount_plugin()
     assert plugin.is_file(), f"{plugin} missing: run `make setup`"
-    proc = subprocess.run([*qemu_command(), "-plugin", f"{plugin},out={out},symbol={symbol}", str(elf), str(n)],
+    proc = subprocess.run([*qemu_command(), "-plugin", f"{plugin},out={out},symbol={symbol}{more}", str(elf), str(n)],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert float(proc.stdout) == 1 + 2 * (n - 1)  # the program computed the right answer under the plugin
@@ -86,6 +86,17 @@ def test_symbol_count_scales_with_the_loop_and_repeats_exactly(programs: dict[st
 def test_unknown_symbol_counts_nothing_in_the_kernel(programs: dict[str, Path], tmp_path: Path) -> None:
     counts = count(programs["vector"], 64, tmp_path / "x.txt", symbol="no_such_function")
     assert counts["kernel_insns"] == 0 and counts["insns"] > 0
+
+
+def test_helpers_prefix_counts_those_functions_as_the_kernels_own(programs: dict[str, Path], tmp_path: Path) -> None:
+    # helpers=<prefix>: the compiler runtime's precompiled functions a kernel calls (the GEMM panels) are counted
+    # in kernel_insns; here main is "the kernel" and saxpy the helper it calls
+    main_only = count(programs["vector"], 512, tmp_path / "m.txt", symbol="main")["kernel_insns"]
+    saxpy_only = count(programs["vector"], 512, tmp_path / "s.txt")["kernel_insns"]
+    both = count(programs["vector"], 512, tmp_path / "b.txt", symbol="main", more=",helpers=sax")
+    assert both["kernel_insns"] == main_only + saxpy_only and saxpy_only > 0 and main_only > 0
+    assert count(programs["vector"], 512, tmp_path / "n.txt", symbol="main",
+                 more=",helpers=no_such_")["kernel_insns"] == main_only
 
 
 def test_bad_plugin_argument_is_refused(programs: dict[str, Path], tmp_path: Path) -> None:

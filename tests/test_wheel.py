@@ -44,6 +44,7 @@ PACKAGE_DATA = (
     "pytest_rvtune/targets/die_with_parent.c",
     "pytest_rvtune/compiler/runtime/rvtune_rt.h",
     "pytest_rvtune/compiler/runtime/rvtune_dot.h",
+    "pytest_rvtune/compiler/runtime/rvtune_dot_panels.c",
     "pytest_rvtune/harness/rvtune_harness.h",
     "pytest_rvtune/harness/formats/triton-rvv.toml",
 )

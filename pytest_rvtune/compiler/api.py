@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_rvtune import paths
-from pytest_rvtune.compiler import launcher, pch
+from pytest_rvtune.compiler import launcher, pch, runtime_object
 from pytest_rvtune.compiler.cache import BuildCache, cache_key
 from pytest_rvtune.toolchain import ISAS, RISCV_ISA, Toolchain
 
@@ -36,7 +36,7 @@ RUNTIME_DIR = COMPILER_DIR / "runtime"
 
 #: Flags added to the toolchain's for generated code. No -fwrapv: the lowering computes integer ops in
 #: unsigned types (defined wrap-around), and -fwrapv would stop clang widening 32-bit loop indices.
-KERNEL_CFLAGS: tuple[str, ...] = ("-I", str(RUNTIME_DIR))
+KERNEL_CFLAGS: tuple[str, ...] = ("-I", str(RUNTIME_DIR), *runtime_object.EXTERN_CFLAGS)
 
 #: Warnings are noise for generated code (unused values after CSE etc.); clang errors still fail the build.
 _QUIET = ("-w",)
@@ -44,13 +44,13 @@ _QUIET = ("-w",)
 
 @functools.cache
 def compiler_source_hash() -> str:
-    """Hash of the compiler package sources (Python and the C runtime header).
+    """Hash of the compiler package sources (Python and the C runtime: its headers and its precompiled part).
 
     Part of every cache key (and of the Triton backend's hash), so editing the lowering invalidates cached
     builds even when nobody remembered to bump LOWERING_VERSION.
     """
     digest = hashlib.sha256()
-    for path in sorted([*COMPILER_DIR.glob("*.py"), *RUNTIME_DIR.glob("*.h")]):
+    for path in sorted([*COMPILER_DIR.glob("*.py"), *RUNTIME_DIR.glob("*.h"), *RUNTIME_DIR.glob("*.c")]):
         digest.update(path.relative_to(COMPILER_DIR).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -70,6 +70,7 @@ class CompiledKernel:
     kernel_obj: Path
     launcher_obj: Path
     consts_obj: Path | None  # None when not asked for (compile_kernel's consts_object=False)
+    runtime_obj: Path | None  # the runtime's precompiled part (runtime_object.py), None on the host
     header: Path  # <name>_launcher.h: prototypes, wrap, extern block constants (config-independent)
     blk_constants: Path  # blk_constants.json of this config
     params: tuple[Any, ...]  # lower.Param of each non-constexpr argument, in order
@@ -85,7 +86,8 @@ class CompiledKernel:
     @property
     def objects(self) -> list[Path]:
         """Everything to link with a harness object into an ELF."""
-        return [self.kernel_obj, self.launcher_obj, *([self.consts_obj] if self.consts_obj else [])]
+        return [self.kernel_obj, self.launcher_obj, *([self.consts_obj] if self.consts_obj else []),
+                *([self.runtime_obj] if self.runtime_obj else [])]
 
 
 def config_label(constexprs: Mapping[str, Any]) -> str:
@@ -207,6 +209,10 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[st
             consts_obj, consts_hit = _consts_object(cache, tc, name, constexprs)
         except Exception as e:
             raise _fail(name, constexprs, isa, "compiling the block constants", e) from e
+    try:
+        runtime_obj = runtime_object.runtime_object(cache, tc, (*KERNEL_CFLAGS, *_QUIET), compiler_source_hash())
+    except Exception as e:
+        raise _fail(name, constexprs, isa, f"compiling the runtime ({runtime_object.SOURCE_NAME})", e) from e
     return CompiledKernel(
         name=name, isa=isa, config=constexprs,
         ttir=(kernel_dir / f"{name}.ttir").read_text(),
@@ -214,6 +220,7 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[st
         kernel_obj=kernel_dir / f"{name}.o",
         launcher_obj=launcher_dir / f"{name}_launcher.o",
         consts_obj=consts_obj,
+        runtime_obj=runtime_obj,
         header=launcher_dir / sources.header_name,
         blk_constants=kernel_dir / "blk_constants.json",
         params=params,

@@ -146,7 +146,8 @@ def build_external_elf(isa: str, kernels: Sequence[KernelObjects], main_cpp: Pat
         obj, hit = _source_object(tc, src, flags, where, kernels)
         objects.append(obj)
         hits.append(hit)
-    kernel_objects = [o for k in kernels for o in k.objects]
+    # each kernel's objects, the runtime object they share once (two copies would be duplicate symbols)
+    kernel_objects = list(dict.fromkeys(o for k in kernels for o in k.objects))
     try:
         elf, disassembly, hit = link_elf(tc, [*kernel_objects, *objects], main_cpp.stem, cxx=True,
                                          kernels=[(k.name, k.kernel_obj) for k in kernels])

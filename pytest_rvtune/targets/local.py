@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from pytest_rvtune import paths, timing_model
+from pytest_rvtune.compiler.runtime_object import KERNEL_HELPER_PREFIX
 from pytest_rvtune.counters import parse_perf_stat_csv, read_icount_file
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
@@ -170,11 +171,13 @@ def launcher_symbol(kernel_symbol: str) -> str:
 
 def plugin_argument(plugin: Path, out: Path, kernel_symbol: str | None, blocks: Path,
                     with_timing_model: bool = False) -> str:
-    """QEMU's -plugin value: counts to ``out``; with a kernel, its launch window; with the timing model, also the
+    """QEMU's -plugin value: counts to ``out``; with a kernel, its launch window and the kernel's instructions
+    (its own function and the compiler runtime's precompiled parts it calls); with the timing model, also the
     per-block counts it needs (``blocks``) and the K1 data-cache model (timing_model.K1_L1D/K1_L2)."""
     argument = f"{plugin},out={out}"
     if kernel_symbol:
-        argument += f",symbol={kernel_symbol},launch={launcher_symbol(kernel_symbol)}"
+        argument += (f",symbol={kernel_symbol},launch={launcher_symbol(kernel_symbol)}"
+                     f",helpers={KERNEL_HELPER_PREFIX}")
         if with_timing_model:
             argument += (f",blocks={blocks}"
                          f",l1d={timing_model.K1_L1D.plugin_arg()},l2={timing_model.K1_L2.plugin_arg()}")

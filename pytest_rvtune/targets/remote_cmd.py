@@ -168,11 +168,12 @@ def split_perf(stderr: str) -> tuple[str, str, str]:
 _SAMPLE = re.compile(r"^\s*(\d+)\s+(\S+):\s+[0-9a-f]+\s*(\S*)")
 
 
-def parse_perf_script(text: str, symbol: str | None = None) -> dict[str, float]:
+def parse_perf_script(text: str, symbol: str | None = None, helpers: str | None = None) -> dict[str, float]:
     """``perf script -F event,period,ip,sym`` lines -> ``{"<event> (perf record)": summed period}``.
 
-    With ``symbol`` only samples in that function count (as the seeds' ``perf report -S <kernel>``). An
-    event without any sample is absent (missing), not zero.
+    With ``symbol`` only samples in that function count (as the seeds' ``perf report -S <kernel>``), and in
+    functions whose name starts with ``helpers`` (the compiler runtime's precompiled parts of kernels: only
+    kernels call them). An event without any sample is absent (missing), not zero.
     """
     seen: set[str] = set()
     totals: dict[str, float] = {}
@@ -183,7 +184,7 @@ def parse_perf_script(text: str, symbol: str | None = None) -> dict[str, float]:
         period, event, sym = int(match.group(1)), match.group(2), match.group(3)
         key = f"{event} (perf record)"
         seen.add(key)
-        if symbol is None or sym == symbol:
+        if symbol is None or sym == symbol or (helpers is not None and sym.startswith(helpers)):
             totals[key] = totals.get(key, 0.0) + period
     return {key: totals.get(key, 0.0) for key in sorted(seen)}
 

@@ -36,6 +36,7 @@ except ImportError as exc:  # the [boards] extra
     raise missing_extra("asyncssh", "boards", "RISC-V boards over SSH") from exc
 
 from pytest_rvtune import paths
+from pytest_rvtune.compiler.runtime_object import KERNEL_HELPER_PREFIX
 from pytest_rvtune.counters import parse_perf_stat_csv
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.hashing import sha256_file
@@ -530,7 +531,8 @@ class SshTarget:
         if not outcome.timed_out:
             counters.update(parse_perf_stat_csv(perf_csv))
             # Under an emulator the board's perf sees the emulator's symbols, never the kernel's.
-            counters.update(parse_perf_script(samples, None if cfg.exec_prefix else kernel_symbol))
+            counters.update(parse_perf_script(samples, None if cfg.exec_prefix else kernel_symbol,
+                                              helpers=KERNEL_HELPER_PREFIX))
         return RunResult(
             returncode=outcome.returncode, samples_ns=parsed.samples_ns, checks=parsed.checks,
             counters=counters, launches=parsed.launches,

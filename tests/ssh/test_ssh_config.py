@@ -198,6 +198,10 @@ def test_perf_script_samples_sum_per_event_and_symbol():
     assert in_kernel == {"l2_access:u (perf record)": 100.0, "l2_miss:u (perf record)": 50.0,
                          "l2_store_access:u (perf record)": 0.0}  # sampled, none in the kernel: a real 0
     assert "l2_load_access:u (perf record)" not in in_kernel  # never sampled: missing, not zero
+    # the runtime's GEMM panels the kernel calls are its own work
+    panels = text + " 25 l2_miss:u:  3fe000 rv_dot_panel_m8\n"
+    assert parse_perf_script(panels, "matmul_kernel", helpers="rv_dot_panel_")["l2_miss:u (perf record)"] == 75.0
+    assert parse_perf_script(panels, "matmul_kernel")["l2_miss:u (perf record)"] == 50.0
 
 
 def test_isa_letters_and_worker_index():

@@ -267,25 +267,52 @@ RV_DEF_TILE_V(2, U2)
 RV_DEF_TILE_V(1, U1)
 #undef RV_DEF_TILE_V
 
-/* One column panel at LMUL LM, rows [0, m): full MR-row tiles, then the rows left over as one tile of a
- * compile-time height (a switch: m is a run-time extent). The tile loop stays a loop (see RV_DOT_PANEL). */
-#define RV_DOT_PANEL_V(LM, MR)                                                                            \
-    do {                                                                                                 \
+/* One column panel at LMUL LM, rows [0, m): full MR-row tiles, then the rows left over as at most three tiles of
+ * 4, 2 and 1 rows (m is a run-time extent; every tile height is a compile-time MR, so each is a separate copy of
+ * the tile, and powers of two need 4 copies per LMUL where one per height needed 8). The tile loop stays a loop
+ * (see RV_DOT_PANEL). */
+#define RV_DEF_PANEL_V(LM, MR)                                                                            \
+    RV_INLINE void rv_dot_panel_inline_m##LM(int m, int k, const float *A, long sam, long sak, const float *B, \
+                                             long ldb, float *C, long ldc, size_t vl) {                   \
         int i = 0;                                                                                       \
         RV_TILE_LOOP                                                                                     \
         for (; i + (MR) <= m; i += (MR))                                                                 \
-            rv_dot_tile_m##LM(MR, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl);       \
-        switch (m - i) {                                                                                 \
-        case 7: if (7 < (MR)) rv_dot_tile_m##LM(7, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
-        case 6: if (6 < (MR)) rv_dot_tile_m##LM(6, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
-        case 5: if (5 < (MR)) rv_dot_tile_m##LM(5, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
-        case 4: if (4 < (MR)) rv_dot_tile_m##LM(4, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
-        case 3: if (3 < (MR)) rv_dot_tile_m##LM(3, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
-        case 2: if (2 < (MR)) rv_dot_tile_m##LM(2, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
-        case 1: rv_dot_tile_m##LM(1, k, A + i * sam, sam, sak, B + j, ldb, C + i * ldc + j, ldc, vl); break; \
-        default: break;                                                                                  \
+            rv_dot_tile_m##LM(MR, k, A + i * sam, sam, sak, B, ldb, C + i * ldc, ldc, vl);               \
+        if ((MR) > 4 && m - i >= 4) {                                                                    \
+            rv_dot_tile_m##LM(4, k, A + i * sam, sam, sak, B, ldb, C + i * ldc, ldc, vl);                \
+            i += 4;                                                                                      \
         }                                                                                                \
-    } while (0)
+        if ((MR) > 2 && m - i >= 2) {                                                                    \
+            rv_dot_tile_m##LM(2, k, A + i * sam, sam, sak, B, ldb, C + i * ldc, ldc, vl);                \
+            i += 2;                                                                                      \
+        }                                                                                                \
+        if (m - i >= 1) rv_dot_tile_m##LM(1, k, A + i * sam, sam, sak, B, ldb, C + i * ldc, ldc, vl);     \
+    }
+RV_DEF_PANEL_V(8, 3)
+RV_DEF_PANEL_V(4, 7)
+RV_DEF_PANEL_V(2, 8)
+RV_DEF_PANEL_V(1, 8)
+#undef RV_DEF_PANEL_V
+
+/* The panels are most of a kernel's compile time (each is several copies of an unrolled tile). A kernel built by
+ * compiler/api.py is compiled with RV_DOT_PANELS_EXTERN and calls the copies in the runtime object
+ * (rvtune_dot_panels.c, compiled once per toolchain, specialised there for the usual A row strides); a kernel C
+ * compiled alone keeps them inline. One call per panel and K block: a few instructions against the panel's
+ * K x (1 + 2 MR). Their names start with "rv_dot_panel_" (runtime_object.KERNEL_HELPER_PREFIX): the instruction
+ * counter counts them as the kernel's own (kernel_insns). */
+#define RV_DECL_PANEL_V(LM)                                                                               \
+    void rv_dot_panel_m##LM(int m, int k, const float *A, long sam, long sak, const float *B, long ldb,  \
+                            float *C, long ldc, size_t vl);
+RV_DECL_PANEL_V(8)
+RV_DECL_PANEL_V(4)
+RV_DECL_PANEL_V(2)
+RV_DECL_PANEL_V(1)
+#undef RV_DECL_PANEL_V
+#if defined(RV_DOT_PANELS_EXTERN)
+#define RV_DOT_PANEL_CALL(LM) rv_dot_panel_m##LM(m, k, A, sam, sak, B + j, ldb, C + j, ldc, vl)
+#else
+#define RV_DOT_PANEL_CALL(LM) rv_dot_panel_inline_m##LM(m, k, A, sam, sak, B + j, ldb, C + j, ldc, vl)
+#endif
 
 /* Column panels over [0, n): the widest LMUL whose half is still exceeded by the columns left (so a 32-wide
  * rest runs as LMUL 4 with 7 rows, not LMUL 8 at half width with 3), vl = the columns left, at most one
@@ -294,21 +321,21 @@ RV_DEF_TILE_V(1, U1)
     if (N > 32)                                                                                          \
         for (; n - j > 32; j += 64) {                                                                    \
             const size_t vl = __riscv_vsetvl_e32m8((size_t)(n - j));                                     \
-            RV_DOT_PANEL_V(8, 3);                                                                        \
+            RV_DOT_PANEL_CALL(8);                                                                        \
         }                                                                                                \
     if (N > 16)                                                                                          \
         for (; n - j > 16; j += 32) {                                                                    \
             const size_t vl = __riscv_vsetvl_e32m4((size_t)(n - j));                                     \
-            RV_DOT_PANEL_V(4, 7);                                                                        \
+            RV_DOT_PANEL_CALL(4);                                                                        \
         }                                                                                                \
     if (N > 8)                                                                                           \
         for (; n - j > 8; j += 16) {                                                                     \
             const size_t vl = __riscv_vsetvl_e32m2((size_t)(n - j));                                     \
-            RV_DOT_PANEL_V(2, 8);                                                                        \
+            RV_DOT_PANEL_CALL(2);                                                                        \
         }                                                                                                \
     for (; j < n; j += 8) {                                                                              \
         const size_t vl = __riscv_vsetvl_e32m1((size_t)(n - j));                                         \
-        RV_DOT_PANEL_V(1, 8);                                                                            \
+        RV_DOT_PANEL_CALL(1);                                                                            \
     }
 #elif defined(__AVX512F__)
 RV_DOT_TILE(rv_dot_tile_2x16, rv_vf16, 8, 2, 1)

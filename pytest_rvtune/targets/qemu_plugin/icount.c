@@ -1,12 +1,14 @@
 /*
  * libicount: a QEMU (7.2 plugin API) instruction counter for pytest-rvtune.
  *
- *   qemu-riscv64 -plugin libicount.so,out=<file>,symbol=<kernel>,launch=<launcher> ELF ...
+ *   qemu-riscv64 -plugin libicount.so,out=<file>,symbol=<kernel>,launch=<launcher>[,helpers=<prefix>] ELF ...
  *
  * At exit it writes one line to <file>:
  *   insns=<n> vector_insns=<n> kernel_insns=<n> launches=<n> [launch_insns=<n>]
  * insns: every executed guest instruction; vector_insns: executed RVV instructions; kernel_insns: executed
- * instructions whose address lies inside the ELF symbol <kernel> (the kernel function).
+ * instructions whose address lies inside the ELF symbol <kernel> (the kernel function) or inside a function whose
+ * name starts with <prefix> (the compiler runtime's precompiled parts of kernels, e.g. the GEMM panels, which only
+ * kernels call).
  * launches: completed calls of the function <launcher> (`<kernel>_wrap`); launch_insns: every guest instruction
  * executed, on any thread, while a launch was running, i.e. from the launcher's first instruction to the
  * caller's instruction after the call. That covers the grid walk, the kernel, the libc calls the generated code
@@ -49,6 +51,8 @@ static uint64_t vector_insns;
 static uint64_t kernel_insns;
 static const char *out_path;
 static const char *symbol;
+static const char *helpers; /* name prefix of functions counted as the kernel's own */
+static size_t helpers_len;
 
 /* The launch window (see the header comment). */
 static const char *launch_symbol;
@@ -501,7 +505,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         if (symbol != NULL) {
             /* Lookup happens once per translation, not per execution: cheap enough. */
             const char *name = qemu_plugin_insn_symbol(insn);
-            if (name != NULL && strcmp(name, symbol) == 0) {
+            if (name != NULL &&
+                (strcmp(name, symbol) == 0 || (helpers != NULL && strncmp(name, helpers, helpers_len) == 0))) {
                 qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &kernel_insns,
                                                            1);
             }
@@ -552,6 +557,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             out_path = argv[i] + 4;
         } else if (strncmp(argv[i], "symbol=", 7) == 0) {
             symbol = argv[i][7] != '\0' ? argv[i] + 7 : NULL;
+        } else if (strncmp(argv[i], "helpers=", 8) == 0) {
+            helpers = argv[i][8] != '\0' ? argv[i] + 8 : NULL;
+            helpers_len = helpers != NULL ? strlen(helpers) : 0;
         } else if (strncmp(argv[i], "launch=", 7) == 0) {
             launch_symbol = argv[i][7] != '\0' ? argv[i] + 7 : NULL;
         } else if (strncmp(argv[i], "blocks=", 7) == 0) {
@@ -566,7 +574,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             }
         } else {
             fprintf(stderr, "libicount: unknown argument '%s' (expected out=<file>,symbol=<name>,launch=<name>,"
-                    "blocks=<file>,l1d=<bytes>:<ways>:<line>,l2=<bytes>:<ways>:<line>)\n", argv[i]);
+                    "helpers=<prefix>,blocks=<file>,l1d=<bytes>:<ways>:<line>,l2=<bytes>:<ways>:<line>)\n", argv[i]);
             return -1;
         }
     }
