@@ -37,8 +37,8 @@ VERDICTS = ("pass", "wrong", "refused", "gpu stage", "other", "skipped")
 
 
 def run_tests(test_file: Path, target: str, sample: int, seed: int, workers: int, keyword: str | None,
-              timeout: float | None, shuffle: bool = False,
-              stop_after: float | None = None) -> tuple[list[dict[str, Any]], bool]:
+              timeout: float | None, shuffle: bool = False, stop_after: float | None = None,
+              torch_cpu_matmul: bool = False) -> tuple[list[dict[str, Any]], bool]:
     """Run the file under pytest with the driver active: the verdict of every item run, and whether it was
     stopped early.
 
@@ -60,6 +60,8 @@ def run_tests(test_file: Path, target: str, sample: int, seed: int, workers: int
             cmd += ["-k", keyword]
         if shuffle:
             cmd += ["--conformance-shuffle"]
+        if torch_cpu_matmul:
+            cmd += ["--conformance-torch-cpu-matmul"]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), str(REPO), env.get("PYTHONPATH")) if p)
         # A runner started in the background by a shell (`cmd &`) inherits SIGINT ignored, and so would pytest:
@@ -126,19 +128,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-after", type=float, default=None,
                         help="interrupt the run after this many seconds and report the items that finished "
                              "(with --shuffle: a random sample of the file)")
+    parser.add_argument("--torch-cpu-matmul", action="store_true",
+                        help="references from torch's own CPU fp16/bf16 matmul (fp32 sums in torch's order) "
+                             "instead of exact ones (triton_conformance_plugin.exact_half_matmul)")
     parser.add_argument("--json", type=Path, help="also write every item's verdict here")
     args = parser.parse_args(argv)
     if not args.test_file.is_file():
         parser.error(f"{args.test_file}: no such file (pass the path of Triton's test_core.py)")
 
     results, stopped = run_tests(args.test_file.resolve(), args.target, args.sample, args.seed, args.workers,
-                        args.keyword, args.timeout, args.shuffle, args.stop_after)
+                        args.keyword, args.timeout, args.shuffle, args.stop_after, args.torch_cpu_matmul)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
     print(f"\n{args.test_file} on {args.target}"
           + (f" (sample of {args.sample}, seed {args.seed})" if args.sample else "")
           + (f" (random order, seed {args.seed})" if args.shuffle else "")
           + (f": stopped after {args.stop_after:.0f} s, {len(results)} items finished" if stopped else ""))
+    print("references: torch.matmul on CPU fp16/bf16 tensors as torch computes it (fp32 sums, torch's order)"
+          if args.torch_cpu_matmul else
+          "references: torch.matmul on CPU fp16/bf16 tensors exact, rounded once (--torch-cpu-matmul: torch's own)")
     print(tabulate(summary_rows(results), headers=["test function", "run", *VERDICTS], tablefmt="github"))
     passed, reached = reached_pass_rate(results)
     if reached:

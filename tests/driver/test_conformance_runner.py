@@ -207,3 +207,31 @@ def test_stop_after_reports_the_items_that_finished_in_random_order(tmp_path):
     results = json.loads(out.read_text())
     assert all(r["verdict"] == "pass" and r["function"] == "test_quick" for r in results), results
     assert proc.returncode == 0
+
+
+def test_half_precision_references_are_exact_products_rounded_once(monkeypatch):
+    # the runner's references for torch.matmul on CPU fp16/bf16 tensors (exact_half_matmul): every element is the
+    # exact product rounded once to the dtype; other calls are torch's own
+    import torch
+
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+    try:
+        import triton_conformance_plugin as plugin
+    finally:
+        sys.path.pop(0)
+    original = torch.matmul
+    monkeypatch.setattr(torch, "matmul", original)  # restored after the test
+    plugin.exact_half_matmul()
+    plugin.exact_half_matmul()  # a second call does not wrap the wrapper
+    assert torch.matmul is not original and torch.matmul._rvtune_exact
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float16, torch.bfloat16):
+        # products up to 2^12 summing to small values: fp32 sums in another order are off in the last bits
+        a = (torch.randn(32, 128, generator=g) * 64).to(dtype)
+        b = (torch.randn(128, 32, generator=g) * 64).to(dtype)
+        got = torch.matmul(a, b)
+        assert got.dtype == dtype
+        exact = (a.double() @ b.double()).to(dtype)
+        assert torch.equal(got, exact)
+    x, y = torch.randn(8, 8, generator=g), torch.randn(8, 8, generator=g)
+    assert torch.equal(torch.matmul(x, y), original(x, y))  # fp32: torch's own
