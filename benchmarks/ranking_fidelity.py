@@ -272,6 +272,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="write every figure here")
     parser.add_argument("--statistic", choices=sorted(STATISTICS), default="median",
                         help="a config's time from its samples (default median)")
+    parser.add_argument("--count-only", action="store_true",
+                        help="build and count, time nothing: counts do not depend on the load and are cached, so "
+                             "a busy machine can fill the cache and a quiet one time later")
     parser.add_argument("--reanalyse", type=Path, nargs="+", default=None, metavar="JSON",
                         help="measure nothing: print the table of earlier --json files (e.g. with --statistic min)")
     args = parser.parse_args()
@@ -307,6 +310,10 @@ def main() -> int:
                     if error:
                         print(f"  {kernel}/{case} {c.config_id}: not counted: {error}", flush=True)
             counted = time.time()
+            if args.count_only:
+                print(f"{kernel}/{case}: {len(configs)} configs; build {built - started:.0f} s, count "
+                      f"{counted - built:.0f} s (cached in {COUNTS_CACHE}); load {loadavg()}", flush=True)
+                continue
             rng = random.Random(19)
             for _ in range(args.rounds):
                 time_round(configs, args.runs, args.warmup, args.span, args.timeout, rng)
@@ -320,6 +327,8 @@ def main() -> int:
             results[f"{kernel}/{case}"] = {"rows": rows, "configs": [
                 {"config": c.config_id, "problem": c.problem, "median_ns": median_time(c), "counters": c.counters,
                  "samples_ns": c.samples} for c in configs]}
+    if args.count_only:
+        return 0
     print_table(table, args.statistic)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
