@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pytest_rvtune.compiler.cache import BuildCache, cache_key
+from pytest_rvtune.compiler.runtime_object import KERNEL_HELPER_PREFIX
 from pytest_rvtune.harness import HEADER, HEADER_DIR
 from pytest_rvtune.harness import generate as generic
 from pytest_rvtune.hashing import sha256_file
@@ -59,11 +60,13 @@ class Disassembly:
     shown: tuple[tuple[str, Path], ...]  # (kernel name, kernel object): each kernel's functions and its wrapper
 
     def symbols(self) -> list[str]:
-        """The functions the .s shows. Read from the objects' symbol tables here, not at link time: a warm
-        session links nothing and reads no .s, and listing symbols per item was a third of its build time."""
+        """The functions the .s shows: each kernel's, its wrapper, and the runtime object's GEMM panels the
+        kernels call (their inner loops). Read from the symbol tables here, not at link time: a warm session
+        links nothing and reads no .s, and listing symbols per item was a third of its build time."""
         symbols: dict[str, None] = {}
         for name, obj in self.shown:
             symbols.update(dict.fromkeys([name, *code_symbols(obj), f"{name}_wrap"]))
+        symbols.update(dict.fromkeys(s for s in code_symbols(self.elf) if s.startswith(KERNEL_HELPER_PREFIX)))
         return list(symbols)
 
     def path(self) -> Path:

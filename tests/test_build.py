@@ -297,6 +297,9 @@ def test_the_gemm_panels_are_compiled_once_and_counted_as_the_kernels_own(matmul
     assert any(s.startswith(KERNEL_HELPER_PREFIX) for s in build.code_symbols(ck.runtime_obj))
     assert not any(s.startswith(KERNEL_HELPER_PREFIX) for s in build.code_symbols(ck.kernel_obj))
     assert compile_kernel(matmul.kernel, launch.signature, launch.constexprs, HOST_ISA).runtime_obj is None
+    # the item's .s shows the panels' code with the kernel's: the loops a kernel author wants to read
+    asm = matmul_rv.asm.read_text()
+    assert "<matmul_kernel>:" in asm and "<rv_dot_panel_m4>:" in asm and "vfmacc.vf" in asm
 
     result = QemuTarget().run(matmul_rv.elf, [*RUN_OPTS, *map(str, matmul_rv.argv)], timeout=120,
                               kernel_symbol=matmul_rv.kernel_symbol)

@@ -128,6 +128,7 @@ def _signature_and_constexprs(spec: Any, config: dict[str, Any], case: str,
 
 
 def compile_main(args: argparse.Namespace, out: Any = None) -> int:
+    from pytest_rvtune.build import code_symbols
     from pytest_rvtune.compiler.api import compile_kernel
     from pytest_rvtune.spec import load_kernel_module
 
@@ -152,6 +153,10 @@ def compile_main(args: argparse.Namespace, out: Any = None) -> int:
             print(ck.c_source, file=out)
         elif emit == "asm":
             print(Toolchain.for_isa(isa).disassemble(ck.kernel_obj), file=out)
+            if ck.runtime_obj is not None:
+                print(f"# The GEMM panels ({', '.join(code_symbols(ck.runtime_obj))}) the kernel calls are compiled "
+                      f"once per toolchain into {ck.runtime_obj}: read them there with llvm-objdump-19 -d, or in the "
+                      f"linked ELF's .s (the rvtune_build fixture's asm)", file=out)
         elif emit == "elf":
             print(_build_elf(spec, case, config, isa), file=out)
     return 0

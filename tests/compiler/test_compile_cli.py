@@ -51,6 +51,8 @@ def test_emit_asm_is_riscv_vector_code_for_qemu(capsys):
     assert code == 0
     assert "<matmul_kernel>:" in out
     assert "file format elf64-littleriscv" in out
+    # the GEMM inner loops are the runtime object's: the kernel calls them and the output says where they are
+    assert "rv_dot_panel_m8" in out and "# The GEMM panels (rv_dot_panel_m8" in out and "rvtune_dot_panels.o" in out
 
 
 def test_emit_asm_for_host(capsys):
@@ -58,6 +60,7 @@ def test_emit_asm_for_host(capsys):
     assert code == 0
     assert "<matmul_kernel>:" in out
     assert "riscv" not in out
+    assert "GEMM panels" not in out  # inline on the host
 
 
 def test_signature_option_instead_of_launch(capsys):
