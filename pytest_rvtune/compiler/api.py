@@ -128,6 +128,14 @@ def _consts_object(cache: BuildCache, tc: Toolchain, name: str, constexprs: Mapp
     return entry / f"{name}_consts.o", hit
 
 
+def runtime_object_for(isa: str, cache_root: Path | None = None) -> Path | None:
+    """The runtime object every kernel compiled with KERNEL_CFLAGS for ``isa`` links (runtime_object.py; built
+    once in the compile cache), or None where there is none (the host)."""
+    cache = BuildCache((cache_root or paths.cache_dir()) / "compile")
+    return runtime_object.runtime_object(cache, Toolchain.for_isa(isa), (*KERNEL_CFLAGS, *_QUIET),
+                                         compiler_source_hash())
+
+
 def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any],
                    isa: str = RISCV_ISA, *, cache_root: Path | None = None,
                    consts_object: bool = True) -> CompiledKernel:
@@ -210,7 +218,7 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[st
         except Exception as e:
             raise _fail(name, constexprs, isa, "compiling the block constants", e) from e
     try:
-        runtime_obj = runtime_object.runtime_object(cache, tc, (*KERNEL_CFLAGS, *_QUIET), compiler_source_hash())
+        runtime_obj = runtime_object_for(isa, cache_root)
     except Exception as e:
         raise _fail(name, constexprs, isa, f"compiling the runtime ({runtime_object.SOURCE_NAME})", e) from e
     return CompiledKernel(

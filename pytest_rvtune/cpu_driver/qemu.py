@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_rvtune.compiler import launcher
+from pytest_rvtune.compiler.api import runtime_object_for
 from pytest_rvtune.cpu_driver import loader
 from pytest_rvtune.cpu_driver.launch import KernelCall, KernelCrashError, LaunchError, checked_tensor, count_launch
 from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, qemu_command
@@ -112,8 +113,11 @@ int main(int argc, char **argv) {{
 
 
 def build_elf(name: str, params: tuple[Any, ...], kernel_obj: Path) -> Path:
-    """Harness + launcher + kernel object -> a static rv64 ELF (cached by all three)."""
+    """Harness + launcher + kernel object + the runtime object (the GEMM panels the kernel C calls: it is
+    compiled with api.KERNEL_CFLAGS) -> a static rv64 ELF (cached by all of them)."""
     tc = Toolchain.for_isa(RISCV_ISA)
+    runtime = runtime_object_for(RISCV_ISA)
+    runtime_objs = [runtime] if runtime is not None else []
     try:
         sources = launcher.launcher_sources(name, params, [])
     except launcher.LauncherError as e:
@@ -128,10 +132,11 @@ def build_elf(name: str, params: tuple[Any, ...], kernel_obj: Path) -> Path:
         for main in (sources.launcher_name, harness_name):
             objs.append(tmp / f"{Path(main).stem}.o")
             loader.compile_sources(tc, tmp, files, main, objs[-1], loader.QUIET)
-        tc.link([*objs, kernel_obj], tmp / elf)
+        tc.link([*objs, kernel_obj, *runtime_objs], tmp / elf)
 
     kernel_hash = hashlib.sha256(kernel_obj.read_bytes()).hexdigest()
-    return loader.build_cached("elf.rv64", name, build, files=files, kernel=kernel_hash,
+    runtime_hashes = [hashlib.sha256(o.read_bytes()).hexdigest() for o in runtime_objs]
+    return loader.build_cached("elf.rv64", name, build, files=files, kernel=kernel_hash, runtime=runtime_hashes,
                                toolchain=tc.fingerprint()) / elf
 
 
