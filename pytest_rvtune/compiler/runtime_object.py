@@ -3,7 +3,8 @@ that compile_kernel builds.
 
 The RVV GEMM column panels (runtime/rvtune_dot_panels.c) were about half of clang's time on a matmul config when
 every kernel compiled its own copies; kernels built here are compiled with :data:`EXTERN_CFLAGS` and call the
-copies in this object instead. A kernel C compiled alone (tests, the CPU driver's own builds) keeps them inline.
+copies in this object instead (so does the CPU driver's QEMU mode, whose kernels use the same flags). A kernel C
+compiled without those flags keeps them inline.
 Nothing here knows pytest.
 """
 
@@ -23,8 +24,8 @@ SOURCE_NAME = "rvtune_dot_panels.c"
 #: Defined when compiling a kernel that links this object (rvtune_dot.h: calls instead of inline copies).
 EXTERN_CFLAGS: tuple[str, ...] = ("-DRV_DOT_PANELS_EXTERN",)
 
-#: Functions of this object start with this (rvtune_dot.h's RV_DOT_PANEL_PREFIX). Only kernels call them, so the
-#: instruction counter counts them as the kernel's own (kernel_insns).
+#: Functions of this object start with this (rv_dot_panel_m8 ... as rvtune_dot.h declares them). Only kernels call
+#: them, so the instruction counter counts them as the kernel's own (kernel_insns), as does the board's perf.
 KERNEL_HELPER_PREFIX = "rv_dot_panel_"
 
 
