@@ -69,6 +69,12 @@ class RVTuneOptions:
     arch: str = RISCV_ISA
     backend_name: str = BACKEND_NAME
 
+    def __post_init__(self) -> None:
+        # Triton's rule for every backend's options (its test_num_warps_pow2 expects this AssertionError): a
+        # kernel tuned here with num_warps=3 would not compile for a GPU either.
+        assert self.num_warps > 0 and (self.num_warps & (self.num_warps - 1)) == 0, (
+            f"num_warps must be a power of 2, not {self.num_warps}")
+
     def hash(self) -> str:
         key = "_".join(f"{name}-{value}" for name, value in sorted(self.__dict__.items()))
         return hashlib.sha256(key.encode()).hexdigest()

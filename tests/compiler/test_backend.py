@@ -82,6 +82,11 @@ def test_options_frozen_ieee_no_sanitizer():
     assert opts.hash() != be.parse_options({"num_warps": 2, "allowed_dot_input_precisions": ["ieee"]}).hash()
     # by default every GPU dot precision is accepted, and all of them compute IEEE fp32 here
     assert {"ieee", "tf32", "tf32x3"} <= set(be.parse_options({}).allowed_dot_input_precisions)
+    # num_warps as every Triton backend takes it: a power of 2
+    for bad in (3, 0, 6):
+        with pytest.raises(AssertionError, match=f"num_warps must be a power of 2, not {bad}"):
+            be.parse_options({"num_warps": bad})
+    assert [be.parse_options({"num_warps": n}).num_warps for n in (1, 2, 8)] == [1, 2, 8]
 
 
 def test_small_dots_allowed():
