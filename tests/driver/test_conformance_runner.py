@@ -226,7 +226,7 @@ def test_half_precision_references_are_exact_products_rounded_once(monkeypatch):
     assert torch.matmul is not original and torch.matmul._rvtune_exact
     g = torch.Generator().manual_seed(0)
     for dtype in (torch.float16, torch.bfloat16):
-        # products up to 2^12 summing to small values: fp32 sums in another order are off in the last bits
+        # K = 128 products of widely spread magnitudes, so that rounding anywhere but once at the end would show
         a = (torch.randn(32, 128, generator=g) * 64).to(dtype)
         b = (torch.randn(128, 32, generator=g) * 64).to(dtype)
         got = torch.matmul(a, b)
