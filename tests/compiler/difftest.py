@@ -256,6 +256,16 @@ def _interpret_main(job_path: str, result_path: str) -> None:
     Path(result_path).write_bytes(pickle.dumps(results))
 
 
+def run_and_match(launches: dict[str, KernelCall], expected: list[list[np.ndarray]], isa: str, *, rtol: float,
+                  atol: float) -> list[list[np.ndarray]]:
+    """Every named launch compiled for ``isa`` and run (run_c_kernels), each checked against ``expected`` (the
+    interpreter's arrays, in the same order) by assert_match; the arrays, for checks of their own."""
+    got = run_c_kernels(list(launches.values()), isa)
+    for name, g, w in zip(launches, got, expected, strict=True):
+        assert_match(g, w, what=f"{name} on {isa}", rtol=rtol, atol=atol)
+    return got
+
+
 def assert_match(got: list[np.ndarray], want: list[np.ndarray], *, rtol: float = 1e-5, atol: float = 1e-6,
                  what: str = "") -> None:
     """Integers bit-exact; floats NaN-aware (NaN only where NaN, infinities equal) within rtol/atol."""

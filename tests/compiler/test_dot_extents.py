@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
-from difftest import KernelCall, assert_match, lower_kernel, run_c_kernels, run_interpreter_many
+from difftest import KernelCall, lower_kernel, run_and_match, run_interpreter_many
 
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
@@ -84,9 +84,7 @@ def expected(calls) -> list:
 
 @pytest.mark.parametrize("isa", [HOST_ISA, RISCV_ISA])
 def test_ragged_dots_match_interpreter(isa: str, calls, expected) -> None:
-    got = run_c_kernels(list(calls.values()), isa)
-    for name, g, w in zip(calls, got, expected, strict=True):
-        assert_match(g, w, what=f"{name} on {isa}", rtol=2e-5, atol=2e-4)
+    run_and_match(calls, expected, isa, rtol=2e-5, atol=2e-4)
 
 
 def test_masked_tiles_pass_their_extents_to_the_dot() -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
-from difftest import KernelCall, assert_match, lower_kernel, run_c_kernels, run_interpreter_many
+from difftest import KernelCall, lower_kernel, run_and_match, run_interpreter_many
 
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
@@ -72,9 +72,7 @@ def expected(launches: dict[str, KernelCall]) -> list[list[np.ndarray]]:
 @pytest.mark.parametrize("isa", [HOST_ISA, RISCV_ISA])
 def test_carried_accumulators_match_interpreter(isa: str, launches: dict[str, KernelCall],
                                                 expected: list[list[np.ndarray]]) -> None:
-    got = run_c_kernels(list(launches.values()), isa)
-    for name, g, w in zip(launches, got, expected, strict=True):
-        assert_match(g, w, what=f"{name} on {isa}", rtol=2e-5, atol=1e-4)
+    run_and_match(launches, expected, isa, rtol=2e-5, atol=1e-4)
 
 
 def _home_and_result(c: str) -> tuple[str, str]:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
-from difftest import KernelCall, assert_match, lower_kernel, run_c_kernels, run_interpreter_many
+from difftest import KernelCall, assert_match, lower_kernel, run_and_match, run_c_kernels, run_interpreter_many
 
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
@@ -146,7 +146,4 @@ def expected(launches) -> list:
 
 @pytest.mark.parametrize("isa", [HOST_ISA, RISCV_ISA])
 def test_fused_chains_match_interpreter(isa: str, launches, expected) -> None:
-    want = expected
-    got = run_c_kernels(list(launches.values()), isa)
-    for name, g, w in zip(launches, got, want, strict=True):
-        assert_match(g, w, what=f"{name} on {isa}", rtol=1e-5, atol=1e-5)
+    run_and_match(launches, expected, isa, rtol=1e-5, atol=1e-5)
