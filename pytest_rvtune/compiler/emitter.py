@@ -337,14 +337,19 @@ class FuncEmitter:
     @staticmethod
     def access(v: Val, idx: list[str] | None, flat: str) -> str:
         """C expression for element ``idx`` (or, in a flat loop, flat index ``flat``) of ``v``; a symbolic mask
-        (ptr_analysis.Bounds, a leaf of a fused chain) is its condition on ``idx``."""
+        (ptr_analysis.Bounds, a leaf of a fused chain) is its condition on ``idx``, a deferred load
+        (ptr_analysis.BlockLoad) its masked read of memory."""
         if v.kind in ("scalar", "splat"):
             return v.expr
-        cond_expr = getattr(v.sym, "cond_expr", None) if v.kind == "sym" else None
-        if cond_expr is not None:
-            if idx is None:
-                raise AssertionError("a symbolic mask is read in a flat loop: flat_ok should have refused it")
-            return f"({cond_expr(idx)})"
+        if v.kind == "sym":
+            cond_expr = getattr(v.sym, "cond_expr", None)
+            element_expr = getattr(v.sym, "element_expr", None)
+            if idx is None and (cond_expr or element_expr):
+                raise AssertionError("a symbolic leaf is read in a flat loop: flat_ok should have refused it")
+            if cond_expr is not None:
+                return f"({cond_expr(idx)})"
+            if element_expr is not None:
+                return str(element_expr(idx))
         if idx is None:
             lin = flat if v.offset == 0 else f"{v.offset} + {flat}"
         else:

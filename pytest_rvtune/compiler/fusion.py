@@ -51,7 +51,7 @@ class Expr:
             if isinstance(c, Expr):
                 out += c.parts()
             else:
-                out += [c, *(c.sym.parts() if _is_mask(c) and c.sym is not None else [])]
+                out += [c, *(c.sym.parts() if c.kind == "sym" and c.sym is not None else [])]
         return out
 
     def size(self) -> int:
@@ -61,7 +61,8 @@ class Expr:
     def small(self) -> bool:
         """Few enough tiles read and ops for a loop at LMUL 8 (4 register groups) without spills."""
         tiles = {(x.expr, x.offset, x.strides) for x in self.parts() if x.kind == "buf" and x.strides[-1:] != (0,)}
-        return len(tiles) <= 3 and self.size() <= 8
+        loads = {id(x.sym) for x in self.parts() if is_deferred_load(x)}
+        return len(tiles) + len(loads) <= 3 and self.size() <= 8
 
     def code(self, at: Callable[[Val], str]) -> str:
         args = [c.code(at) if isinstance(c, Expr) else at(c) for c in self.children]
@@ -69,13 +70,51 @@ class Expr:
             return f"rv_expf({args[0]})"
         return scalar_expr(self.op, args)
 
+    def replace_leaves(self, fn: Callable[[Val], Val]) -> Expr:
+        """This chain with every leaf ``x`` replaced by ``fn(x)``."""
+        return Expr(self.op, [c.replace_leaves(fn) if isinstance(c, Expr) else fn(c) for c in self.children])
+
+    def unmasked(self) -> tuple[str, Expr] | None:
+        """(C condition, this chain with its deferred loads read without their masks) when some deferred load
+        has a mask that a run-time test can show to be all true (the block lies inside it: the common case of
+        every column step but the last): then the chain's loop needs no per-element test and reads memory
+        with plain vector loads. None when no deferred load has such a mask."""
+        conds: dict[int, str] = {}
+
+        def unmask(x: Val) -> Val:
+            if is_deferred_load(x):
+                whole = x.sym.unmasked()  # type: ignore[union-attr]
+                if whole is not None:
+                    conds[id(x.sym)] = whole[0]
+                    return Val(x.type, "sym", "", (), 0, None, whole[1])
+            return x
+
+        def true_mask(x: Val) -> Val:  # a mask leaf all true under the same test (``where(mask, x - m, 0)``)
+            whole = x.sym.all_true(x.shape) if _is_mask(x) else None  # type: ignore[union-attr]
+            return Val(x.type, "splat", "1") if whole is not None and whole in conds.values() else x
+        fast = self.replace_leaves(unmask)
+        if not conds:
+            return None
+        return " && ".join(f"({c})" for c in conds.values()), fast.replace_leaves(true_mask)
+
     def materialize(self, f: FuncEmitter, v: Val, ssa: str | None = None) -> Val:
         leaves = self.parts()
         for leaf in leaves:
             f.touch(leaf)
         out = f.new_buf(ssa, v.type, "fused")
-        shape = v.shape
         keep_out_of_carried_home(out, leaves)
+        versions = self.unmasked()
+        if versions is None:
+            self._compute_into(f, out, leaves)
+            return out
+        with f.block(f"if ({versions[0]})"):
+            versions[1]._compute_into(f, out, leaves)
+        with f.block("else"):
+            self._compute_into(f, out, leaves)
+        return out
+
+    def _compute_into(self, f: FuncEmitter, out: Val, leaves: list[Val]) -> None:
+        shape = out.shape
         # assume_safety: the result tile never overlaps a leaf except element for element (an in-place
         # loop-carried home), which clang's dependence analysis cannot prove for arena offsets in a nest
         pragma = _pragma(self.small(), numel(shape))
@@ -83,28 +122,62 @@ class Expr:
             f.emit(pragma)
             with f.block(f"for (int32_t i_ = 0; i_ < {numel(shape)}; ++i_)"):
                 f.emit(f"{out.expr}[i_] = {self.code(lambda x: f.access(x, None, 'i_'))};")
-            return out
+            return
         idx = [f"p{d}_" for d in range(len(shape))]
         flat = " + ".join(f"{i} * {st}" if st != 1 else i for i, st in zip(idx, contiguous_strides(shape), strict=True))
         with contextlib.ExitStack() as stack:
+            loads = any(is_deferred_load(x) for x in leaves)
             for d, (i, n) in enumerate(zip(idx, shape, strict=True)):
                 if d == len(shape) - 1:
-                    f.emit(_pragma(self.small(), n))
+                    short_row = loads and n < 64 and n & (n - 1) == 0 and self.small()
+                    f.emit(f"RV_VECTORIZE_FUSED_ROW({n})" if short_row else _pragma(self.small(), n))
                 stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
             f.emit(f"{out.expr}[{flat}] = {self.code(lambda x: f.access(x, idx, flat))};")
-        return out
 
 
 def _pragma(small: bool, trip: int) -> str:
-    """rvtune_rt.h's vectorisation hint for an element-wise loop of ``trip`` iterations: LMUL 8 for a short
-    chain, kept rolled when it runs 2 vectors or more."""
-    if not small:
+    """rvtune_rt.h's vectorisation hint for an element-wise loop of ``trip`` iterations: LMUL 8 (64 lanes) for a
+    short chain that fills it, kept rolled when it runs 2 vectors or more."""
+    if not small or trip < 64:  # (a shorter loop would run all in the scalar remainder of a 64-lane one)
         return "RV_VECTORIZE_FUSED"
     return "RV_VECTORIZE_FUSED_WIDE_ROLLED" if trip >= 128 else "RV_VECTORIZE_FUSED_WIDE"
 
 
-#: _fusable's answer per function being emitted (computed once: it walks the whole function).
+@dataclass
+class _Uses:
+    """Who reads what in one function: the number of uses of each SSA value (an element-wise op reading a
+    value twice, ``d * d``, counts once: C computes it once per element), its readers, each op's block."""
+
+    count: dict[str, int]
+    readers: dict[str, list[Op]]
+    block_of: dict[int, Block]  # id(op) -> the block holding it
+
+
+#: _uses' and _fusable's answers per function being emitted (computed once: each walks the whole function).
+_USES: weakref.WeakKeyDictionary[FuncEmitter, _Uses] = weakref.WeakKeyDictionary()
 _FUSABLE: weakref.WeakKeyDictionary[FuncEmitter, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _uses(f: FuncEmitter) -> _Uses:
+    cached = _USES.get(f)
+    if cached is not None:
+        return cached
+    uses = _Uses({}, {}, {})
+
+    def walk(op: Op) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.ops:
+                    uses.block_of[id(inner)] = block
+                    for o in set(inner.operands):
+                        n = inner.operands.count(o)
+                        uses.count[o] = uses.count.get(o, 0) + (1 if is_elementwise(inner.name) else n)
+                        uses.readers.setdefault(o, []).append(inner)
+                    walk(inner)
+
+    walk(f.func)
+    _USES[f] = uses
+    return uses
 
 
 def _fusable(f: FuncEmitter) -> set[str]:
@@ -112,27 +185,9 @@ def _fusable(f: FuncEmitter) -> set[str]:
     cached = _FUSABLE.get(f)
     if cached is not None:
         return cached
-    uses: dict[str, int] = {}
-    blocks: list[Block] = []
-
-    def walk(op: Op) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                blocks.append(block)
-                for inner in block.ops:
-                    for o in inner.operands:
-                        uses[o] = uses.get(o, 0) + 1
-                    walk(inner)
-
-    walk(f.func)
-    # an element-wise op reading one value twice (d * d) computes it once per element: that is one use
-    for block in blocks:
-        for op in block.ops:
-            if is_elementwise(op.name):
-                for o in set(op.operands):
-                    uses[o] -= op.operands.count(o) - 1
+    uses = _uses(f)
     out: set[str] = set()
-    for block in blocks:
+    for block in {id(b): b for b in uses.block_of.values()}.values():
         # float chains only: integer / pointer / mask tensors are index arithmetic that ptr_analysis wants
         # to see as values (a block or bounds), not as opaque expressions
         defined = {r for op in block.ops if is_elementwise(op.name) and op.result_types and
@@ -140,14 +195,64 @@ def _fusable(f: FuncEmitter) -> set[str]:
                    for r in op.results}
         for op in block.ops:
             if op.name in _READERS or is_elementwise(op.name):
-                out |= {o for o in op.operands if o in defined and uses.get(o) == 1}
+                out |= {o for o in op.operands if o in defined and uses.count.get(o) == 1}
     _FUSABLE[f] = out
     return out
+
+
+#: Ops that write memory: a deferred load is never read after one of them.
+_WRITERS = frozenset({"tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.call", "tt.descriptor_store",
+                      "tt.experimental_descriptor_store", "tt.print", "tt.assert"})
+
+
+def _may_write(op: Op) -> bool:
+    return op.name in _WRITERS or any(_may_write(inner) for region in op.regions for block in region.blocks
+                                      for inner in block.ops)
+
+
+def deferred_load_ok(f: FuncEmitter, load: Op) -> bool:
+    """May this block load be left unread (ptr_analysis.BlockLoad), its elements read by the element-wise chain
+    that consumes it, in that chain's loop? Yes when its one reader is a float element-wise op of the same
+    block and nothing from the load to the op where the chain is computed can write memory (the chain reads
+    memory there, later than the load would have). A store that ends the chain may be the one exception when it
+    writes through the very pointer block the load read (``store(p, load(p) * s)``): each element is read before
+    it is written, in the same iteration."""
+    uses = _uses(f)
+    res = load.results[0]
+    readers = uses.readers.get(res, [])
+    block = uses.block_of.get(id(load))
+    if uses.count.get(res) != 1 or len(readers) != 1 or block is None:
+        return False
+    user = readers[0]
+    rt = user.result_types[0] if user.result_types else None
+    if uses.block_of.get(id(user)) is not block or not is_elementwise(user.name) or rt is None \
+            or not rt.is_tensor or rt.element.elem not in FLOAT_TYPES:
+        return False
+    end, fusable = user, _fusable(f)
+    while end.results and end.results[0] in fusable:
+        end = uses.readers[end.results[0]][0]
+    ops = block.ops
+    first = next(i for i, o in enumerate(ops) if o is load)
+    last = next(i for i, o in enumerate(ops) if o is end)
+    if any(_may_write(o) for o in ops[first + 1:last]):
+        return False
+    if end.name == "tt.store":
+        return end.operands[0] == load.operands[0]
+    return not _may_write(end)
+
+
+def is_deferred_load(v: Val) -> bool:
+    """A load left for the chain to read (ptr_analysis.BlockLoad: its element is C over the loop indices)."""
+    return v.kind == "sym" and hasattr(v.sym, "element_expr")
 
 
 def _is_mask(v: Val) -> bool:
     """A mask ptr_analysis keeps symbolic (a ``Bounds``: its condition is C over the loop indices)."""
     return v.kind == "sym" and hasattr(v.sym, "cond_expr")
+
+
+#: Bounds hoisted by _hoisted_mask, per function: (block, bound, extent) -> the C name holding it.
+_HOISTED: weakref.WeakKeyDictionary[FuncEmitter, dict[tuple[int, str, int], str]] = weakref.WeakKeyDictionary()
 
 
 def _hoisted_mask(f: FuncEmitter, v: Val) -> Val:
@@ -160,16 +265,29 @@ def _hoisted_mask(f: FuncEmitter, v: Val) -> Val:
         guard = f.temp("mask_on")
         f.emit(f"const int {guard} = {b.guard};")
 
+    hoisted = _HOISTED.setdefault(f, {})
+
     def bound(x: str | None, n: int) -> str | None:
         if x is None:
             return None
-        name = f.temp("mask_at")
-        f.emit(f"const int32_t {name} = (int32_t)rv_clamp64({x}, 0, {n});")
-        return name
+        # one name per bound and block (one C scope, the values it reads do not change in it before the
+        # terminator): equal masks read as equal in one chain (Expr.unmasked) and are computed once
+        key = (id(_uses(f).block_of.get(id(f.op))), x, n)
+        if key not in hoisted:
+            hoisted[key] = f.temp("mask_at")
+            f.emit(f"const int32_t {hoisted[key]} = (int32_t)rv_clamp64({x}, 0, {n});")
+        return hoisted[key]
     shape = v.shape
     lo = tuple(bound(x, n) for x, n in zip(b.lo, shape, strict=True))
     hi = tuple(bound(x, n) for x, n in zip(b.hi, shape, strict=True))
     return Val(v.type, "sym", "", (), 0, None, dataclasses.replace(b, guard=guard, lo=lo, hi=hi))
+
+
+def _hoisted_load(f: FuncEmitter, v: Val) -> Val:
+    """A deferred load with its mask hoisted (_hoisted_mask)."""
+    load: Any = v.sym  # a ptr_analysis.BlockLoad
+    mask = _hoisted_mask(f, Val(v.type, "sym", "", (), 0, None, load.mask))
+    return Val(v.type, "sym", "", (), 0, None, dataclasses.replace(load, mask=mask.sym))
 
 
 def _vector_exp(op: Op) -> bool:
@@ -221,6 +339,10 @@ def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
             # tested in the loop (FuncEmitter.access): no byte tile of the mask
             f.touch(v)
             children.append(_hoisted_mask(f, v))
+        elif is_deferred_load(v) and v.shape == (rt.shape or ()) and v.sym is not None:
+            for leaf in v.sym.parts():
+                f.touch(leaf)
+            children.append(_hoisted_load(f, v))
         else:
             children.append(f.get(o))  # ordinary values; other symbolic ones are materialised
     if all(isinstance(c, Val) and c.kind in ("scalar", "splat") for c in children):

@@ -621,10 +621,12 @@ def _can_compute_in_place(f: FuncEmitter, src: Val, dst: Val, sources: list[Val]
         v = f.values.get(name)
         if v is None:
             continue
-        if v.sym is not None and not isinstance(v.sym, fusion.Expr):
+        chain = isinstance(v.sym, fusion.Expr) or fusion.is_deferred_load(v)
+        if v.sym is not None and not chain:
             return False  # a pointer block may read it through any view
-        # a fused element-wise chain (the dot's ``acc * alpha[:, None]``) reads its leaves where it is used
-        reads = v.sym.parts() if isinstance(v.sym, fusion.Expr) else [v]
+        # a fused element-wise chain (the dot's ``acc * alpha[:, None]``) reads its leaves where it is used; a
+        # deferred load reads global memory, and its offsets / conditions where it is used
+        reads = v.sym.parts() if chain and v.sym is not None else [v]
         hits = [x for x in reads if x.storage is h]
         if not hits:
             continue

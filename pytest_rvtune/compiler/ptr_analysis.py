@@ -39,7 +39,7 @@ from .emitter import (
     handles_into,
     keep_out_of_carried_home,
 )
-from .fusion import Expr
+from .fusion import Expr, deferred_load_ok
 from .lower_ops import FP8_TYPES, c_type, is_elementwise
 from .lower_struct import assign, declare, lower_body
 from .ttir import Block, Op, Type, parse_int_array
@@ -238,6 +238,17 @@ class Bounds:
         with _loop_nest(f, v.shape):
             f.emit(f"{out.expr}[{flat}] = (uint8_t)({self.cond_expr(idx)});")
         return out
+
+    def all_true(self, shape: tuple[int, ...]) -> str | None:
+        """The C condition under which the mask holds for every index of ``shape`` (None: it has per-element
+        conditions, or no bounds at all)."""
+        if self.conds:
+            return None
+        terms = [self.guard] if self.guard != "1" else []
+        for lo, hi, n in zip(self.lo, self.hi, shape, strict=True):
+            terms += [f"{lo} <= 0"] if lo is not None else []
+            terms += [f"{hi} >= {n}"] if hi is not None else []
+        return " && ".join(f"({x})" for x in terms) if terms else None
 
     def expand(self, shape: tuple[int, ...], axis: int) -> Bounds:
         return Bounds(self.guard, (*self.lo[:axis], None, *self.lo[axis:]), (*self.hi[:axis], None, *self.hi[axis:]),
@@ -549,6 +560,52 @@ def _outer_loops(f: FuncEmitter, shape: tuple[int, ...]) -> contextlib.ExitStack
     return _loop_nest(f, shape)
 
 
+@dataclass(eq=False)
+class BlockLoad:
+    """A load left unread (fusion.deferred_load_ok): the element-wise chain that consumes it reads the block from
+    memory in its own loop, ``mask ? ptr[idx] : other`` per element (a masked vector load on RVV), instead of
+    reading a tile this load would have copied in. Anything else gets the tile (``materialize``: the copy,
+    emitted where it is asked for, which deferred_load_ok has checked is still the same memory)."""
+
+    op: Op
+    ptr: Affine
+    mask: Bounds
+    other: Val | None
+
+    def parts(self) -> list[Val]:
+        return [*self.ptr.parts(), *self.mask.parts()]
+
+    def element_expr(self, idx: list[str]) -> str:
+        at = f"({self.ptr.base})[{self.ptr.offset_expr(idx)}]"
+        cond = self.mask.cond_expr(idx)
+        return at if cond == "1" else f"(({cond}) ? {at} : {_fill_of(self.other)})"
+
+    def unmasked(self) -> tuple[str, BlockLoad] | None:
+        """(C condition under which every element is inside the mask, this load without its mask), or None
+        when the mask has per-element conditions or is no mask at all."""
+        whole = _whole_block(self.ptr, self.mask, self.op.result_types[0].shape or ())
+        if whole is None:
+            return None
+        rank = len(self.mask.lo)
+        return whole, BlockLoad(self.op, self.ptr, Bounds("1", (None,) * rank, (None,) * rank), self.other)
+
+    def materialize(self, f: FuncEmitter, v: Val) -> Val:
+        for part in self.parts():
+            f.touch(part)
+        out = f.new_buf(None, v.type, "load")
+        _load_into(f, self.op, out, self.ptr, self.mask, self.other)
+        return out
+
+
+def _fill_of(other: Val | None) -> str:
+    """The C value of a load's masked-off elements: a scalar ``other``, else 0 (Triton leaves them undefined)."""
+    return other.expr if other is not None and other.kind in ("scalar", "splat") else "0"
+
+
+#: Element types a deferred load may have: those fusion's chains compute on (not fp8: its codes need decoding).
+_DEFERRED_TYPES = ("f16", "bf16", "f32", "f64")
+
+
 @optional("tt.load")
 def op_load(f: FuncEmitter, op: Op) -> bool:
     t = op.result_types[0]
@@ -561,9 +618,24 @@ def op_load(f: FuncEmitter, op: Op) -> bool:
     other = f.get(next(rest)) if len(seg) > 2 and seg[2] else None
     shape = t.shape or ()
     mask = as_mask(f, mask_v) if mask_v is not None else Bounds("1", (None,) * len(shape), (None,) * len(shape))
+    if t.element.elem in _DEFERRED_TYPES and (other is None or other.kind in ("scalar", "splat")) \
+            and deferred_load_ok(f, op):
+        f.emit("/* load: a deferred load, read from memory by the element-wise chain that consumes it */")
+        f.values[op.results[0]] = Val(t, "sym", "", (), 0, None, BlockLoad(op, ptr_v.sym, mask, other))
+        return True
     out = f.new_buf(op.results[0], t)
-    keep_out_of_carried_home(out, [*ptr_v.sym.parts(), *mask.parts()])
-    fill = other.expr if other is not None and other.kind in ("scalar", "splat") else "0"
+    _load_into(f, op, out, ptr_v.sym, mask, other)
+    f.values[op.results[0]] = out
+    return True
+
+
+def _load_into(f: FuncEmitter, op: Op, out: Val, ptr: Affine, mask: Bounds, other: Val | None) -> None:
+    """The tile ``out`` of a block load: one row copy per row where the block lies inside its mask, else the
+    rows between the mask's bounds with ``other`` around them."""
+    t = out.type
+    shape = t.shape or ()
+    keep_out_of_carried_home(out, [*ptr.parts(), *mask.parts()])
+    fill = _fill_of(other)
 
     def other_at(flat: str, idx: list[str]) -> str:
         value = fill if other is None or other.kind in ("scalar", "splat") else FuncEmitter.access(other, idx, "")
@@ -574,7 +646,7 @@ def op_load(f: FuncEmitter, op: Op) -> bool:
     def copy(stride: str, _idx: list[str]) -> str:
         return f"rv_copy_e{width}({out.expr} + o_ + lo_, 1, row_ + lo_ * {stride}, {stride}, hi_ - lo_);"
 
-    skip = _in_place_for_dot(f, op, ptr_v.sym, mask, shape)
+    skip = _in_place_for_dot(f, op, ptr, mask, shape)
     dot_reads_data_only = _zero_tail_for_dot(f, op, out, mask, shape, other)
 
     def fill_row(first: str, count: str) -> str | None:
@@ -584,31 +656,25 @@ def op_load(f: FuncEmitter, op: Op) -> bool:
         # the zeros are for the dot alone, and where it reads the data only (RVV) nothing reads them
         return f"if (!RV_DOT_DATA_ONLY) {stmt}" if stmt is not None and dot_reads_data_only else stmt
 
-    whole = _whole_block(ptr_v.sym, mask, shape) if width and len(shape) == 2 else None
+    whole = _whole_block(ptr, mask, shape) if width and len(shape) == 2 else None
     with f.block(f"if (!{skip})") if skip else contextlib.nullcontext():
         if whole is not None:  # the common case, a block wholly inside its mask: one call copies its rows
-            at = c_add(ptr_v.sym.base, ptr_v.sym.offset_expr(["0", "0"], skip_base=True))
-            sld, ss = ptr_v.sym.strides
+            at = c_add(ptr.base, ptr.offset_expr(["0", "0"], skip_base=True))
+            sld, ss = ptr.strides
             with f.block(f"if ({whole})"):
                 f.emit(f"rv_copy_rows_e{width}({out.expr}, {shape[1]}, {at}, {sld}, {ss}, {shape[0]}, {shape[1]});")
         with f.block("else") if whole is not None else contextlib.nullcontext():
-            block_access(f, shape, ptr_v.sym, mask, "const " + c_type(op.operand_types[0]),
+            block_access(f, shape, ptr, mask, "const " + c_type(op.operand_types[0]),
                          lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}",
                          copy if width else None, fill_row)
-    f.values[op.results[0]] = out
-    return True
 
 
 def _whole_block(ptr: Affine, mask: Bounds, shape: tuple[int, ...]) -> str | None:
     """The C condition under which every element of a pointer block is inside its mask (None: the mask has
     per-element conditions, or no bounds at all, so block_access checks nothing per row anyway)."""
-    if ptr.vecs or mask.conds or not ptr.ptr:
+    if ptr.vecs or not ptr.ptr:
         return None
-    terms = [mask.guard] if mask.guard != "1" else []
-    for lo, hi, n in zip(mask.lo, mask.hi, shape, strict=True):
-        terms += [f"{lo} <= 0"] if lo is not None else []
-        terms += [f"{hi} >= {n}"] if hi is not None else []
-    return " && ".join(f"({x})" for x in terms) if terms else None
+    return mask.all_true(shape)
 
 
 def _block_of(f: FuncEmitter, op: Op) -> Block | None:
@@ -720,9 +786,25 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
     # a short chain (or none) at LMUL 8, as fusion.Expr.materialize does, when a row holds a whole vector (the
     # bound is not a constant: a shorter row would run in the scalar remainder)
     wide = (chain is None or chain.small()) and shape[-1] >= 64
-    block_access(f, shape, ptr_v.sym, mask, c_type(t),
-                 lambda elem, _flat, idx: f"{elem} = {element(idx)};", None, "store",
-                 copy if width and plain else None, pragma="RV_VECTORIZE_FUSED_WIDE" if wide else "RV_VECTORIZE_FUSED")
+
+    ptr = ptr_v.sym
+
+    def store_loops() -> None:
+        block_access(f, shape, ptr, mask, c_type(t),
+                     lambda elem, _flat, idx: f"{elem} = {element(idx)};", None, "store",
+                     copy if width and plain else None,
+                     pragma="RV_VECTORIZE_FUSED_WIDE" if wide else "RV_VECTORIZE_FUSED")
+    versions = chain.unmasked() if chain is not None else None
+    if versions is None:
+        store_loops()
+        return True
+    # the chain reads deferred loads: without their masks where the blocks lie inside them (plain vector loads)
+    with f.block(f"if ({versions[0]})"):
+        chain = versions[1]
+        store_loops()
+    with f.block("else"):
+        chain = val.sym if isinstance(val.sym, Expr) else None
+        store_loops()
     return True
 
 

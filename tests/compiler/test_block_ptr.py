@@ -378,7 +378,10 @@ def test_block_pointer_accesses_are_strided_blocks(name: str) -> None:
     ttir = kernel_to_ttir(call.fn, call.signature, call.constexprs)
     accesses = ttir.count('"tt.load"') + ttir.count('"tt.store"')
     assert accesses >= 2
-    assert lower_ttir(ttir).c_source.count("a strided block, unit-stride rows between the mask's bounds") == accesses
+    c = lower_ttir(ttir).c_source
+    # (a load whose only reader is an element-wise chain is read as a block in that chain's loop)
+    assert c.count("a strided block, unit-stride rows between the mask's bounds") + c.count("a deferred load") \
+        == accesses
 
 
 @triton.jit

@@ -33,7 +33,14 @@
     _Pragma("clang loop vectorize(assume_safety) vectorize_width(64) interleave_count(1)")
 #define RV_VECTORIZE_FUSED_WIDE_ROLLED                                                                   \
     _Pragma("clang loop vectorize(assume_safety) vectorize_width(64) interleave_count(1) unroll(disable)")
+/* A row of n < 64 elements read from global memory by a fused chain (a deferred load): one vector of n lanes,
+ * kept a loop. Left to unroll, its loads and the stores into the arena tile are not reordered by the SLP
+ * vectoriser and run scalar. */
+#define RV_PRAGMA_(text) _Pragma(#text)
+#define RV_VECTORIZE_FUSED_ROW(n)                                                                        \
+    RV_PRAGMA_(clang loop vectorize(assume_safety) vectorize_width(n) interleave_count(1) unroll(disable))
 #else
+#define RV_VECTORIZE_FUSED_ROW(n) _Pragma("clang loop vectorize(assume_safety)")
 #define RV_VECTORIZE_FUSED _Pragma("clang loop vectorize(assume_safety)")
 #define RV_VECTORIZE_FUSED_WIDE _Pragma("clang loop vectorize(assume_safety)")
 #define RV_VECTORIZE_FUSED_WIDE_ROLLED _Pragma("clang loop vectorize(assume_safety)")

@@ -1,0 +1,105 @@
+"""Deferred loads (ptr_analysis.BlockLoad, fusion.deferred_load_ok): a block load whose only reader is an
+element-wise chain is not copied into a tile; the chain's loop reads memory, without the mask's test where a
+run-time check shows the block inside it. Never when a store between the load and the chain could change what
+it reads. Differential checks against Triton's interpreter on the host and under QEMU."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from difftest import KernelCall, lower_kernel, run_and_match, run_interpreter_many
+
+from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
+
+
+@triton.jit
+def row_stream_kernel(x_ptr, out_ptr, n_rows, n_cols, BM: tl.constexpr, BN: tl.constexpr):
+    """softmax's first and last sweeps: a running max of masked loads, then each element scaled in place."""
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs = tl.arange(0, BN)
+    row_ok = rows < n_rows
+    acc = tl.full([BM, BN], float("-inf"), dtype=tl.float32)
+    for start in range(0, n_cols, BN):
+        cols = start + offs
+        mask = row_ok[:, None] & (cols[None, :] < n_cols)
+        acc = tl.maximum(acc, tl.load(x_ptr + rows[:, None] * n_cols + cols[None, :], mask=mask,
+                                      other=float("-inf")))
+    m = tl.max(acc, 1)
+    for start in range(0, n_cols, BN):
+        cols = start + offs
+        mask = row_ok[:, None] & (cols[None, :] < n_cols)
+        ptrs = out_ptr + rows[:, None] * n_cols + cols[None, :]
+        tl.store(ptrs, tl.load(ptrs, mask=mask, other=0.0) * 0.5 + m[:, None], mask=mask)  # in place
+
+
+@triton.jit
+def store_between_kernel(p_ptr, out_ptr, B: tl.constexpr):
+    """x is read before p is overwritten: x's reader comes after the store, so x must be a tile."""
+    r = tl.arange(0, B)
+    x = tl.load(p_ptr + r)
+    tl.store(p_ptr + r, x * 0.0 - 7.0)
+    tl.store(out_ptr + r, x * 2.0 + 1.0)
+
+
+@triton.jit
+def shifted_in_place_kernel(p_ptr, B: tl.constexpr):
+    """Written one element further on than read: element q + 1 is read after element q is written, unless x
+    is read whole first (a tile)."""
+    r = tl.arange(0, B)
+    x = tl.load(p_ptr + r)
+    tl.store(p_ptr + 1 + r, x * 2.0 + 1.0)
+
+
+_STREAM_SIG = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"}
+
+
+def test_a_load_read_by_one_chain_is_read_in_its_loop_without_the_mask_where_the_block_is_inside() -> None:
+    c = lower_kernel(row_stream_kernel, _STREAM_SIG, {"BM": 4, "BN": 64}).c_source
+    assert c.count("a deferred load") == 2, c  # both loads: no tile, no copy-in
+    assert "rv_copy_rows_e32" not in c and "load x" not in c
+    # the max's loop reads x_ptr itself: once plainly (the block inside the mask, tested once), once masked
+    reads = re.findall(r"acc_\w+\[p0_ \* 64 \+ p1_\] = fmaxf\(acc_\w+\[p0_ \* 64 \+ p1_\], (.*)\);", c)
+    assert len(reads) == 2, c
+    plain, masked = reads
+    assert "x_ptr" in plain and "?" not in plain
+    assert "x_ptr" in masked and re.search(r"\(p1_ < mask_at\w*\)\) \?", masked)
+    assert re.search(r"if \(\(\(mask_at\w* >= 4\) && \(mask_at\w* >= 64\)\)\)", c)
+
+
+def test_a_load_is_a_tile_when_a_store_could_change_what_its_chain_reads() -> None:
+    for fn, sig in [(store_between_kernel, {"p_ptr": "*fp32", "out_ptr": "*fp32"}),
+                    (shifted_in_place_kernel, {"p_ptr": "*fp32"})]:
+        c = lower_kernel(fn, sig, {"B": 256}).c_source
+        assert "a deferred load" not in c, fn.__name__
+
+
+@pytest.fixture(scope="module")
+def launches() -> dict[str, KernelCall]:
+    rng = np.random.default_rng(17)
+    f32 = np.float32
+    out: dict[str, KernelCall] = {}
+    for bn in (32, 64):  # a row shorter than a 64-lane vector (RV_VECTORIZE_FUSED_ROW), and a whole one
+        rows, cols = 11, 3 * bn + 5  # a ragged last row block and column step
+        x = (rng.standard_normal((rows, cols)) * 4).astype(f32)
+        out[f"row_stream_{bn}"] = KernelCall(row_stream_kernel, _STREAM_SIG, {"BM": 4, "BN": bn},
+                                             [x, rng.standard_normal((rows, cols)).astype(f32), rows, cols],
+                                             (triton.cdiv(rows, 4),))
+    p = rng.standard_normal(257).astype(f32)
+    out["store_between"] = KernelCall(store_between_kernel, {"p_ptr": "*fp32", "out_ptr": "*fp32"}, {"B": 256},
+                                      [p[:256].copy(), np.zeros(256, f32)], (1,))
+    out["shifted_in_place"] = KernelCall(shifted_in_place_kernel, {"p_ptr": "*fp32"}, {"B": 256}, [p.copy()], (1,))
+    return out
+
+
+@pytest.fixture(scope="module")
+def expected(launches) -> list:
+    return run_interpreter_many(list(launches.values()))
+
+
+@pytest.mark.parametrize("isa", [HOST_ISA, RISCV_ISA])
+def test_deferred_loads_match_interpreter(isa: str, launches, expected) -> None:
+    run_and_match(launches, expected, isa, rtol=1e-6, atol=1e-6)
