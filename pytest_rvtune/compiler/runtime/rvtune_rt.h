@@ -39,7 +39,11 @@
 #define RV_PRAGMA_(text) _Pragma(#text)
 #define RV_VECTORIZE_FUSED_ROW(n)                                                                        \
     RV_PRAGMA_(clang loop vectorize(assume_safety) vectorize_width(n) interleave_count(1) unroll(disable))
+/* The loop over the rows of such a chain, kept a loop: unrolled, the scheduler hoists every row's loads to the
+ * top and the LMUL 8 register groups spill. */
+#define RV_ROWS_ROLLED _Pragma("clang loop unroll(disable)")
 #else
+#define RV_ROWS_ROLLED
 #define RV_VECTORIZE_FUSED_ROW(n) _Pragma("clang loop vectorize(assume_safety)")
 #define RV_VECTORIZE_FUSED _Pragma("clang loop vectorize(assume_safety)")
 #define RV_VECTORIZE_FUSED_WIDE _Pragma("clang loop vectorize(assume_safety)")
