@@ -84,8 +84,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--size", type=int, default=512, help="host matmul M=N=K (default 512)")
     p.add_argument("--qemu-size", type=int, nargs="+", default=[128, 160],
                    help="QEMU matmul M=N=K, one or more (default 128 160)")
-    p.add_argument("--max-configs", type=int, default=len(MATMUL_CANDIDATES),
-                   help="block configs tried per kernel (default all candidates)")
+    p.add_argument("--max-configs", type=int, default=None,
+                   help="block configs tried per kernel (default all: the matmul candidates, every config of "
+                        "the other kernels' modules)")
     p.add_argument("--runs", type=int, default=5, help="timed launches per host measurement (default 5)")
     p.add_argument("--skip-torch", action="store_true",
                    help="host: only matmul (no flash attention / fused MoE / softmax / layer_norm rows)")
