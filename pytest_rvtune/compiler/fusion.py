@@ -68,6 +68,8 @@ class Expr:
         args = [c.code(at) if isinstance(c, Expr) else at(c) for c in self.children]
         if _vector_exp(self.op):
             return f"rv_expf({args[0]})"
+        if self.op.name == "arith.select" and args[0] == "1":  # a mask known true (unmasked): the value itself
+            return args[1]
         return scalar_expr(self.op, args)
 
     def replace_leaves(self, fn: Callable[[Val], Val]) -> Expr:
@@ -75,27 +77,26 @@ class Expr:
         return Expr(self.op, [c.replace_leaves(fn) if isinstance(c, Expr) else fn(c) for c in self.children])
 
     def unmasked(self) -> tuple[str, Expr] | None:
-        """(C condition, this chain with its deferred loads read without their masks) when some deferred load
-        has a mask that a run-time test can show to be all true (the block lies inside it: the common case of
-        every column step but the last): then the chain's loop needs no per-element test and reads memory
-        with plain vector loads. None when no deferred load has such a mask."""
-        conds: dict[int, str] = {}
+        """(C condition, this chain without its masks) when some mask in it, a deferred load's or a ``tl.where``'s,
+        is one that a run-time test can show to be all true (the block lies inside it: the common case of every
+        column step but the last, every interior tile of a stencil): then the chain's loop needs no per-element
+        test and reads memory with plain vector loads. None when the chain has no such mask."""
+        conds: dict[str, None] = {}  # (ordered, each test once: equal masks give equal hoisted names)
 
         def unmask(x: Val) -> Val:
             if is_deferred_load(x):
                 whole = x.sym.unmasked()  # type: ignore[union-attr]
                 if whole is not None:
-                    conds[id(x.sym)] = whole[0]
+                    conds[whole[0]] = None
                     return Val(x.type, "sym", "", (), 0, None, whole[1])
+            elif _is_mask(x):
+                cond = x.sym.all_true(x.shape)  # type: ignore[union-attr]
+                if cond is not None:
+                    conds[cond] = None
+                    return Val(x.type, "splat", "1")
             return x
-
-        def true_mask(x: Val) -> Val:  # a mask leaf all true under the same test (``where(mask, x - m, 0)``)
-            whole = x.sym.all_true(x.shape) if _is_mask(x) else None  # type: ignore[union-attr]
-            return Val(x.type, "splat", "1") if whole is not None and whole in conds.values() else x
         fast = self.replace_leaves(unmask)
-        if not conds:
-            return None
-        return " && ".join(f"({c})" for c in conds.values()), fast.replace_leaves(true_mask)
+        return (" && ".join(f"({c})" for c in conds), fast) if conds else None
 
     def materialize(self, f: FuncEmitter, v: Val, ssa: str | None = None) -> Val:
         leaves = self.parts()

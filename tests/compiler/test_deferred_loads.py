@@ -1,7 +1,8 @@
 """Deferred loads (ptr_analysis.BlockLoad, fusion.deferred_load_ok): a block load whose only reader is an
 element-wise chain is not copied into a tile; the chain's loop reads memory, without the mask's test where a
-run-time check shows the block inside it. Never when a store between the load and the chain could change what
-it reads. Differential checks against Triton's interpreter on the host and under QEMU."""
+run-time check shows the block inside it (fusion.Expr.unmasked; a ``tl.where`` mask likewise). Never when a
+store between the load and the chain could change what it reads. Differential checks against Triton's
+interpreter on the host and under QEMU."""
 
 from __future__ import annotations
 
@@ -54,6 +55,20 @@ def shifted_in_place_kernel(p_ptr, B: tl.constexpr):
     tl.store(p_ptr + 1 + r, x * 2.0 + 1.0)
 
 
+@triton.jit
+def interior_kernel(a_ptr, b_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """jacobi's shape: a rectangle mask chooses between two values of a chain stored to another array."""
+    i = (tl.program_id(0) * BM + tl.arange(0, BM))[:, None]
+    j = (tl.program_id(1) * BN + tl.arange(0, BN))[None, :]
+    inside = (i < M) & (j < N)
+    interior = (i > 0) & (i < M - 1) & (j > 0) & (j < N - 1)
+    center = a_ptr + i * N + j
+    up = tl.load(center - N, mask=interior, other=0.0)
+    left = tl.load(center - 1, mask=interior, other=0.0)
+    old = tl.load(center, mask=inside, other=0.0)
+    tl.store(b_ptr + i * N + j, tl.where(interior, 0.5 * (up + left), old), mask=inside)
+
+
 _STREAM_SIG = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"}
 
 
@@ -68,6 +83,16 @@ def test_a_load_read_by_one_chain_is_read_in_its_loop_without_the_mask_where_the
     assert "x_ptr" in plain and "?" not in plain
     assert "x_ptr" in masked and re.search(r"\(p1_ < mask_at\w*\)\) \?", masked)
     assert re.search(r"if \(\(\(mask_at\w* >= 4\) && \(mask_at\w* >= 64\)\)\)", c)
+
+
+def test_a_where_mask_all_true_on_interior_tiles_is_no_test_there() -> None:
+    c = lower_kernel(interior_kernel, {"a_ptr": "*fp32", "b_ptr": "*fp32", "M": "i32", "N": "i32"},
+                     {"BM": 8, "BN": 64}).c_source
+    stores = re.findall(r"row_\[q_\] = (.*);", c)
+    assert len(stores) == 2, c  # the store's chain twice: for interior tiles, and for the others
+    plain, tested = stores
+    assert "?" not in plain and "0x1.0000000000000p-1f" in plain  # 0.5 * (up + left), no select
+    assert "?" in tested and "0x1.0000000000000p-1f" in tested
 
 
 def test_a_load_is_a_tile_when_a_store_could_change_what_its_chain_reads() -> None:
@@ -88,6 +113,11 @@ def launches() -> dict[str, KernelCall]:
         out[f"row_stream_{bn}"] = KernelCall(row_stream_kernel, _STREAM_SIG, {"BM": 4, "BN": bn},
                                              [x, rng.standard_normal((rows, cols)).astype(f32), rows, cols],
                                              (triton.cdiv(rows, 4),))
+    m, n = 19, 150  # ragged in both directions: border, interior and tail tiles
+    out["interior"] = KernelCall(interior_kernel, {"a_ptr": "*fp32", "b_ptr": "*fp32", "M": "i32", "N": "i32"},
+                                 {"BM": 8, "BN": 64}, [rng.standard_normal((m, n)).astype(f32),
+                                                       np.zeros((m, n), f32), m, n],
+                                 (triton.cdiv(m, 8), triton.cdiv(n, 64)))
     p = rng.standard_normal(257).astype(f32)
     out["store_between"] = KernelCall(store_between_kernel, {"p_ptr": "*fp32", "out_ptr": "*fp32"}, {"B": 256},
                                       [p[:256].copy(), np.zeros(256, f32)], (1,))
