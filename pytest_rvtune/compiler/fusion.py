@@ -211,7 +211,8 @@ _WRITERS = frozenset({"tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.call", "
 
 
 def _may_write(op: Op) -> bool:
-    return op.name in _WRITERS or any(_may_write(inner) for region in op.regions for block in region.blocks
+    writes = op.name in _WRITERS or any(word in op.name for word in ("store", "atomic", "scatter"))
+    return writes or any(_may_write(inner) for region in op.regions for block in region.blocks
                                       for inner in block.ops)
 
 

@@ -789,23 +789,81 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
 
     ptr = ptr_v.sym
 
-    def store_loops() -> None:
+    def store_loops(computed: Expr | None) -> None:
+        nonlocal chain
+        chain = computed
         block_access(f, shape, ptr, mask, c_type(t),
                      lambda elem, _flat, idx: f"{elem} = {element(idx)};", None, "store",
                      copy if width and plain else None,
                      pragma="RV_VECTORIZE_FUSED_WIDE" if wide else "RV_VECTORIZE_FUSED")
-    versions = chain.unmasked() if chain is not None else None
-    if versions is None:
-        store_loops()
+
+    def versioned(computed: Expr | None) -> None:
+        # a chain with masks (deferred loads', tl.where's): a version without them where the block lies inside
+        versions = computed.unmasked() if computed is not None else None
+        if versions is None:
+            store_loops(computed)
+            return
+        with f.block(f"if ({versions[0]})"):
+            store_loops(versions[1])
+        with f.block("else"):
+            store_loops(computed)
+
+    # Loads deferred to this store through its own pointer block (fusion.deferred_load_ok) read each element
+    # just before it is written: right only while no two elements share an address. Else they are read whole
+    # first, here (nothing has written memory since the load).
+    in_place = {id(x.sym) for x in chain.parts()
+                if isinstance(x.sym, BlockLoad) and x.sym.op.operands[0] == op.operands[0]} if chain else set()
+    if not in_place:
+        versioned(chain)
         return True
-    # the chain reads deferred loads: without their masks where the blocks lie inside them (plain vector loads)
-    with f.block(f"if ({versions[0]})"):
-        chain = versions[1]
-        store_loops()
-    with f.block("else"):
-        chain = val.sym if isinstance(val.sym, Expr) else None
-        store_loops()
+    assert chain is not None
+    whole_chain = chain
+
+    def snapshot() -> Expr:
+        def tile(x: Val) -> Val:
+            if id(x.sym) not in in_place or x.sym is None:
+                return x
+            out = x.sym.materialize(f, x)
+            f.touch(out)
+            return out
+        return whole_chain.replace_leaves(tile)
+    one_to_one = _one_to_one(ptr, shape)
+    if one_to_one == "1":
+        versioned(whole_chain)
+    elif one_to_one is None:
+        versioned(snapshot())
+    else:
+        with f.block(f"if ({one_to_one})"):
+            versioned(whole_chain)
+        with f.block("else"):
+            versioned(snapshot())
     return True
+
+
+def _one_to_one(ptr: Affine, shape: tuple[int, ...]) -> str | None:
+    """A C condition under which no two elements of a pointer block share an address ("1": always; None: not
+    known here, e.g. a gathered offset or two run-time strides)."""
+    if ptr.vecs:
+        return None
+    dims = [(st, n) for st, n in zip(ptr.strides, shape, strict=True) if n > 1]
+    if not dims:
+        return "1"
+    if len(dims) == 1:
+        st = dims[0][0]
+        c = _const(st)
+        return f"(({st}) != 0)" if c is None else ("1" if c != 0 else None)
+    if len(dims) != 2:
+        return None
+    (s0, n0), (s1, n1) = dims
+    c0, c1 = _const(s0), _const(s1)
+    if c0 is not None and c1 is not None:  # injective when the larger stride steps over the other's whole span
+        (small, n_small), (big, _) = sorted([(abs(c0), n0), (abs(c1), n1)])
+        return "1" if small > 0 and big > (n_small - 1) * small else None
+    for (runtime, _), (c, n) in (((s0, n0), (c1, n1)), ((s1, n1), (c0, n0))):
+        if c is not None and c != 0:  # rows of a run-time stride over a constant column stride (the usual case)
+            span = (n - 1) * abs(c)
+            return f"((int64_t)({runtime}) > {span} || (int64_t)({runtime}) < -{span})"
+    return None
 
 
 # ---- loop-carried pointer blocks and accumulators --------------------------------------------------------

@@ -69,13 +69,22 @@ def interior_kernel(a_ptr, b_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     tl.store(b_ptr + i * N + j, tl.where(interior, 0.5 * (up + left), old), mask=inside)
 
 
+@triton.jit
+def in_place_rows_kernel(p_ptr, stride, BM: tl.constexpr, BN: tl.constexpr):
+    """store(p, load(p) * s + 1) through rows of a run-time stride: stride 0 makes every row the same memory, so
+    the rows must be read whole before the first is written (the run-time test of ptr_analysis._one_to_one)."""
+    ptrs = p_ptr + tl.arange(0, BM)[:, None] * stride + tl.arange(0, BN)[None, :]
+    tl.store(ptrs, tl.load(ptrs) * 0.5 + 1.0)
+
+
 _STREAM_SIG = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"}
 
 
 def test_a_load_read_by_one_chain_is_read_in_its_loop_without_the_mask_where_the_block_is_inside() -> None:
     c = lower_kernel(row_stream_kernel, _STREAM_SIG, {"BM": 4, "BN": 64}).c_source
     assert c.count("a deferred load") == 2, c  # both loads: no tile, no copy-in
-    assert "rv_copy_rows_e32" not in c and "load x" not in c
+    # the only copy-in left: the in-place update's rows read whole where a run-time row stride might alias them
+    assert c.count("rv_copy_rows_e32") == 1 and "load x" not in c
     # the max's loop reads x_ptr itself: once plainly (the block inside the mask, tested once), once masked
     reads = re.findall(r"acc_\w+\[p0_ \* 64 \+ p1_\] = fmaxf\(acc_\w+\[p0_ \* 64 \+ p1_\], (.*)\);", c)
     assert len(reads) == 2, c
@@ -93,6 +102,13 @@ def test_a_where_mask_all_true_on_interior_tiles_is_no_test_there() -> None:
     plain, tested = stores
     assert "?" not in plain and "0x1.0000000000000p-1f" in plain  # 0.5 * (up + left), no select
     assert "?" in tested and "0x1.0000000000000p-1f" in tested
+
+
+def test_an_in_place_update_reads_rows_whole_first_unless_they_cannot_share_an_address() -> None:
+    c = lower_kernel(in_place_rows_kernel, {"p_ptr": "*fp32", "stride": "i32"}, {"BM": 4, "BN": 64}).c_source
+    assert c.count("a deferred load") == 1
+    assert re.search(r"if \(\(\(int64_t\)\(\(\(int64_t\)stride\)\) > 63 \|\| .* < -63\)\)", c), c
+    assert re.search(r"\*load_\w* = \(rv_float \*\)", c)  # the other branch: the rows read into a tile first
 
 
 def test_a_load_is_a_tile_when_a_store_could_change_what_its_chain_reads() -> None:
@@ -118,6 +134,10 @@ def launches() -> dict[str, KernelCall]:
                                  {"BM": 8, "BN": 64}, [rng.standard_normal((m, n)).astype(f32),
                                                        np.zeros((m, n), f32), m, n],
                                  (triton.cdiv(m, 8), triton.cdiv(n, 64)))
+    for stride in (0, 64):
+        out[f"in_place_rows_stride_{stride}"] = KernelCall(
+            in_place_rows_kernel, {"p_ptr": "*fp32", "stride": "i32"}, {"BM": 4, "BN": 64},
+            [rng.standard_normal(4 * 64).astype(f32), stride], (1,))
     p = rng.standard_normal(257).astype(f32)
     out["store_between"] = KernelCall(store_between_kernel, {"p_ptr": "*fp32", "out_ptr": "*fp32"}, {"B": 256},
                                       [p[:256].copy(), np.zeros(256, f32)], (1,))
