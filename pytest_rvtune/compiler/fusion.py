@@ -60,8 +60,9 @@ class Expr:
 
     def small(self) -> bool:
         """Few enough tiles read and ops for a loop at LMUL 8 (4 register groups) without spills."""
-        tiles = {(x.expr, x.offset, x.strides) for x in self.parts() if x.kind == "buf" and x.strides[-1:] != (0,)}
-        loads = {id(x.sym) for x in self.parts() if is_deferred_load(x)}
+        parts = self.parts()
+        tiles = {(x.expr, x.offset, x.strides) for x in parts if x.kind == "buf" and x.strides[-1:] != (0,)}
+        loads = {id(x.sym) for x in parts if is_deferred_load(x)}
         return len(tiles) + len(loads) <= 3 and self.size() <= 8
 
     def code(self, at: Callable[[Val], str]) -> str:
@@ -104,15 +105,20 @@ class Expr:
             f.touch(leaf)
         out = f.new_buf(ssa, v.type, "fused")
         keep_out_of_carried_home(out, leaves)
+        self.in_versions(f, lambda chain: chain._compute_into(f, out, leaves))
+        return out
+
+    def in_versions(self, f: FuncEmitter, emit: Callable[[Expr], None]) -> None:
+        """``emit(chain)`` for this chain; where it has masks that a run-time test can show all true (unmasked),
+        twice: the unmasked chain under that test, this one otherwise."""
         versions = self.unmasked()
         if versions is None:
-            self._compute_into(f, out, leaves)
-            return out
+            emit(self)
+            return
         with f.block(f"if ({versions[0]})"):
-            versions[1]._compute_into(f, out, leaves)
+            emit(versions[1])
         with f.block("else"):
-            self._compute_into(f, out, leaves)
-        return out
+            emit(self)
 
     def _compute_into(self, f: FuncEmitter, out: Val, leaves: list[Val]) -> None:
         shape = out.shape
@@ -290,8 +296,10 @@ def _hoisted_mask(f: FuncEmitter, v: Val) -> Val:
 
 
 def _hoisted_load(f: FuncEmitter, v: Val) -> Val:
-    """A deferred load with its mask hoisted (_hoisted_mask)."""
+    """A deferred load with its mask hoisted (_hoisted_mask); what it reads is live up to here."""
     load: Any = v.sym  # a ptr_analysis.BlockLoad
+    for part in load.parts():
+        f.touch(part)
     mask = _hoisted_mask(f, Val(v.type, "sym", "", (), 0, None, load.mask))
     return Val(v.type, "sym", "", (), 0, None, dataclasses.replace(load, mask=mask.sym))
 
@@ -345,9 +353,7 @@ def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
             # tested in the loop (FuncEmitter.access): no byte tile of the mask
             f.touch(v)
             children.append(_hoisted_mask(f, v))
-        elif is_deferred_load(v) and v.shape == (rt.shape or ()) and v.sym is not None:
-            for leaf in v.sym.parts():
-                f.touch(leaf)
+        elif is_deferred_load(v) and v.shape == (rt.shape or ()):
             children.append(_hoisted_load(f, v))
         else:
             children.append(f.get(o))  # ordinary values; other symbolic ones are materialised

@@ -768,11 +768,6 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
     if val.sym is not None and not isinstance(val.sym, Expr):
         val = f.get(op.operands[1])  # a pointer block / mask stored as data: materialised
     chain = val.sym if isinstance(val.sym, Expr) else None
-
-    def element(idx: list[str]) -> str:  # a fused element-wise chain (fusion.Expr) is computed in the store
-        at = lambda leaf: FuncEmitter.access(leaf, idx, "")  # noqa: E731
-        return chain.code(at) if chain is not None else at(val)
-
     shape = t.shape or ()
     mask = as_mask(f, _peek(f, op.operands[2])) if len(op.operands) > 2 else \
         Bounds("1", (None,) * len(shape), (None,) * len(shape))
@@ -786,57 +781,43 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
     # a short chain (or none) at LMUL 8, as fusion.Expr.materialize does, when a row holds a whole vector (the
     # bound is not a constant: a shorter row would run in the scalar remainder)
     wide = (chain is None or chain.small()) and shape[-1] >= 64
-
     ptr = ptr_v.sym
 
     def store_loops(computed: Expr | None) -> None:
-        nonlocal chain
-        chain = computed
-        block_access(f, shape, ptr, mask, c_type(t),
-                     lambda elem, _flat, idx: f"{elem} = {element(idx)};", None, "store",
-                     copy if width and plain else None,
+        def element(idx: list[str]) -> str:  # a fused element-wise chain (fusion.Expr) is computed in the store
+            at = lambda leaf: FuncEmitter.access(leaf, idx, "")  # noqa: E731
+            return computed.code(at) if computed is not None else at(val)
+        block_access(f, shape, ptr, mask, c_type(t), lambda elem, _flat, idx: f"{elem} = {element(idx)};", None,
+                     "store", copy if width and plain else None,
                      pragma="RV_VECTORIZE_FUSED_WIDE" if wide else "RV_VECTORIZE_FUSED")
 
-    def versioned(computed: Expr | None) -> None:
-        # a chain with masks (deferred loads', tl.where's): a version without them where the block lies inside
-        versions = computed.unmasked() if computed is not None else None
-        if versions is None:
-            store_loops(computed)
-            return
-        with f.block(f"if ({versions[0]})"):
-            store_loops(versions[1])
-        with f.block("else"):
-            store_loops(computed)
-
+    if chain is None:
+        store_loops(None)
+        return True
     # Loads deferred to this store through its own pointer block (fusion.deferred_load_ok) read each element
     # just before it is written: right only while no two elements share an address. Else they are read whole
     # first, here (nothing has written memory since the load).
     in_place = {id(x.sym) for x in chain.parts()
-                if isinstance(x.sym, BlockLoad) and x.sym.op.operands[0] == op.operands[0]} if chain else set()
-    if not in_place:
-        versioned(chain)
-        return True
-    assert chain is not None
-    whole_chain = chain
+                if isinstance(x.sym, BlockLoad) and x.sym.op.operands[0] == op.operands[0]}
+    one_to_one = _one_to_one(ptr, shape) if in_place else "1"
 
     def snapshot() -> Expr:
         def tile(x: Val) -> Val:
-            if id(x.sym) not in in_place or x.sym is None:
+            if not isinstance(x.sym, BlockLoad) or id(x.sym) not in in_place:
                 return x
             out = x.sym.materialize(f, x)
             f.touch(out)
             return out
-        return whole_chain.replace_leaves(tile)
-    one_to_one = _one_to_one(ptr, shape)
+        return chain.replace_leaves(tile)
     if one_to_one == "1":
-        versioned(whole_chain)
+        chain.in_versions(f, store_loops)
     elif one_to_one is None:
-        versioned(snapshot())
+        snapshot().in_versions(f, store_loops)
     else:
         with f.block(f"if ({one_to_one})"):
-            versioned(whole_chain)
+            chain.in_versions(f, store_loops)
         with f.block("else"):
-            versioned(snapshot())
+            snapshot().in_versions(f, store_loops)
     return True
 
 
