@@ -31,7 +31,7 @@ from .lower_ops import OpSemanticsError, c_type, scalar_expr
 from .ttir import Block, Op, Region, TTIRParseError, Type
 
 #: Bump whenever the generated C changes for the same TTIR (it is part of the compile cache key).
-LOWERING_VERSION = "12"
+LOWERING_VERSION = "13"
 
 #: Directory holding rvtune_rt.h: compile generated kernels with ``-I RUNTIME_DIR``.
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -214,6 +214,8 @@ class FuncEmitter:
         #: tt.call targets: symbol -> (C name, result types)
         self.callees = callees or {}
         self.returns: list[str] = []  # a helper's out-pointer parameters
+        #: lines set up once at the top of the function (``prologue``), for the loops below to share
+        self.prologue_lines: list[str] = []
         self.lines: list[str] = []
         self.depth = 1
         # SSA names are unique per region only (sibling regions reuse them): one map per open region.
@@ -432,7 +434,14 @@ class FuncEmitter:
             head.append(f"    /* live tiles, placed by liveness: {self.arena_bytes} bytes of stack */")
             head.append(f"    _Alignas({ARENA_ALIGN}) unsigned char rv_arena[{self.arena_bytes}];")
         head.append("    (void)pid_x; (void)pid_y; (void)pid_z; (void)grid_x; (void)grid_y; (void)grid_z;")
+        head += ["    " + line for line in self.prologue_lines]
         return "\n".join([*head, *body, "}"]) + "\n", tuple(params)
+
+    def prologue(self, lines: list[str]) -> None:
+        """Put ``lines`` at the top of the function, once however often asked (constants made once for every
+        loop: rvv_chain's exp constants)."""
+        if lines and lines[0] not in self.prologue_lines:
+            self.prologue_lines += lines
 
     def signature_type(self, t: Type, what: str) -> str:
         """The C type of a parameter or result of this function; a LoweringError naming both when none.

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import rvv_chain
 from .emitter import FuncEmitter, Tier, Val, contiguous_strides, keep_out_of_carried_home, numel
 from .lower_ops import FLOAT_TYPES, is_elementwise, scalar_expr
 from .ttir import Block, Op
@@ -121,6 +122,35 @@ class Expr:
             emit(self)
 
     def _compute_into(self, f: FuncEmitter, out: Val, leaves: list[Val]) -> None:
+        if self.vector_form(f, out.shape, leaves):
+            rvv_chain.emit_versions(f, self, lambda: self._vector_into(f, out, leaves),
+                                    lambda: self._scalar_into(f, out, leaves))
+        else:
+            self._scalar_into(f, out, leaves)
+
+    def vector_form(self, f: FuncEmitter, shape: tuple[int, ...], leaves: list[Val], rows: bool = False) -> bool:
+        """Written as RVV intrinsics (rvv_chain.py)? Chains holding an exp, when rvv_chain has a form for them:
+        in one loop over a tile of ``shape`` read from ``leaves``, or row by row (``rows``)."""
+        if not rvv_chain.has_exp(self):
+            return False
+        if not rows and all(f.flat_ok(x, shape) for x in leaves):
+            return rvv_chain.vector_form(self, lambda x: x.kind == "buf", lambda x: False)
+        return rvv_chain.vector_form(self, unit_stride_row, lambda x: x.kind == "buf" and x.strides[-1:] == (0,))
+
+    def _vector_into(self, f: FuncEmitter, out: Val, leaves: list[Val]) -> None:
+        shape = out.shape
+        if all(f.flat_ok(x, shape) for x in leaves):  # one loop over the whole tile, rows end to end
+            rvv_chain.emit_loop(f, self, "0", str(numel(shape)), "i_", lambda x: f.access(x, None, "i_"),
+                                lambda x: x.kind == "buf", f"{out.expr}[i_]")
+            return
+        idx = [f"p{d}_" for d in range(len(shape) - 1)] + ["q_"]
+        with contextlib.ExitStack() as stack:
+            for i, n in zip(idx[:-1], shape[:-1], strict=True):
+                stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
+            rvv_chain.emit_loop(f, self, "0", str(shape[-1]), "q_", lambda x: f.access(x, idx, ""),
+                                unit_stride_row, f.access(out, idx, ""))
+
+    def _scalar_into(self, f: FuncEmitter, out: Val, leaves: list[Val]) -> None:
         shape = out.shape
         # assume_safety: the result tile never overlaps a leaf except element for element (an in-place
         # loop-carried home), which clang's dependence analysis cannot prove for arena offsets in a nest
@@ -253,6 +283,14 @@ def deferred_load_ok(f: FuncEmitter, load: Op) -> bool:
     return not _may_write(end)
 
 
+def unit_stride_row(v: Val) -> bool:
+    """Is ``v`` read along its last axis as consecutive elements of memory (a vle32 of the row)? A tile whose
+    last stride is 1; a deferred load without a mask whose pointer steps by one element along the row."""
+    if v.kind == "buf":
+        return v.strides[-1:] == (1,)
+    return is_deferred_load(v) and bool(v.sym.unit_stride_row())  # type: ignore[union-attr]
+
+
 def is_deferred_load(v: Val) -> bool:
     """A load left for the chain to read (ptr_analysis.BlockLoad: its element is C over the loop indices)."""
     return v.kind == "sym" and hasattr(v.sym, "element_expr")
@@ -309,6 +347,15 @@ def _vector_exp(op: Op) -> bool:
     return op.name == "math.exp" and op.result_types[0].element.elem == "f32"
 
 
+def _exp_in_registers(f: FuncEmitter, chain: Expr) -> bool:
+    """Does an fp32 exp stay in its chain, computed in vector registers (rvv_chain.py)? When the chain up to it,
+    in the version that runs for whole blocks (Expr.unmasked), has an RVV form: its other versions are scalar
+    C, correct but slower (the exp's constants spill). Else the exp ends the chain (_exp_tile)."""
+    whole = chain.unmasked()
+    fast = whole[1] if whole is not None else chain
+    return fast.vector_form(f, fast.op.result_types[0].shape or (), [], rows=True)
+
+
 def _exp_tile(f: FuncEmitter, op: Op, arg: Val | Expr) -> Val:
     """An fp32 exp tile by one call of rv_exp_f32 (rvtune_exp.h: RVV intrinsics at LMUL 8, no spills) on a
     contiguous tile of its argument: the chain below the exp is computed into the result tile first, and
@@ -359,10 +406,10 @@ def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
             children.append(f.get(o))  # ordinary values; other symbolic ones are materialised
     if all(isinstance(c, Val) and c.kind in ("scalar", "splat") for c in children):
         return False  # computed once as a scalar by the ordinary path
-    if _vector_exp(op):
+    expr = Expr(op, children)
+    if _vector_exp(op) and not _exp_in_registers(f, expr):
         f.values[op.results[0]] = _exp_tile(f, op, children[0])
         return True
-    expr = Expr(op, children)
     value = Val(rt, "sym", "", (), 0, None, expr)
     too_long = len(expr.code(lambda v: "x" * 12)) > MAX_EXPR_CHARS
     if fuse_out and not too_long:

@@ -28,7 +28,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import dot_kernel
+from . import dot_kernel, rvv_chain
 from .emitter import (
     FuncEmitter,
     OptionalHandler,
@@ -39,7 +39,7 @@ from .emitter import (
     handles_into,
     keep_out_of_carried_home,
 )
-from .fusion import Expr, deferred_load_ok
+from .fusion import Expr, deferred_load_ok, unit_stride_row
 from .lower_ops import FP8_TYPES, c_type, is_elementwise
 from .lower_struct import assign, declare, lower_body
 from .ttir import Block, Op, Type, parse_int_array
@@ -468,14 +468,17 @@ def block_access(f: FuncEmitter, shape: tuple[int, ...], ptr: Affine, mask: Boun
                  inner: Callable[[str, str, list[str]], str], outside: Callable[[str, list[str]], str] | None,
                  what: str, row_copy: Callable[[str, list[str]], str] | None = None,
                  row_fill: Callable[[str, str], str | None] | None = None,
-                 pragma: str = "RV_VECTORIZE_FUSED") -> None:
+                 pragma: str = "RV_VECTORIZE_FUSED", rows: str = "unit-stride rows between the mask's bounds",
+                 row_vector: Callable[[list[str], Callable[[], None]], None] | None = None) -> None:
     """Loops over a structured block: ``inner(elem, flat, idx)`` for every element inside the mask (``elem``
     is the C lvalue of the element in memory), ``outside(flat, idx)`` for the others (loads: ``other``).
     ``row_copy(stride, idx)``, when given, is one statement doing ``inner`` for q in [lo_, hi_) of a row
     (rv_copy_e*: vle/vlse on RVV) and is used when no per-element condition or offset is left.
     ``row_fill(first, count)``, when given, is one statement doing ``outside`` for ``count`` elements from flat
     index ``first`` (rv_fill_*: a constant ``other``), so no plain fill loop is left for clang to make a memset
-    call of. ``pragma`` goes before a unit-stride element loop (rvtune_rt.h's RV_VECTORIZE_FUSED[_WIDE])."""
+    call of. ``pragma`` goes before a unit-stride element loop (rvtune_rt.h's RV_VECTORIZE_FUSED[_WIDE]).
+    ``row_vector(idx, scalar)``, when given, writes a unit-stride row's loop over q_ in [lo_, hi_) itself (RVV
+    intrinsics: rvv_chain.py), ``scalar()`` emitting the plain loop for other targets."""
     rank = len(shape)
     last = rank - 1
     n = shape[last]
@@ -489,7 +492,7 @@ def block_access(f: FuncEmitter, shape: tuple[int, ...], ptr: Affine, mask: Boun
     row_off = row.offset_expr([*idx[:last], "0"], skip_base=True)
     col_cond = [c for c in mask.conds if last in _dep_dims(c)]
     stride = ptr.strides[last]
-    f.emit(f"/* {what}: a strided block, unit-stride rows between the mask's bounds */")
+    f.emit(f"/* {what}: a strided block, {rows} */")
     f.emit("{")
     f.depth += 1
     lo_raw, hi_raw = mask.lo[last], mask.hi[last]
@@ -511,10 +514,15 @@ def block_access(f: FuncEmitter, shape: tuple[int, ...], ptr: Affine, mask: Boun
                 cc = " && ".join(f"({FuncEmitter.access(c, idx, '')})" for c in col_cond)
                 els = outside("o_ + q_", idx) if outside else ""
                 body = f"if ({cc}) {{ {body} }}" + (f" else {{ {els} }}" if els else "")
-            if step == "1":  # distinct addresses in global memory, the other side arena tiles: no overlap
-                f.emit(pragma)
-            with f.block("for (int64_t q_ = lo_; q_ < hi_; ++q_)"):
-                f.emit(body)
+            def scalar() -> None:
+                if step == "1":  # distinct addresses in global memory, the other side arena tiles: no overlap
+                    f.emit(pragma)
+                with f.block("for (int64_t q_ = lo_; q_ < hi_; ++q_)"):
+                    f.emit(body)
+            if row_vector is not None and step == "1" and not col_cond and col_extra == "0":
+                row_vector(idx, scalar)
+            else:
+                scalar()
 
         def outside_range(first: str, end: str) -> None:
             start, count = (f"o_ + {first}", f"{end} - {first}") if first != "0" else ("o_", end)
@@ -579,6 +587,12 @@ class BlockLoad:
         at = f"({self.ptr.base})[{self.ptr.offset_expr(idx)}]"
         cond = self.mask.cond_expr(idx)
         return at if cond == "1" else f"(({cond}) ? {at} : {_fill_of(self.other)})"
+
+    def unit_stride_row(self) -> bool:
+        """Unmasked, and consecutive in memory along the last axis (a vector load of each row: rvv_chain)."""
+        last = len(self.ptr.strides) - 1
+        return self.mask.cond_expr([f"p{d}_" for d in range(last + 1)]) == "1" and self.ptr.strides[-1] == "1" \
+            and not any(last in _dep_dims(v) for v, _c in self.ptr.vecs)
 
     def unmasked(self) -> tuple[str, BlockLoad] | None:
         """(C condition under which every element is inside the mask, this load without its mask), or None
@@ -783,16 +797,34 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
     wide = (chain is None or chain.small()) and shape[-1] >= 64
     ptr = ptr_v.sym
 
-    def store_loops(computed: Expr | None) -> None:
+    def store_loops(computed: Expr | None, within: Bounds = mask) -> None:
         def element(idx: list[str]) -> str:  # a fused element-wise chain (fusion.Expr) is computed in the store
             at = lambda leaf: FuncEmitter.access(leaf, idx, "")  # noqa: E731
             return computed.code(at) if computed is not None else at(val)
-        block_access(f, shape, ptr, mask, c_type(t), lambda elem, _flat, idx: f"{elem} = {element(idx)};", None,
-                     "store", copy if width and plain else None,
-                     pragma="RV_VECTORIZE_FUSED_WIDE" if wide else "RV_VECTORIZE_FUSED")
+
+        def row_vector(idx: list[str], scalar: Callable[[], None]) -> None:  # the chain as RVV intrinsics
+            assert computed is not None
+            at = lambda leaf: FuncEmitter.access(leaf, idx, "")  # noqa: E731
+            rvv_chain.emit_versions(f, computed, lambda: rvv_chain.emit_loop(
+                f, computed, "lo_", "hi_", "q_", at, unit_stride_row, "row_[q_]"), scalar)
+        vector = computed is not None and width == 32 and computed.vector_form(f, shape, [], rows=True)
+        # (rv_copy_e*, a call's loop per row, only where rows need their bounds: else a plain loop, fewer
+        # instructions per row)
+        block_access(f, shape, ptr, within, c_type(t), lambda elem, _flat, idx: f"{elem} = {element(idx)};", None,
+                     "store", copy if width and plain and within is mask else None,
+                     pragma="RV_VECTORIZE_FUSED_WIDE" if wide else "RV_VECTORIZE_FUSED",
+                     rows="whole unit-stride rows (the mask holds for all)" if within is not mask else
+                     "unit-stride rows between the mask's bounds", row_vector=row_vector if vector else None)
 
     if chain is None:
-        store_loops(None)
+        whole = mask.all_true(shape) if plain and shape else None
+        if whole is None:
+            store_loops(None)
+            return True
+        with f.block(f"if ({whole})"):  # the common case (every block but the last): no bounds to test per row
+            store_loops(None, Bounds("1", (None,) * len(shape), (None,) * len(shape)))
+        with f.block("else"):
+            store_loops(None)
         return True
     # Loads deferred to this store through its own pointer block (fusion.deferred_load_ok) read each element
     # just before it is written: right only while no two elements share an address. Else they are read whole

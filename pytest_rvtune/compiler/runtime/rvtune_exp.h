@@ -93,37 +93,55 @@ static __attribute__((noinline)) void rv_exp_f32_any(float *out, const float *in
     }
 }
 
+/* The fast path's constants as opaque f-register values, made once before a loop: inlined into a big kernel,
+ * clang would otherwise rematerialise each one (auipc + flw) inside the loop. */
+typedef struct {
+    float c0, c1, c2, c3, c4, c5, ln2_hi, ln2_lo, log2e, magic, fast_max;
+} rv_exp_consts;
+
+RV_INLINE rv_exp_consts rv_exp_consts_opaque(void) {
+    rv_exp_consts k = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
+                       5.0000001201e-1f, 0.693359375f, -2.12194440e-4f, 1.44269504088896341f, 12582912.0f, 86.0f};
+    __asm__("" : "+f"(k.c0), "+f"(k.c1), "+f"(k.c2), "+f"(k.c3), "+f"(k.c4), "+f"(k.c5), "+f"(k.ln2_hi),
+            "+f"(k.ln2_lo), "+f"(k.log2e), "+f"(k.magic), "+f"(k.fast_max));
+    return k;
+}
+
+/* exp of one vector of vl lanes in registers (a fused chain's loop, rvv_chain.py, calls it with the chain's value
+ * and keeps going): the fast path below; a vector with any lane outside it goes through memory to
+ * rv_exp_f32_any. */
+RV_INLINE vfloat32m8_t rv_vexp_f32m8(vfloat32m8_t x, size_t vl, const rv_exp_consts *k) {
+    /* |x| <= 86 in every lane (false for NaN): else the full-range path for this vector */
+    const vbool4_t fast = __riscv_vmfle_vf_f32m8_b4(__riscv_vfabs_v_f32m8(x, vl), k->fast_max, vl);
+    if (__builtin_expect(__riscv_vcpop_m_b4(fast, vl) != vl, 0)) {
+        float any[256]; /* vl <= VLEN / 4 lanes at LMUL 8: VLEN up to 1024 */
+        __riscv_vse32_v_f32m8(any, x, vl);
+        rv_exp_f32_any(any, any, (int64_t)vl);
+        return __riscv_vle32_v_f32m8(any, vl);
+    }
+    /* kf = 1.5 * 2^23 + k: its bits are 0x4B400000 + k, whose low 23 bits shifted up by 23 are k << 23 */
+    const vfloat32m8_t kf = __riscv_vfmacc_vf_f32m8(__riscv_vfmv_v_f_f32m8(k->magic, vl), k->log2e, x, vl);
+    const vfloat32m8_t kr = __riscv_vfsub_vf_f32m8(kf, k->magic, vl);
+    vfloat32m8_t r = __riscv_vfnmsac_vf_f32m8(x, k->ln2_hi, kr, vl);
+    r = __riscv_vfnmsac_vf_f32m8(r, k->ln2_lo, kr, vl);
+    vfloat32m8_t p = __riscv_vfmacc_vf_f32m8(__riscv_vfmv_v_f_f32m8(k->c1, vl), k->c0, r, vl);
+    p = __riscv_vfmacc_vv_f32m8(__riscv_vfmv_v_f_f32m8(k->c2, vl), p, r, vl);
+    p = __riscv_vfmacc_vv_f32m8(__riscv_vfmv_v_f_f32m8(k->c3, vl), p, r, vl);
+    p = __riscv_vfmacc_vv_f32m8(__riscv_vfmv_v_f_f32m8(k->c4, vl), p, r, vl);
+    p = __riscv_vfmacc_vv_f32m8(__riscv_vfmv_v_f_f32m8(k->c5, vl), p, r, vl);
+    /* e = (p * r * r + r) + 1, then e * 2^k by adding k to its exponent */
+    const vfloat32m8_t e =
+        __riscv_vfadd_vf_f32m8(__riscv_vfmadd_vv_f32m8(__riscv_vfmul_vv_f32m8(p, r, vl), r, r, vl), 1.0f, vl);
+    const vuint32m8_t scale = __riscv_vsll_vx_u32m8(__riscv_vreinterpret_v_f32m8_u32m8(kf), 23, vl);
+    const vuint32m8_t y = __riscv_vadd_vv_u32m8(__riscv_vreinterpret_v_f32m8_u32m8(e), scale, vl);
+    return __riscv_vreinterpret_v_u32m8_f32m8(y);
+}
+
 RV_INLINE void rv_exp_f32(float *out, const float *in, int64_t n) {
-    float c0 = 1.9875691500e-4f, c1 = 1.3981999507e-3f, c2 = 8.3334519073e-3f, c3 = 4.1665795894e-2f,
-          c4 = 1.6666665459e-1f, c5 = 5.0000001201e-1f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f,
-          log2e = 1.44269504088896341f, magic = 12582912.0f, fast_max = 86.0f;
-    __asm__("" : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3), "+f"(c4), "+f"(c5), "+f"(ln2_hi), "+f"(ln2_lo),
-            "+f"(log2e), "+f"(magic), "+f"(fast_max));
+    const rv_exp_consts k = rv_exp_consts_opaque();
     for (size_t vl; n > 0; n -= (int64_t)vl, in += vl, out += vl) {
         vl = __riscv_vsetvl_e32m8((size_t)n);
-        const vfloat32m8_t x = __riscv_vle32_v_f32m8(in, vl);
-        /* |x| <= 86 in every lane (false for NaN): else the full-range path for this chunk */
-        const vbool4_t fast = __riscv_vmfle_vf_f32m8_b4(__riscv_vfabs_v_f32m8(x, vl), fast_max, vl);
-        if (__riscv_vcpop_m_b4(fast, vl) != vl) {
-            rv_exp_f32_any(out, in, (int64_t)vl);
-            continue;
-        }
-        /* kf = 1.5 * 2^23 + k: its bits are 0x4B400000 + k, whose low 23 bits shifted up by 23 are k << 23 */
-        const vfloat32m8_t kf = __riscv_vfmacc_vf_f32m8(__riscv_vfmv_v_f_f32m8(magic, vl), log2e, x, vl);
-        const vfloat32m8_t kr = __riscv_vfsub_vf_f32m8(kf, magic, vl);
-        vfloat32m8_t r = __riscv_vfnmsac_vf_f32m8(x, ln2_hi, kr, vl);
-        r = __riscv_vfnmsac_vf_f32m8(r, ln2_lo, kr, vl);
-        vfloat32m8_t p = __riscv_vfmacc_vf_f32m8(__riscv_vfmv_v_f_f32m8(c1, vl), c0, r, vl);
-        p = __riscv_vfmacc_vv_f32m8(__riscv_vfmv_v_f_f32m8(c2, vl), p, r, vl);
-        p = __riscv_vfmacc_vv_f32m8(__riscv_vfmv_v_f_f32m8(c3, vl), p, r, vl);
-        p = __riscv_vfmacc_vv_f32m8(__riscv_vfmv_v_f_f32m8(c4, vl), p, r, vl);
-        p = __riscv_vfmacc_vv_f32m8(__riscv_vfmv_v_f_f32m8(c5, vl), p, r, vl);
-        /* e = (p * r * r + r) + 1, then e * 2^k by adding k to its exponent */
-        const vfloat32m8_t e =
-            __riscv_vfadd_vf_f32m8(__riscv_vfmadd_vv_f32m8(__riscv_vfmul_vv_f32m8(p, r, vl), r, r, vl), 1.0f, vl);
-        const vuint32m8_t scale = __riscv_vsll_vx_u32m8(__riscv_vreinterpret_v_f32m8_u32m8(kf), 23, vl);
-        const vuint32m8_t y = __riscv_vadd_vv_u32m8(__riscv_vreinterpret_v_f32m8_u32m8(e), scale, vl);
-        __riscv_vse32_v_f32m8(out, __riscv_vreinterpret_v_u32m8_f32m8(y), vl);
+        __riscv_vse32_v_f32m8(out, rv_vexp_f32m8(__riscv_vle32_v_f32m8(in, vl), vl, &k), vl);
     }
 }
 #else
