@@ -100,13 +100,19 @@ class Expr:
         fast = self.replace_leaves(unmask)
         return (" && ".join(f"({c})" for c in conds), fast) if conds else None
 
-    def materialize(self, f: FuncEmitter, v: Val, ssa: str | None = None) -> Val:
+    def materialize(self, f: FuncEmitter, v: Val, ssa: str | None = None,
+                    siblings: Callable[[Val], list[tuple[Expr, Val]]] | None = None) -> Val:
+        """The chain computed into a new tile, in one loop nest. ``siblings(tile)``, when given, returns more
+        (chain, tile) pairs whose chains read this one's tile: each is computed in the same loop."""
         leaves = self.parts()
         for leaf in leaves:
             f.touch(leaf)
         out = f.new_buf(ssa, v.type, "fused")
         keep_out_of_carried_home(out, leaves)
-        self.in_versions(f, lambda chain: chain._compute_into(f, out, leaves))
+        more = siblings(out) if siblings is not None else []
+        for chain, _tile in more:
+            leaves += [x for x in chain.parts() if x is not out]
+        self.in_versions(f, lambda chain: chain._compute_into(f, [(chain, out), *more], leaves))
         return out
 
     def in_versions(self, f: FuncEmitter, emit: Callable[[Expr], None]) -> None:
@@ -121,36 +127,38 @@ class Expr:
         with f.block("else"):
             emit(self)
 
-    def _compute_into(self, f: FuncEmitter, out: Val, leaves: list[Val]) -> None:
-        if self.vector_form(f, out.shape, leaves):
-            rvv_chain.emit_versions(f, self, lambda: self._vector_into(f, out, leaves),
-                                    lambda: self._scalar_into(f, out, leaves))
+    def _compute_into(self, f: FuncEmitter, outputs: list[tuple[Expr, Val]], leaves: list[Val]) -> None:
+        """Each (chain, tile) of ``outputs`` (this chain first) computed in one loop nest over the tiles."""
+        shape = outputs[0][1].shape
+        if any(rvv_chain.has_exp(c) for c, _t in outputs) and all(c.vector_form(f, shape, leaves) for c, _t in outputs):
+            rvv_chain.emit_versions(f, [c for c, _t in outputs], lambda: self._vector_into(f, outputs, leaves),
+                                    lambda: self._scalar_into(f, outputs, leaves))
         else:
-            self._scalar_into(f, out, leaves)
+            self._scalar_into(f, outputs, leaves)
 
     def vector_form(self, f: FuncEmitter, shape: tuple[int, ...], leaves: list[Val], rows: bool = False) -> bool:
-        """Written as RVV intrinsics (rvv_chain.py)? Chains holding an exp, when rvv_chain has a form for them:
-        in one loop over a tile of ``shape`` read from ``leaves``, or row by row (``rows``)."""
-        if not rvv_chain.has_exp(self):
-            return False
+        """Can this chain be written as RVV intrinsics (rvv_chain.py) in one loop over a tile of ``shape`` read from
+        ``leaves``, or row by row (``rows``)? (It is, when it holds an exp: clang's loop of it spills.)"""
         if not rows and all(f.flat_ok(x, shape) for x in leaves):
             return rvv_chain.vector_form(self, lambda x: x.kind == "buf", lambda x: False)
         return rvv_chain.vector_form(self, unit_stride_row, lambda x: x.kind == "buf" and x.strides[-1:] == (0,))
 
-    def _vector_into(self, f: FuncEmitter, out: Val, leaves: list[Val]) -> None:
-        shape = out.shape
+    @staticmethod
+    def _vector_into(f: FuncEmitter, outputs: list[tuple[Expr, Val]], leaves: list[Val]) -> None:
+        shape = outputs[0][1].shape
         if all(f.flat_ok(x, shape) for x in leaves):  # one loop over the whole tile, rows end to end
-            rvv_chain.emit_loop(f, self, "0", str(numel(shape)), "i_", lambda x: f.access(x, None, "i_"),
-                                lambda x: x.kind == "buf", f"{out.expr}[i_]")
+            rvv_chain.emit_loop(f, [(c, f"{t.expr}[i_]", t) for c, t in outputs], "0", str(numel(shape)), "i_",
+                                lambda x: f.access(x, None, "i_"), lambda x: x.kind == "buf")
             return
         idx = [f"p{d}_" for d in range(len(shape) - 1)] + ["q_"]
         with contextlib.ExitStack() as stack:
             for i, n in zip(idx[:-1], shape[:-1], strict=True):
                 stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
-            rvv_chain.emit_loop(f, self, "0", str(shape[-1]), "q_", lambda x: f.access(x, idx, ""),
-                                unit_stride_row, f.access(out, idx, ""))
+            rvv_chain.emit_loop(f, [(c, f.access(t, idx, ""), t) for c, t in outputs], "0", str(shape[-1]), "q_",
+                                lambda x: f.access(x, idx, ""), unit_stride_row)
 
-    def _scalar_into(self, f: FuncEmitter, out: Val, leaves: list[Val]) -> None:
+    def _scalar_into(self, f: FuncEmitter, outputs: list[tuple[Expr, Val]], leaves: list[Val]) -> None:
+        out = outputs[0][1]
         shape = out.shape
         # assume_safety: the result tile never overlaps a leaf except element for element (an in-place
         # loop-carried home), which clang's dependence analysis cannot prove for arena offsets in a nest
@@ -158,7 +166,8 @@ class Expr:
         if all(f.flat_ok(x, shape) for x in (out, *leaves)):  # (a mask leaf is not: its test needs indices)
             f.emit(pragma)
             with f.block(f"for (int32_t i_ = 0; i_ < {numel(shape)}; ++i_)"):
-                f.emit(f"{out.expr}[i_] = {self.code(lambda x: f.access(x, None, 'i_'))};")
+                for chain, tile in outputs:
+                    f.emit(f"{tile.expr}[i_] = {chain.code(lambda x: f.access(x, None, 'i_'))};")
             return
         idx = [f"p{d}_" for d in range(len(shape))]
         flat = " + ".join(f"{i} * {st}" if st != 1 else i for i, st in zip(idx, contiguous_strides(shape), strict=True))
@@ -173,7 +182,8 @@ class Expr:
                     # the top and spill (RVV; measured: rolled is fewer instructions only in this case)
                     f.emit("RV_ROWS_ROLLED")
                 stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
-            f.emit(f"{out.expr}[{flat}] = {self.code(lambda x: f.access(x, idx, flat))};")
+            for chain, tile in outputs:
+                f.emit(f"{tile.expr}[{flat}] = {chain.code(lambda x: f.access(x, idx, flat))};")
 
 
 def _pragma(small: bool, trip: int) -> str:
@@ -301,11 +311,11 @@ def _is_mask(v: Val) -> bool:
     return v.kind == "sym" and hasattr(v.sym, "cond_expr")
 
 
-#: Bounds hoisted by _hoisted_mask, per function: (block, bound, extent) -> the C name holding it.
+#: Bounds hoisted by hoisted_mask, per function: (block, bound, extent) -> the C name holding it.
 _HOISTED: weakref.WeakKeyDictionary[FuncEmitter, dict[tuple[int, str, int], str]] = weakref.WeakKeyDictionary()
 
 
-def _hoisted_mask(f: FuncEmitter, v: Val) -> Val:
+def hoisted_mask(f: FuncEmitter, v: Val) -> Val:
     """The mask with its guard and index bounds computed once, before the loop, as int32 values clamped to the
     tile (the same test for every index inside it): the loop compares 32-bit indices (vmslt at e32) instead
     of widening them to 64 bits for ``p1_ < (int64_t)N - start``."""
@@ -334,11 +344,11 @@ def _hoisted_mask(f: FuncEmitter, v: Val) -> Val:
 
 
 def _hoisted_load(f: FuncEmitter, v: Val) -> Val:
-    """A deferred load with its mask hoisted (_hoisted_mask); what it reads is live up to here."""
+    """A deferred load with its mask hoisted (hoisted_mask); what it reads is live up to here."""
     load: Any = v.sym  # a ptr_analysis.BlockLoad
     for part in load.parts():
         f.touch(part)
-    mask = _hoisted_mask(f, Val(v.type, "sym", "", (), 0, None, load.mask))
+    mask = hoisted_mask(f, Val(v.type, "sym", "", (), 0, None, load.mask))
     return Val(v.type, "sym", "", (), 0, None, dataclasses.replace(load, mask=mask.sym))
 
 
@@ -379,6 +389,8 @@ def _exp_tile(f: FuncEmitter, op: Op, arg: Val | Expr) -> Val:
 
 def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
     """This tier's element-wise handler (see emitter.Tier): True when this op was handled here."""
+    if id(op) in _PRECOMPUTED.get(f, ()):
+        return True  # computed already, with the value it reads (_siblings)
     rt = op.result_types[0] if op.result_types else None
     if rt is None or not rt.is_tensor:
         return False
@@ -399,7 +411,7 @@ def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
         elif _is_mask(v) and v.shape == (rt.shape or ()) and not _vector_exp(op):
             # tested in the loop (FuncEmitter.access): no byte tile of the mask
             f.touch(v)
-            children.append(_hoisted_mask(f, v))
+            children.append(hoisted_mask(f, v))
         elif is_deferred_load(v) and v.shape == (rt.shape or ()):
             children.append(_hoisted_load(f, v))
         else:
@@ -415,8 +427,45 @@ def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
     if fuse_out and not too_long:
         f.values[op.results[0]] = value
     else:  # computed here, in one loop with the chain that feeds it, under the kernel's own name
-        f.values[op.results[0]] = expr.materialize(f, value, op.results[0])
+        siblings = (lambda out: _siblings(f, op, out)) if rvv_chain.has_exp(expr) else None
+        f.values[op.results[0]] = expr.materialize(f, value, op.results[0], siblings)
     return True
+
+
+#: Ops computed before their turn, by _siblings, per function (id(op)): fuse_elementwise passes over them.
+_PRECOMPUTED: weakref.WeakKeyDictionary[FuncEmitter, set[int]] = weakref.WeakKeyDictionary()
+
+
+def _siblings(f: FuncEmitter, op: Op, out: Val) -> list[tuple[Expr, Val]]:
+    """The other element-wise readers of ``op``'s value, computed in the loop that computes it (its value read
+    from a register, not from the tile): softmax's ``s_acc += e`` where ``e = exp(x - m)`` is also stored. Only
+    where that loop holds an exp (RVV intrinsics, rvv_chain.py: clang's own loops need no help), for readers in
+    the same block whose other operands are computed already (plain tiles or scalars, never written before the
+    reader's turn: SSA, and a loop-carried home is written at the yield) and whose value would be a tile anyway
+    (not fused into a reader of its own)."""
+    uses = _uses(f)
+    res, block = op.results[0], uses.block_of.get(id(op))
+    found: list[tuple[Expr, Val]] = []
+    for reader in uses.readers.get(res, []):
+        rt = reader.result_types[0] if reader.result_types else None
+        if uses.block_of.get(id(reader)) is not block or not is_elementwise(reader.name) or _vector_exp(reader) \
+                or rt is None or rt.shape != out.type.shape or rt.element.elem != "f32" \
+                or reader.results[0] in _fusable(f) or reader.results[0] in f.values:
+            continue
+        others = [f.values.get(o) for o in reader.operands if o != res]
+        if any(v is None or v.sym is not None or v.kind not in ("buf", "scalar", "splat") for v in others):
+            continue
+        sibling = Expr(reader, [out if o == res else f.values[o] for o in reader.operands])
+        if not sibling.vector_form(f, out.shape, [x for x in sibling.parts() if x is not out]):
+            continue
+        tile = f.new_buf(reader.results[0], rt)
+        assert tile.storage is not None
+        tile.storage.def_op = reader  # (what lower_struct's in-place test reads: the carried sum in its home)
+        keep_out_of_carried_home(tile, sibling.parts())
+        f.values[reader.results[0]] = tile
+        _PRECOMPUTED.setdefault(f, set()).add(id(reader))
+        found.append((sibling, tile))
+    return found
 
 
 TIER = Tier("fusion", elementwise=fuse_elementwise)

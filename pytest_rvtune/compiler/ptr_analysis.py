@@ -39,7 +39,7 @@ from .emitter import (
     handles_into,
     keep_out_of_carried_home,
 )
-from .fusion import Expr, deferred_load_ok, unit_stride_row
+from .fusion import Expr, deferred_load_ok, hoisted_mask, unit_stride_row
 from .lower_ops import FP8_TYPES, c_type, is_elementwise
 from .lower_struct import assign, declare, lower_body
 from .ttir import Block, Op, Type, parse_int_array
@@ -805,9 +805,10 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
         def row_vector(idx: list[str], scalar: Callable[[], None]) -> None:  # the chain as RVV intrinsics
             assert computed is not None
             at = lambda leaf: FuncEmitter.access(leaf, idx, "")  # noqa: E731
-            rvv_chain.emit_versions(f, computed, lambda: rvv_chain.emit_loop(
-                f, computed, "lo_", "hi_", "q_", at, unit_stride_row, "row_[q_]"), scalar)
-        vector = computed is not None and width == 32 and computed.vector_form(f, shape, [], rows=True)
+            rvv_chain.emit_versions(f, [computed], lambda: rvv_chain.emit_loop(
+                f, [(computed, "row_[q_]", None)], "lo_", "hi_", "q_", at, unit_stride_row), scalar)
+        vector = computed is not None and width == 32 and rvv_chain.has_exp(computed) \
+            and computed.vector_form(f, shape, [], rows=True)
         # (rv_copy_e*, a call's loop per row, only where rows need their bounds: else a plain loop, fewer
         # instructions per row)
         block_access(f, shape, ptr, within, c_type(t), lambda elem, _flat, idx: f"{elem} = {element(idx)};", None,
@@ -841,15 +842,30 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
             f.touch(out)
             return out
         return chain.replace_leaves(tile)
+    def versions(computed: Expr) -> None:
+        # the chain's unmasked version runs when its loads' masks hold for the whole block: when that is the
+        # store's mask too (the same test), its rows need no bounds either (plain loops, no per-row tests)
+        fast = computed.unmasked()
+        hoisted = hoisted_mask(f, Val(op.operand_types[0], "sym", "", (), 0, None, mask)).sym \
+            if fast is not None and mask.all_true(shape) is not None else None
+        whole = hoisted.all_true(shape) if isinstance(hoisted, Bounds) else None
+        if fast is None or whole is None or fast[0] != f"({whole})":
+            computed.in_versions(f, store_loops)
+            return
+        with f.block(f"if ({fast[0]})"):
+            store_loops(fast[1], Bounds("1", (None,) * len(shape), (None,) * len(shape)))
+        with f.block("else"):
+            store_loops(computed)
+
     if one_to_one == "1":
-        chain.in_versions(f, store_loops)
+        versions(chain)
     elif one_to_one is None:
-        snapshot().in_versions(f, store_loops)
+        versions(snapshot())
     else:
         with f.block(f"if ({one_to_one})"):
-            chain.in_versions(f, store_loops)
+            versions(chain)
         with f.block("else"):
-            snapshot().in_versions(f, store_loops)
+            versions(snapshot())
     return True
 
 

@@ -14,12 +14,15 @@ The C stays portable: the loop is emitted under ``#if defined(__riscv_v)`` with 
 after ``#else``, and both give the same bits: the same exp, and a multiply feeding an add contracted into one
 fused multiply-add where clang contracts the scalar C's ``a * b + c`` (fp-contract=on, the left operand
 first). Chains it cannot write (a mask left in them, a select, an op or a type without a form below) are
-``None`` from ``vector_loop`` and keep the scalar loop.
+refused by ``vector_form`` and keep the scalar loop alone.
+
+One loop may compute several outputs (``emit_loop``): a value with two element-wise consumers (softmax's
+``e``, stored and summed) is stored to its tile and used from its register by the other (fusion._siblings).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,7 +32,7 @@ from .lower_ops import scalar_expr
 if TYPE_CHECKING:
     from .fusion import Expr
 
-#: Binary ops: (vector op, vector op, its form with the scalar on the left when that differs: s - v, s / v).
+#: Binary ops: (the intrinsic, the one taking the scalar on the left: s - v is vfrsub, s / v is vfrdiv).
 _BINARY = {"arith.addf": ("vfadd", "vfadd"), "arith.subf": ("vfsub", "vfrsub"), "arith.mulf": ("vfmul", "vfmul"),
            "arith.divf": ("vfdiv", "vfrdiv"), "tt.precise_divf": ("vfdiv", "vfrdiv"),
            "arith.maxnumf": ("vfmax", "vfmax"), "arith.minnumf": ("vfmin", "vfmin")}
@@ -67,6 +70,7 @@ class _Writer:
     def __init__(self, f: FuncEmitter, at: Callable[[Val], str], unit_stride: Callable[[Val], bool]) -> None:
         self.f, self.at, self.unit_stride = f, at, unit_stride
         self.count = 0
+        self.known: dict[int, _Operand] = {}  # id(leaf) -> its value, computed in this loop already
 
     def value(self, code: str) -> _Operand:
         name = f"v{self.count}_"
@@ -78,6 +82,8 @@ class _Writer:
         return x.code if x.vector else f"__riscv_vfmv_v_f_{_T}({x.code}, vl_)"
 
     def leaf(self, x: Val) -> _Operand:
+        if id(x) in self.known:
+            return self.known[id(x)]
         if x.kind in ("scalar", "splat"):
             return _Operand(x.expr, False)
         if self.unit_stride(x):
@@ -163,15 +169,20 @@ def vector_form(chain: Expr, unit_stride: Callable[[Val], bool], broadcast: Call
     return True
 
 
-def emit_loop(f: FuncEmitter, chain: Expr, first: str, end: str, index: str, at: Callable[[Val], str],
-              unit_stride: Callable[[Val], bool], dest: str) -> None:
-    """The strip-mined loop over ``index`` in [first, end): the chain's value at each lane (``at(leaf)``: the C
-    lvalue of the leaf's element at ``index``) stored by ``vse32`` to ``&dest`` (the C lvalue of the
-    destination's element at ``index``, unit-stride in it as every ``unit_stride`` leaf is)."""
+def emit_loop(f: FuncEmitter, outputs: Sequence[tuple[Expr, str, Val | None]], first: str, end: str, index: str,
+              at: Callable[[Val], str], unit_stride: Callable[[Val], bool]) -> None:
+    """The strip-mined loop over ``index`` in [first, end) computing each output ``(chain, dest, tile)``: the
+    chain's value at each lane (``at(leaf)``: the C lvalue of the leaf's element at ``index``) stored by
+    ``vse32`` to ``&dest`` (the C lvalue of the destination's element at ``index``, unit-stride in it as every
+    ``unit_stride`` leaf is). A later output's leaf that is an earlier one's ``tile`` is read from the register
+    holding it (an op with two consumers: its value stored, and used by the other in the same loop)."""
     def body() -> None:
         writer = _Writer(f, at, unit_stride)
-        value = writer.chain(chain)
-        f.emit(f"__riscv_vse32_v_{_T}(&{dest}, {writer.splat(value)}, vl_);")
+        for chain, dest, tile in outputs:
+            value = writer.chain(chain)
+            f.emit(f"__riscv_vse32_v_{_T}(&{dest}, {writer.splat(value)}, vl_);")
+            if tile is not None:
+                writer.known[id(tile)] = value
     if first == "0" and end.isdigit() and int(end) <= _LANES:  # one vector: no loop to step (a row of a tile)
         with f.block(f"for (int64_t {index} = 0; {index} < 1; ++{index})"):
             # opaque: with a constant vl, the exp's vfmv.v.f splats of its constants would be hoisted out of the
@@ -185,10 +196,11 @@ def emit_loop(f: FuncEmitter, chain: Expr, first: str, end: str, index: str, at:
         body()
 
 
-def emit_versions(f: FuncEmitter, chain: Expr, vector: Callable[[], None], scalar: Callable[[], None]) -> None:
+def emit_versions(f: FuncEmitter, chains: Sequence[Expr], vector: Callable[[], None],
+                  scalar: Callable[[], None]) -> None:
     """``vector()`` (which calls emit_loop) under ``#if defined(__riscv_v)``; ``scalar()``, the same loop in
     scalar C, after ``#else``."""
-    if has_exp(chain):  # made once per call: in the loop around this one, each would be reloaded every time
+    if any(has_exp(c) for c in chains):  # once per call: made in the loop around this one, reloaded every time
         f.prologue([f"#if {_RVV}", "const rv_exp_consts exp_k_ = rv_exp_consts_opaque();", "#endif"])
     f.emit(f"#if {_RVV} /* the chain in vector registers: rvv_chain.py */")
     vector()
