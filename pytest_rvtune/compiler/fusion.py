@@ -266,9 +266,11 @@ def deferred_load_ok(f: FuncEmitter, load: Op) -> bool:
     """May this block load be left unread (ptr_analysis.BlockLoad), its elements read by the element-wise chain
     that consumes it, in that chain's loop? Yes when its one reader is a float element-wise op of the same
     block and nothing from the load to the op where the chain is computed can write memory (the chain reads
-    memory there, later than the load would have). A store that ends the chain may be the one exception when it
-    writes through the very pointer block the load read (``store(p, load(p) * s)``): each element is read before
-    it is written, in the same iteration."""
+    memory there, later than the load would have). A store that ends the chain is the one writer allowed: it reads
+    the load in its own loop, each element just before it writes one, under a run-time test that this is the
+    program's answer (through the load's own pointer block, ``store(p, load(p) * s)``: no two elements share an
+    address; through another: the two blocks' address ranges are disjoint), else it reads the load whole first
+    (ptr_analysis.op_store)."""
     uses = _uses(f)
     res = load.results[0]
     readers = uses.readers.get(res, [])
@@ -288,9 +290,9 @@ def deferred_load_ok(f: FuncEmitter, load: Op) -> bool:
     last = next(i for i, o in enumerate(ops) if o is end)
     if any(_may_write(o) for o in ops[first + 1:last]):
         return False
-    if end.name == "tt.store":
-        return end.operands[0] == load.operands[0]
-    return not _may_write(end)
+    # a store ending the chain reads the load in its own loop: through its own pointer block or another, it
+    # tests at run time that no element is written before it is read (ptr_analysis.op_store), else reads it whole
+    return end.name == "tt.store" or not _may_write(end)
 
 
 def unit_stride_row(v: Val) -> bool:
@@ -424,7 +426,7 @@ def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
         return True
     value = Val(rt, "sym", "", (), 0, None, expr)
     too_long = len(expr.code(lambda v: "x" * 12)) > MAX_EXPR_CHARS
-    if fuse_out and not too_long:
+    if (fuse_out and not too_long) or (rvv_chain.has_exp(expr) and not too_long and _left_to_store(f, op)):
         f.values[op.results[0]] = value
     else:  # computed here, in one loop with the chain that feeds it, under the kernel's own name
         siblings = (lambda out: _siblings(f, op, out)) if rvv_chain.has_exp(expr) else None
@@ -444,28 +446,79 @@ def _siblings(f: FuncEmitter, op: Op, out: Val) -> list[tuple[Expr, Val]]:
     reader's turn: SSA, and a loop-carried home is written at the yield) and whose value would be a tile anyway
     (not fused into a reader of its own)."""
     uses = _uses(f)
-    res, block = op.results[0], uses.block_of.get(id(op))
     found: list[tuple[Expr, Val]] = []
-    for reader in uses.readers.get(res, []):
-        rt = reader.result_types[0] if reader.result_types else None
-        if uses.block_of.get(id(reader)) is not block or not is_elementwise(reader.name) or _vector_exp(reader) \
-                or rt is None or rt.shape != out.type.shape or rt.element.elem != "f32" \
-                or reader.results[0] in _fusable(f) or reader.results[0] in f.values:
-            continue
-        others = [f.values.get(o) for o in reader.operands if o != res]
-        if any(v is None or v.sym is not None or v.kind not in ("buf", "scalar", "splat") for v in others):
-            continue
-        sibling = Expr(reader, [out if o == res else f.values[o] for o in reader.operands])
-        if not sibling.vector_form(f, out.shape, [x for x in sibling.parts() if x is not out]):
-            continue
-        tile = f.new_buf(reader.results[0], rt)
-        assert tile.storage is not None
-        tile.storage.def_op = reader  # (what lower_struct's in-place test reads: the carried sum in its home)
-        keep_out_of_carried_home(tile, sibling.parts())
-        f.values[reader.results[0]] = tile
-        _PRECOMPUTED.setdefault(f, set()).add(id(reader))
-        found.append((sibling, tile))
+    for reader in uses.readers.get(op.results[0], []):
+        if uses.block_of.get(id(reader)) is uses.block_of.get(id(op)) and reader.results \
+                and reader.results[0] not in f.values:
+            sibling = sibling_expr(f, reader, op.results[0], out)
+            if sibling is not None:
+                found.append((sibling, sibling_tile(f, reader, sibling)))
     return found
+
+
+def sibling_expr(f: FuncEmitter, reader: Op, res: str, value: Val) -> Expr | None:
+    """``reader`` (an element-wise op reading ``res``) as a chain over ``value`` (res's value in the loop) and
+    its other operands, when it can be computed in the loop computing ``value`` (see _siblings); else None."""
+    rt = reader.result_types[0] if reader.result_types else None
+    if not is_elementwise(reader.name) or _vector_exp(reader) or rt is None or rt.shape != value.type.shape \
+            or rt.element.elem != "f32" or reader.results[0] in _fusable(f):
+        return None
+    others = [f.values.get(o) for o in reader.operands if o != res]
+    if any(v is None or v.sym is not None or v.kind not in ("buf", "scalar", "splat") for v in others):
+        return None
+    sibling = Expr(reader, [value if o == res else f.values[o] for o in reader.operands])
+    return sibling if sibling.vector_form(f, value.shape, [x for x in sibling.parts() if x is not value]) else None
+
+
+def sibling_tile(f: FuncEmitter, reader: Op, sibling: Expr) -> Val:
+    """The tile a sibling (_siblings) is computed into: ``reader``'s value from now on, ``reader`` passed over."""
+    tile = f.new_buf(reader.results[0], reader.result_types[0])
+    assert tile.storage is not None
+    tile.storage.def_op = reader  # (what lower_struct's in-place test reads: the carried sum in its home)
+    keep_out_of_carried_home(tile, sibling.parts())
+    for leaf in sibling.parts():
+        f.touch(leaf)
+    f.values[reader.results[0]] = tile
+    _PRECOMPUTED.setdefault(f, set()).add(id(reader))
+    return tile
+
+
+#: Stores left to compute their value's chain (_left_to_store), per function: id(store) -> the value's other
+#: readers, to be computed in the store's loop too.
+_STORE_READERS: weakref.WeakKeyDictionary[FuncEmitter, dict[int, list[Op]]] = weakref.WeakKeyDictionary()
+
+
+def _left_to_store(f: FuncEmitter, op: Op) -> bool:
+    """Is ``op``'s value (a chain with an exp, several readers) left unmaterialised, for the store that reads it
+    to compute in its own loop, with the other readers (``stored_readers``)? softmax's ``e = exp(x - m)``, stored
+    to the output and summed: one loop, ``e`` written once, to the output only. When the store is its first
+    reader, the others element-wise ones after it whose other operands are there before it, and nothing between
+    the chain and the store writes memory (its deferred loads are read at the store)."""
+    uses = _uses(f)
+    res, block = op.results[0], uses.block_of.get(id(op))
+    readers = uses.readers.get(res, [])
+    stores = [r for r in readers if r.name == "tt.store"]
+    if block is None or len(stores) != 1 or len(readers) < 2 or any(uses.block_of.get(id(r)) is not block
+                                                                    for r in readers):
+        return False
+    store = stores[0]
+    if store.operands[1] != res or res in (store.operands[0], *store.operands[2:]):
+        return False
+    at = {id(o): i for i, o in enumerate(block.ops)}
+    if any(_may_write(o) for o in block.ops[at[id(op)] + 1:at[id(store)]]):
+        return False
+    late = {r for o in block.ops[at[id(store)]:] for r in o.results}
+    others = [r for r in readers if r is not store]
+    if any(at[id(r)] < at[id(store)] or not is_elementwise(r.name) or _vector_exp(r) or not r.results
+           or r.results[0] in _fusable(f) or any(o in late for o in r.operands if o != res) for r in others):
+        return False
+    _STORE_READERS.setdefault(f, {})[id(store)] = others
+    return True
+
+
+def stored_readers(f: FuncEmitter, store: Op) -> list[Op]:
+    """The readers a store computes along with its value (_left_to_store); [] for any other store."""
+    return _STORE_READERS.get(f, {}).pop(id(store), [])
 
 
 TIER = Tier("fusion", elementwise=fuse_elementwise)

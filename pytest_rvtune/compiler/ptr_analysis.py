@@ -25,7 +25,7 @@ op keeps working. Integer wrap-around of the index arithmetic is not modelled (o
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import dot_kernel, rvv_chain
@@ -39,7 +39,7 @@ from .emitter import (
     handles_into,
     keep_out_of_carried_home,
 )
-from .fusion import Expr, deferred_load_ok, hoisted_mask, unit_stride_row
+from .fusion import Expr, deferred_load_ok, hoisted_mask, sibling_expr, sibling_tile, stored_readers, unit_stride_row
 from .lower_ops import FP8_TYPES, c_type, is_elementwise
 from .lower_struct import assign, declare, lower_body
 from .ttir import Block, Op, Type, parse_int_array
@@ -469,7 +469,7 @@ def block_access(f: FuncEmitter, shape: tuple[int, ...], ptr: Affine, mask: Boun
                  what: str, row_copy: Callable[[str, list[str]], str] | None = None,
                  row_fill: Callable[[str, str], str | None] | None = None,
                  pragma: str = "RV_VECTORIZE_FUSED", rows: str = "unit-stride rows between the mask's bounds",
-                 row_vector: Callable[[list[str], Callable[[], None]], None] | None = None) -> None:
+                 row_vector: Callable[[list[str], Callable[[], None], str, str], None] | None = None) -> None:
     """Loops over a structured block: ``inner(elem, flat, idx)`` for every element inside the mask (``elem``
     is the C lvalue of the element in memory), ``outside(flat, idx)`` for the others (loads: ``other``).
     ``row_copy(stride, idx)``, when given, is one statement doing ``inner`` for q in [lo_, hi_) of a row
@@ -477,8 +477,9 @@ def block_access(f: FuncEmitter, shape: tuple[int, ...], ptr: Affine, mask: Boun
     ``row_fill(first, count)``, when given, is one statement doing ``outside`` for ``count`` elements from flat
     index ``first`` (rv_fill_*: a constant ``other``), so no plain fill loop is left for clang to make a memset
     call of. ``pragma`` goes before a unit-stride element loop (rvtune_rt.h's RV_VECTORIZE_FUSED[_WIDE]).
-    ``row_vector(idx, scalar)``, when given, writes a unit-stride row's loop over q_ in [lo_, hi_) itself (RVV
-    intrinsics: rvv_chain.py), ``scalar()`` emitting the plain loop for other targets."""
+    ``row_vector(idx, scalar, lo, hi)``, when given, writes a unit-stride row's loop over q_ in [lo, hi) itself
+    (RVV intrinsics: rvv_chain.py; lo and hi are numbers when the mask does not bound the row), ``scalar()``
+    emitting the plain loop for other targets."""
     rank = len(shape)
     last = rank - 1
     n = shape[last]
@@ -520,7 +521,7 @@ def block_access(f: FuncEmitter, shape: tuple[int, ...], ptr: Affine, mask: Boun
                 with f.block("for (int64_t q_ = lo_; q_ < hi_; ++q_)"):
                     f.emit(body)
             if row_vector is not None and step == "1" and not col_cond and col_extra == "0":
-                row_vector(idx, scalar)
+                row_vector(idx, scalar, lo if lo_raw is None else "lo_", hi if hi_raw is None else "hi_")
             else:
                 scalar()
 
@@ -786,77 +787,123 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
     mask = as_mask(f, _peek(f, op.operands[2])) if len(op.operands) > 2 else \
         Bounds("1", (None,) * len(shape), (None,) * len(shape))
     width = _bits(op.operand_types[1])
-    plain = val.sym is None and val.kind == "buf" and val.strides and val.strides[-1] == 1
 
-    def copy(stride: str, idx: list[str]) -> str:
-        src = FuncEmitter.access(val, [*idx[:-1], "lo_"], "")
-        return f"rv_copy_e{width}(row_ + lo_ * {stride}, {stride}, &{src}, 1, hi_ - lo_);"
+    def copy(source: Val) -> Callable[[str, list[str]], str]:
+        def row(stride: str, idx: list[str]) -> str:
+            src = FuncEmitter.access(source, [*idx[:-1], "lo_"], "")
+            return f"rv_copy_e{width}(row_ + lo_ * {stride}, {stride}, &{src}, 1, hi_ - lo_);"
+        return row
 
     # a short chain (or none) at LMUL 8, as fusion.Expr.materialize does, when a row holds a whole vector (the
     # bound is not a constant: a shorter row would run in the scalar remainder)
     wide = (chain is None or chain.small()) and shape[-1] >= 64
     ptr = ptr_v.sym
+    whole_rows = Bounds("1", (None,) * len(shape), (None,) * len(shape))
+    #: the stored value, as its readers computed in the store's loop read it: the element just written
+    stored = Val(op.operand_types[1], "buf", "row_", (*(0,) * (len(shape) - 1), 1))
 
-    def store_loops(computed: Expr | None, within: Bounds = mask) -> None:
-        def element(idx: list[str]) -> str:  # a fused element-wise chain (fusion.Expr) is computed in the store
-            at = lambda leaf: FuncEmitter.access(leaf, idx, "")  # noqa: E731
-            return computed.code(at) if computed is not None else at(val)
+    def store_loops(computed: Expr | None, within: Bounds = mask, source: Val = val,
+                    readers: Sequence[tuple[Expr, Val]] = ()) -> None:
+        """The store's loops: of ``computed`` (a chain) or else of ``source``'s elements, within the mask or a
+        mask that holds for all; ``readers`` ((chain, tile) pairs reading the stored value as the leaf
+        ``stored``: fusion.stored_readers) computed in the same loop, into their tiles (whole rows only)."""
+        def statement(elem: str, flat: str, idx: list[str]) -> str:
+            at = lambda leaf: elem if leaf is stored else FuncEmitter.access(leaf, idx, "")  # noqa: E731
+            value = computed.code(at) if computed is not None else at(source)
+            return " ".join([f"{elem} = {value};", *(f"{t.expr}[{flat}] = {c.code(at)};" for c, t in readers)])
 
-        def row_vector(idx: list[str], scalar: Callable[[], None]) -> None:  # the chain as RVV intrinsics
+        def row_vector(idx: list[str], scalar: Callable[[], None], lo: str, hi: str) -> None:  # RVV intrinsics
             assert computed is not None
             at = lambda leaf: FuncEmitter.access(leaf, idx, "")  # noqa: E731
+            outputs = [(computed, "row_[q_]", stored), *((c, at(t), t) for c, t in readers)]
             rvv_chain.emit_versions(f, [computed], lambda: rvv_chain.emit_loop(
-                f, [(computed, "row_[q_]", None)], "lo_", "hi_", "q_", at, unit_stride_row), scalar)
+                f, outputs, lo, hi, "q_", at, unit_stride_row), scalar)
         vector = computed is not None and width == 32 and rvv_chain.has_exp(computed) \
             and computed.vector_form(f, shape, [], rows=True)
-        # (rv_copy_e*, a call's loop per row, only where rows need their bounds: else a plain loop, fewer
-        # instructions per row)
-        block_access(f, shape, ptr, within, c_type(t), lambda elem, _flat, idx: f"{elem} = {element(idx)};", None,
-                     "store", copy if width and plain and within is mask else None,
+        plain_source = source.sym is None and source.kind == "buf" and source.strides[-1:] == (1,)
+        # rv_copy_e* (vle / vse in a loop) for a tile's rows, but a plain loop for whole rows of one vector (at
+        # most 256 bytes): fewer instructions per row. (A longer plain one would become a memcpy call: clang's
+        # loop-idiom pass.)
+        row_copy = width and plain_source and computed is None and (within is mask or shape[-1] * width > 2048)
+        block_access(f, shape, ptr, within, c_type(t), statement, None, "store", copy(source) if row_copy else None,
                      pragma="RV_VECTORIZE_FUSED_WIDE" if wide else "RV_VECTORIZE_FUSED",
                      rows="whole unit-stride rows (the mask holds for all)" if within is not mask else
                      "unit-stride rows between the mask's bounds", row_vector=row_vector if vector else None)
 
-    if chain is None:
-        whole = mask.all_true(shape) if plain and shape else None
+    def store_tile(source: Val) -> None:
+        """A tile stored: plain row loops when the mask holds for the whole block (every block but the last)."""
+        whole = mask.all_true(shape) if source.kind == "buf" and source.strides[-1:] == (1,) and shape else None
         if whole is None:
-            store_loops(None)
-            return True
-        with f.block(f"if ({whole})"):  # the common case (every block but the last): no bounds to test per row
-            store_loops(None, Bounds("1", (None,) * len(shape), (None,) * len(shape)))
+            store_loops(None, source=source)
+            return
+        with f.block(f"if ({whole})"):
+            store_loops(None, whole_rows, source)
         with f.block("else"):
-            store_loops(None)
+            store_loops(None, source=source)
+
+    if chain is None:
+        store_tile(val)
         return True
-    # Loads deferred to this store through its own pointer block (fusion.deferred_load_ok) read each element
-    # just before it is written: right only while no two elements share an address. Else they are read whole
-    # first, here (nothing has written memory since the load).
-    in_place = {id(x.sym) for x in chain.parts()
-                if isinstance(x.sym, BlockLoad) and x.sym.op.operands[0] == op.operands[0]}
-    one_to_one = _one_to_one(ptr, shape) if in_place else "1"
+    # Loads deferred to this store (fusion.deferred_load_ok) are read in its loop, element by element as it
+    # writes. Through its own pointer block each element is read just before it is written: right while no two
+    # elements share an address. Through another block: right while the two blocks' address ranges do not meet.
+    # Else they are read whole first, here (nothing has written memory since the loads).
+    deferred = {id(x.sym): x.sym for x in chain.parts() if isinstance(x.sym, BlockLoad)}
+    tests = [_one_to_one(ptr, shape) if load.op.operands[0] == op.operands[0] else
+             _disjoint(load.ptr, _bits(load.op.result_types[0]), ptr, width, shape) for load in deferred.values()]
+    needed = [t for t in dict.fromkeys(tests) if t != "1"]
+    one_to_one = None if None in needed else " && ".join(t for t in needed if t is not None) or "1"
 
     def snapshot() -> Expr:
         def tile(x: Val) -> Val:
-            if not isinstance(x.sym, BlockLoad) or id(x.sym) not in in_place:
+            if not isinstance(x.sym, BlockLoad) or id(x.sym) not in deferred:
                 return x
             out = x.sym.materialize(f, x)
             f.touch(out)
             return out
         return chain.replace_leaves(tile)
-    def versions(computed: Expr) -> None:
-        # the chain's unmasked version runs when its loads' masks hold for the whole block: when that is the
-        # store's mask too (the same test), its rows need no bounds either (plain loops, no per-row tests)
+
+    def whole_version(computed: Expr) -> tuple[str, Expr] | None:
+        """(its test, the chain unmasked) when the chain's unmasked version runs exactly when the store's mask
+        holds for the whole block (the same test): then its rows need no bounds either (plain loops)."""
         fast = computed.unmasked()
-        hoisted = hoisted_mask(f, Val(op.operand_types[0], "sym", "", (), 0, None, mask)).sym \
-            if fast is not None and mask.all_true(shape) is not None else None
+        if fast is None or mask.all_true(shape) is None:
+            return None
+        hoisted = hoisted_mask(f, Val(op.operand_types[0], "sym", "", (), 0, None, mask)).sym
         whole = hoisted.all_true(shape) if isinstance(hoisted, Bounds) else None
-        if fast is None or whole is None or fast[0] != f"({whole})":
+        return fast if whole is not None and fast[0] == f"({whole})" else None
+
+    def versions(computed: Expr) -> None:
+        fast = whole_version(computed)
+        if fast is None:
             computed.in_versions(f, store_loops)
             return
         with f.block(f"if ({fast[0]})"):
-            store_loops(fast[1], Bounds("1", (None,) * len(shape), (None,) * len(shape)))
+            store_loops(fast[1], whole_rows)
         with f.block("else"):
             store_loops(computed)
 
+    readers = stored_readers(f, op)
+    if readers:  # the stored value's other readers, computed with it (fusion._left_to_store)
+        res = op.operands[1]
+        siblings = [sibling_expr(f, r, res, stored) for r in readers]
+        fast = whole_version(chain)
+        if fast is not None and one_to_one is not None and all(c is not None for c in siblings):
+            pairs = [(c, sibling_tile(f, r, c)) for r, c in zip(readers, siblings, strict=True) if c is not None]
+            with f.block(f"if ({fast[0] if one_to_one == '1' else f'({one_to_one}) && {fast[0]}'})"):
+                store_loops(fast[1], whole_rows, readers=pairs)  # every element stored: every reader's too
+            with f.block("else"):  # the chain into a tile with the readers (its deferred loads read first), stored
+                store_tile(chain.materialize(f, val, res, lambda out: [
+                    (c.replace_leaves(lambda x: out if x is stored else x), t) for c, t in pairs]))
+            return True
+
+        def with_readers(out: Val) -> list[tuple[Expr, Val]]:
+            found = [(r, sibling_expr(f, r, res, out)) for r in readers]
+            return [(c, sibling_tile(f, r, c)) for r, c in found if c is not None]
+        e = chain.materialize(f, val, res, with_readers)
+        f.values[res] = e  # (what readers it could not take read)
+        store_tile(e)
+        return True
     if one_to_one == "1":
         versions(chain)
     elif one_to_one is None:
@@ -867,6 +914,28 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
         with f.block("else"):
             versions(snapshot())
     return True
+
+
+def _disjoint(a: Affine, a_bits: int, b: Affine, b_bits: int, shape: tuple[int, ...]) -> str | None:
+    """A C condition under which two pointer blocks of ``shape`` (elements of a_bits / b_bits) share no byte:
+    each block's address range, from its lowest to its highest element, lies wholly below the other's (None:
+    not known here, a gathered offset)."""
+    if a.vecs or b.vecs or not a_bits or not b_bits:
+        return None
+
+    def span(ptr: Affine, bits: int) -> str:
+        lo, hi = "0", "0"
+        for st, n in zip(ptr.strides, shape, strict=True):
+            c = _const(st)
+            if n == 1 or c == 0:
+                continue
+            if c is not None:
+                lo, hi = c_add(lo, str(min((n - 1) * c, 0))), c_add(hi, str(max((n - 1) * c, 0)))
+            else:
+                step = c_mul(str(n - 1), _i64(st))
+                lo, hi = c_add(lo, f"rv_min64({step}, 0)"), c_add(hi, f"rv_max64({step}, 0)")
+        return f"{ptr.base}, {c_mul(lo, str(bits // 8))}, {c_mul(c_add(hi, '1'), str(bits // 8))}"
+    return f"rv_disjoint({span(a, a_bits)}, {span(b, b_bits)})"
 
 
 def _one_to_one(ptr: Affine, shape: tuple[int, ...]) -> str | None:

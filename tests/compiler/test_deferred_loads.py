@@ -98,10 +98,14 @@ def test_a_where_mask_all_true_on_interior_tiles_is_no_test_there() -> None:
     c = lower_kernel(interior_kernel, {"a_ptr": "*fp32", "b_ptr": "*fp32", "M": "i32", "N": "i32"},
                      {"BM": 8, "BN": 64}).c_source
     stores = re.findall(r"row_\[q_\] = (.*);", c)
-    assert len(stores) == 2, c  # the store's chain twice: for interior tiles, and for the others
-    plain, tested = stores
+    # the store's chain twice (for interior tiles, and for the others) where a and b are apart, as the run-time
+    # test says; where they might meet, twice more reading a's block whole first
+    assert len(stores) == 4, c
+    assert re.search(r"if \(rv_disjoint\(\(+a_ptr .*\(b_ptr .* && rv_disjoint\(\(+a_ptr .*\(b_ptr ", c), c
+    plain, tested = stores[:2]
     assert "?" not in plain and "0x1.0000000000000p-1f" in plain  # 0.5 * (up + left), no select
     assert "?" in tested and "0x1.0000000000000p-1f" in tested
+    assert "a_ptr" in plain and "a_ptr" not in stores[2]  # read in the store's loop / from the tile
 
 
 def test_an_in_place_update_reads_rows_whole_first_unless_they_cannot_share_an_address() -> None:
@@ -112,10 +116,14 @@ def test_an_in_place_update_reads_rows_whole_first_unless_they_cannot_share_an_a
 
 
 def test_a_load_is_a_tile_when_a_store_could_change_what_its_chain_reads() -> None:
-    for fn, sig in [(store_between_kernel, {"p_ptr": "*fp32", "out_ptr": "*fp32"}),
-                    (shifted_in_place_kernel, {"p_ptr": "*fp32"})]:
-        c = lower_kernel(fn, sig, {"B": 256}).c_source
-        assert "a deferred load" not in c, fn.__name__
+    c = lower_kernel(store_between_kernel, {"p_ptr": "*fp32", "out_ptr": "*fp32"}, {"B": 256}).c_source
+    assert "a deferred load" not in c
+    # stored through another pointer block: read in the store's loop only where the blocks do not meet (here they
+    # do: the launch below takes the other branch, x read whole first)
+    c = lower_kernel(shifted_in_place_kernel, {"p_ptr": "*fp32"}, {"B": 256}).c_source
+    assert c.count("a deferred load") == 1
+    assert re.search(r"if \(rv_disjoint\(p_ptr, 0, 1024, \w+, 0, 1024\)\)", c), c
+    assert re.search(r"else \{\s+rv_float \*load_\w* = \(rv_float \*\)", c), c
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,13 @@
 RV_INLINE int64_t rv_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 RV_INLINE int64_t rv_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 RV_INLINE int64_t rv_clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+/* Do the bytes [a + a_lo, a + a_hi) and [b + b_lo, b + b_hi) not meet? (Addresses as integers: the offsets may
+ * reach past either object, which pointer arithmetic may not.) A deferred load read in a store's loop
+ * (ptr_analysis.op_store) is right only then. */
+RV_INLINE int rv_disjoint(const void *a, int64_t a_lo, int64_t a_hi, const void *b, int64_t b_lo, int64_t b_hi) {
+    const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+    return pa + (uintptr_t)a_hi <= pb + (uintptr_t)b_lo || pb + (uintptr_t)b_hi <= pa + (uintptr_t)a_lo;
+}
 
 /* Row copies of structured loads and stores: n elements of W bits, source and destination strides in
  * elements. RVV: vle/vse for unit strides, vlse/vsse otherwise, at LMUL 8 (clang would turn a plain copy
