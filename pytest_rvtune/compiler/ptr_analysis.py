@@ -916,12 +916,31 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
     return True
 
 
+def _split_add(e: str) -> tuple[str, str] | None:
+    """``(x, y)`` when the C expression ``e`` is ``(x + y)`` as c_add writes it, else None."""
+    if not (e.startswith("(") and e.endswith(")")):
+        return None
+    depth = 0
+    for i in range(len(e) - 2, 0, -1):  # the last top-level " + " inside the outer parentheses
+        depth += {")": 1, "(": -1}.get(e[i], 0)
+        if depth == 0 and e.startswith(" + ", i - 1) and i > 1:
+            return e[1:i - 1], e[i + 2:-1]
+    return None
+
+
 def _disjoint(a: Affine, a_bits: int, b: Affine, b_bits: int, shape: tuple[int, ...]) -> str | None:
     """A C condition under which two pointer blocks of ``shape`` (elements of a_bits / b_bits) share no byte:
     each block's address range, from its lowest to its highest element, lies wholly below the other's (None:
     not known here, a gathered offset)."""
     if a.vecs or b.vecs or not a_bits or not b_bits:
         return None
+    a_base, b_base = a.base, b.base
+    while a_bits == b_bits:  # both moved by the same offset (a column step): the same answer without it, and a
+        sa, sb = _split_add(a_base), _split_add(b_base)  # test that no longer changes inside the column loop
+        if sa is None or sb is None or sa[1] != sb[1]:
+            break
+        a_base, b_base = sa[0], sb[0]
+    a, b = Affine(a_base, a.strides, ptr=True), Affine(b_base, b.strides, ptr=True)
 
     def span(ptr: Affine, bits: int) -> str:
         lo, hi = "0", "0"
