@@ -671,13 +671,17 @@ def _load_into(f: FuncEmitter, op: Op, out: Val, ptr: Affine, mask: Bounds, othe
         # the zeros are for the dot alone, and where it reads the data only (RVV) nothing reads them
         return f"if (!RV_DOT_DATA_ONLY) {stmt}" if stmt is not None and dot_reads_data_only else stmt
 
-    whole = _whole_block(ptr, mask, shape) if width and len(shape) == 2 else None
+    whole = _whole_block(ptr, mask, shape) if width and len(shape) in (1, 2) else None
     with f.block(f"if (!{skip})") if skip else contextlib.nullcontext():
         if whole is not None:  # the common case, a block wholly inside its mask: one call copies its rows
-            at = c_add(ptr.base, ptr.offset_expr(["0", "0"], skip_base=True))
-            sld, ss = ptr.strides
+            at = c_add(ptr.base, ptr.offset_expr(["0"] * len(shape), skip_base=True))
             with f.block(f"if ({whole})"):
-                f.emit(f"rv_copy_rows_e{width}({out.expr}, {shape[1]}, {at}, {sld}, {ss}, {shape[0]}, {shape[1]});")
+                if len(shape) == 1:  # (a row of a 2-D kernel's 1-D operand: layer_norm's weights, each step)
+                    f.emit(f"rv_copy_e{width}({out.expr}, 1, {at}, {ptr.strides[0]}, {shape[0]});")
+                else:
+                    sld, ss = ptr.strides
+                    f.emit(f"rv_copy_rows_e{width}({out.expr}, {shape[1]}, {at}, {sld}, {ss}, {shape[0]}, "
+                           f"{shape[1]});")
         with f.block("else") if whole is not None else contextlib.nullcontext():
             block_access(f, shape, ptr, mask, "const " + c_type(op.operand_types[0]),
                          lambda elem, flat, _idx: f"{out.expr}[{flat}] = {elem};", other_at, f"load {out.expr}",
