@@ -2,7 +2,7 @@
 values stay in vector registers from the loads through the exp to the store.
 
 Why: clang vectorises the scalar C of a chain (fusion.Expr) well until the chain holds a transcendental.
-rv_expf's dozen constants are then hoisted into vector registers, which spill at LMUL 8 (a measured 66
+rv_expf's dozen constants are then hoisted into vector registers, which spill at LMUL 8 (a measured 70
 instructions per 64 lanes for ``exp(x - m)`` stored and summed). So an fp32 exp used to end a chain: the chain
 below it was written to a tile, rv_exp_f32 ran there in place, and the ops above it read that tile again (a
 store and a reload per element, and a loop of its own, for each of the three). Written here instead, the
