@@ -138,7 +138,7 @@ class Expr:
 
     def vector_form(self, f: FuncEmitter, shape: tuple[int, ...], leaves: list[Val], rows: bool = False) -> bool:
         """Can this chain be written as RVV intrinsics (rvv_chain.py) in one loop over a tile of ``shape`` read from
-        ``leaves``, or row by row (``rows``)? (It is, when it holds an exp: clang's loop of it spills.)"""
+        ``leaves``, or row by row (``rows``)? (Callers ask for chains holding an exp: clang's loop of those spills.)"""
         if not rows and all(f.flat_ok(x, shape) for x in leaves):
             return rvv_chain.vector_form(self, lambda x: x.kind == "buf", lambda x: False)
         return rvv_chain.vector_form(self, unit_stride_row, lambda x: x.kind == "buf" and x.strides[-1:] == (0,))
@@ -180,7 +180,7 @@ class Expr:
                 elif loads and d == len(shape) - 2 and n >= 4 and shape[-1] == 64:
                     # 4+ rows of one vector each read from memory: unrolled whole, every row's loads are hoisted
                     # to the top and spill (RVV; measured: two rows an iteration is fewer instructions here)
-                    f.emit("RV_ROWS_ROLLED")
+                    f.emit("RV_ROWS_PAIRED")
                 stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
             for chain, tile in outputs:
                 f.emit(f"{tile.expr}[{flat}] = {chain.code(lambda x: f.access(x, idx, flat))};")
@@ -426,10 +426,11 @@ def fuse_elementwise(f: FuncEmitter, op: Op) -> bool:
         return True
     value = Val(rt, "sym", "", (), 0, None, expr)
     too_long = len(expr.code(lambda v: "x" * 12)) > MAX_EXPR_CHARS
-    if (fuse_out and not too_long) or (rvv_chain.has_exp(expr) and not too_long and _left_to_store(f, op)):
+    with_exp = rvv_chain.has_exp(expr)
+    if not too_long and (fuse_out or (with_exp and _left_to_store(f, op))):
         f.values[op.results[0]] = value
     else:  # computed here, in one loop with the chain that feeds it, under the kernel's own name
-        siblings = (lambda out: _siblings(f, op, out)) if rvv_chain.has_exp(expr) else None
+        siblings = (lambda out: _siblings(f, op, out)) if with_exp else None
         f.values[op.results[0]] = expr.materialize(f, value, op.results[0], siblings)
     return True
 

@@ -867,15 +867,18 @@ def op_store(f: FuncEmitter, op: Op) -> bool:
             return out
         return chain.replace_leaves(tile)
 
+    # the test that the store's mask holds for the whole block, written as a chain's is (hoisted_mask: the same
+    # names for the same bounds), once, here, before any branch below
+    store_whole = None
+    if chain.unmasked() is not None and mask.all_true(shape) is not None:
+        hoisted = hoisted_mask(f, Val(op.operand_types[0], "sym", "", (), 0, None, mask)).sym
+        store_whole = hoisted.all_true(shape) if isinstance(hoisted, Bounds) else None
+
     def whole_version(computed: Expr) -> tuple[str, Expr] | None:
         """(its test, the chain unmasked) when the chain's unmasked version runs exactly when the store's mask
         holds for the whole block (the same test): then its rows need no bounds either (plain loops)."""
         fast = computed.unmasked()
-        if fast is None or mask.all_true(shape) is None:
-            return None
-        hoisted = hoisted_mask(f, Val(op.operand_types[0], "sym", "", (), 0, None, mask)).sym
-        whole = hoisted.all_true(shape) if isinstance(hoisted, Bounds) else None
-        return fast if whole is not None and fast[0] == f"({whole})" else None
+        return fast if fast is not None and store_whole is not None and fast[0] == f"({store_whole})" else None
 
     def versions(computed: Expr) -> None:
         fast = whole_version(computed)

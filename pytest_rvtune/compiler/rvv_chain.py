@@ -184,12 +184,16 @@ def emit_loop(f: FuncEmitter, outputs: Sequence[tuple[Expr, str, Val | None]], f
             if tile is not None:
                 writer.known[id(tile)] = value
     if first == "0" and end.isdigit() and int(end) <= _LANES:  # one vector: no loop to step (a row of a tile)
-        with f.block(f"for (int64_t {index} = 0; {index} < 1; ++{index})"):
-            # opaque: with a constant vl, the exp's vfmv.v.f splats of its constants would be hoisted out of the
-            # loop around this one and spill (a loop-varying vl keeps them next to their use)
-            f.emit(f"size_t vl_ = {end};")
-            f.emit('__asm__ volatile("" : "+r"(vl_));')
-            body()
+        f.emit("{")
+        f.depth += 1
+        f.emit(f"const int64_t {index} = 0;")
+        # opaque: with a constant vl, the exp's vfmv.v.f splats of its constants would be hoisted out of the
+        # loop around this one and spill (a loop-varying vl keeps them next to their use)
+        f.emit(f"size_t vl_ = {end};")
+        f.emit('__asm__ volatile("" : "+r"(vl_));')
+        body()
+        f.depth -= 1
+        f.emit("}")
         return
     with f.block(f"for (int64_t {index} = {first}, vl_; {index} < {end}; {index} += vl_)"):
         f.emit(f"vl_ = (int64_t)__riscv_vsetvl_e32m8((size_t)({end} - {index}));")

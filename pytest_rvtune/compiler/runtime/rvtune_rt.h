@@ -42,9 +42,9 @@
 /* The loop over the rows of such a chain, two rows an iteration: unrolled whole, the scheduler hoists every row's
  * loads to the top and the LMUL 8 register groups spill; two rows of two reads each fill the 32 registers
  * (measured: layer_norm M=8,N=64 2.4 % fewer instructions than one row an iteration, softmax 0.7 % more). */
-#define RV_ROWS_ROLLED _Pragma("clang loop unroll_count(2)")
+#define RV_ROWS_PAIRED _Pragma("clang loop unroll_count(2)")
 #else
-#define RV_ROWS_ROLLED
+#define RV_ROWS_PAIRED
 #define RV_VECTORIZE_FUSED_ROW(n) _Pragma("clang loop vectorize(assume_safety)")
 #define RV_VECTORIZE_FUSED _Pragma("clang loop vectorize(assume_safety)")
 #define RV_VECTORIZE_FUSED_WIDE _Pragma("clang loop vectorize(assume_safety)")
