@@ -1,12 +1,9 @@
 """Read a Triton_RVV-style checkout and describe it as ``[triton_rvv]`` tables (what ``rvtune import`` writes).
 
-Nothing here runs the users' scripts: kernel modules and harnesses are read as text (Python's ast for the modules,
-a few patterns for the C++ that follow their harnesses' conventions), and every conclusion is checked against a
-second source where one exists. The launch signature is the delicate part: triton-cpu specialises integer
-arguments equal to 1 into constants, so the harness passes fewer arguments than the kernel has. The Python launch
-in their module says which (``t.stride(last)`` of a contiguous tensor is 1); the harness's ``<kernel>_wrap(...)``
-call says how many remain and, from its C declarations, the element type of each pointer. When the two disagree
-the finding says so and the user edits the signature table.
+Nothing here runs the users' scripts: kernel modules are read by module_reader.py (Python's ast), harnesses by
+harness_reader.py (a few patterns for the C++ that follow their conventions), and the launch signature is derived
+from both by launch_signature.py. This module walks the checkout, pins the data each case reads, and collects the
+findings.
 
 The result is a :class:`Scan`: the tables, plus one :class:`Finding` per thing found or not usable, each with why
 and the fix, for the command to print.
@@ -14,12 +11,14 @@ and the fix, for the command to print.
 
 from __future__ import annotations
 
-import ast
 import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pytest_rvtune.compat.harness_reader import HarnessInfo, read_harness
+from pytest_rvtune.compat.launch_signature import derive_signature
+from pytest_rvtune.compat.module_reader import read_module
 
 #: Their layout (shared/reference/triton-rvv-format.md): kernels, harnesses, support library, data root.
 KERNELS_DIR = "benchmark/src/triton"
@@ -27,15 +26,6 @@ HARNESS_DIR = "benchmark/src/main"
 SUPPORT_SOURCES = ("benchmark/src/support/support.cpp",)
 INCLUDE_DIRS = ("env_build/include",)
 RUN_DIR = "benchmark/auto-tuner"
-
-#: C element types of their harness buffers -> Triton element types.
-_C_ELEMENT_TYPES = {
-    "float": "fp32", "double": "fp64", "_Float16": "fp16", "__fp16": "fp16", "__bf16": "bf16",
-    "int": "i32", "int32_t": "i32", "int64_t": "i64", "long": "i64", "int8_t": "i8", "uint8_t": "u8",
-}
-
-#: Arguments of `<kernel>_wrap` before the kernel's own: gridX, gridY, gridZ, num_threads, kernel_ptr.
-_WRAP_PREFIX = 5
 
 
 @dataclass
@@ -58,184 +48,6 @@ class Scan:
         self.findings.append(Finding(subject, False, message))
 
 
-# ------------------------------------------------------------------------------------------ C++ harnesses
-def split_call_args(text: str, open_paren: int) -> tuple[list[str], int]:
-    """The top-level comma-separated arguments of the call whose '(' is at ``open_paren``, and the index after
-    its ')'."""
-    depth, start, args = 0, open_paren + 1, list[str]()
-    for i in range(open_paren, len(text)):
-        ch = text[i]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                last = text[start:i].strip()
-                if last or args:
-                    args.append(last)
-                return args, i + 1
-        elif ch == "," and depth == 1:
-            args.append(text[start:i].strip())
-            start = i + 1
-    raise ValueError("unbalanced parentheses")
-
-
-def _strip_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
-
-
-@dataclass
-class HarnessInfo:
-    wrap_calls: dict[str, list[str]]  # kernel function -> the arguments after kernel_ptr (first call)
-    pointer_types: dict[str, str]  # C variable -> Triton element type, from `float *arg0 = ...`
-    shape_names: list[str]  # argv[1] fields in order ("M", "N", "K", "RUN_COUNT")
-    defaults: dict[str, int]  # `int M = 1024;`
-    data: list[str]  # getDB paths as templates, "matmul/run/test_data/matrix_{M}x{K}_1.txt"
-
-
-def _getdb_template(shape_expr: str) -> str | None:
-    """``std::to_string(M) + "x" + std::to_string(K)`` -> ``{M}x{K}`` (None for other expressions)."""
-    parts = []
-    for term in (t.strip() for t in shape_expr.split("+")):
-        m = re.fullmatch(r"std::to_string\(\s*(\w+)\s*\)", term)
-        if m:
-            parts.append("{" + m.group(1) + "}")
-        elif re.fullmatch(r'"[^"{}]*"', term):
-            parts.append(term[1:-1])
-        else:
-            return None
-    return "".join(parts)
-
-
-def read_harness(path: Path) -> HarnessInfo:
-    text = _strip_comments(path.read_text(errors="replace"))
-    wrap_calls: dict[str, list[str]] = {}
-    for m in re.finditer(r"\b(\w+)_wrap\s*\(", text):
-        try:
-            args, _ = split_call_args(text, m.end() - 1)
-        except ValueError:
-            continue
-        wrap_calls.setdefault(m.group(1), args[_WRAP_PREFIX:])
-    pointer_types = {}
-    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\*\s*(\w+)\s*=", text):
-        if m.group(1) in _C_ELEMENT_TYPES:
-            pointer_types[m.group(2)] = _C_ELEMENT_TYPES[m.group(1)]
-    at = {int(i): name for name, i in re.findall(r"\b(\w+)\s*=\s*Shape\.at\(\s*(\d+)\s*\)", text)}
-    size = re.search(r"Shape\.size\(\)\s*==\s*(\d+)", text)
-    count = int(size.group(1)) if size else (max(at) + 1 if at else 0)
-    shape_names = [at.get(i, f"ARG{i}") for i in range(count)]
-    defaults = {n: int(v) for n, v in re.findall(r"\bint\s+(\w+)\s*=\s*(-?\d+)\s*;", text) if n in shape_names}
-    data = []
-    for m in re.finditer(r"\bgetDB\s*\(", text):
-        try:
-            args, _ = split_call_args(text, m.end() - 1)
-        except ValueError:
-            continue
-        if len(args) != 3 or not re.fullmatch(r'"\w+"', args[0]) or not args[2].isdigit():
-            continue
-        shape = _getdb_template(args[1])
-        if shape is not None:
-            # support.cpp's getDB: kernel_name + "/run/test_data/matrix_" + Shape + "_" + index + ".txt"
-            data.append(f"{args[0][1:-1]}/run/test_data/matrix_{shape}_{args[2]}.txt")
-    return HarnessInfo(wrap_calls, pointer_types, shape_names, defaults, list(dict.fromkeys(data)))
-
-
-# ------------------------------------------------------------------------------------------ kernel modules
-@dataclass
-class ModuleInfo:
-    kernels: dict[str, list[tuple[str, bool]]]  # function -> [(parameter, is_constexpr)]
-    getters: dict[str, list[str]]  # get_*_autotune_config -> its parameter names
-    launches: dict[str, list[ast.expr]]  # kernel function -> the arguments of its first `x[grid](...)` launch
-
-
-def _is_constexpr(arg: ast.arg) -> bool:
-    return arg.annotation is not None and "constexpr" in ast.unparse(arg.annotation)
-
-
-def _launched_kernel(expr: ast.expr, aliases: dict[str, str]) -> str | None:
-    """The kernel function an expression stands for: ``fn``, ``triton.jit(fn)``, ``Autotuner(fn_jit, ...)``."""
-    if isinstance(expr, ast.Name):
-        return aliases.get(expr.id)
-    if isinstance(expr, ast.Call) and expr.args:
-        callee = ast.unparse(expr.func)
-        if callee.endswith("jit") or callee.endswith("Autotuner") or callee.endswith("autotune"):
-            return _launched_kernel(expr.args[0], aliases)
-    return None
-
-
-def read_module(path: Path) -> ModuleInfo:
-    tree = ast.parse(path.read_text(errors="replace"), filename=str(path))
-    kernels, getters = {}, {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name.endswith("_kernel"):
-            kernels[node.name] = [(a.arg, _is_constexpr(a)) for a in node.args.args]
-        elif isinstance(node, ast.FunctionDef) and re.fullmatch(r"get_\w+_autotune_config", node.name):
-            getters[node.name] = [a.arg for a in node.args.args]
-    launches: dict[str, list[ast.expr]] = {}
-    # Prefer the autotuned launches of benchmark_triton (what their build script runs), then any other.
-    functions = sorted((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in kernels),
-                       key=lambda n: n.name != "benchmark_triton")
-    for fn in functions:
-        aliases = {k: k for k in kernels}
-        for sub in ast.walk(fn):
-            if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
-                kernel = _launched_kernel(sub.value, aliases)
-                if kernel:
-                    aliases[sub.targets[0].id] = kernel
-            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Subscript):
-                kernel = _launched_kernel(sub.func.value, aliases)
-                if kernel and kernel not in launches:
-                    launches[kernel] = list(sub.args)
-    return ModuleInfo(kernels, getters, launches)
-
-
-def _specialised_by_launch(runtime: list[str], args: list[ast.expr]) -> set[str]:
-    """Parameters the Python launch passes ``t.stride(last)`` for: 1 for a contiguous tensor, so specialised."""
-    strides: dict[str, list[tuple[str, int]]] = {}
-    for param, arg in zip(runtime, args, strict=False):
-        if (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "stride"
-                and len(arg.args) == 1 and isinstance(arg.args[0], ast.Constant | ast.UnaryOp)):
-            index = ast.literal_eval(arg.args[0])
-            strides.setdefault(ast.unparse(arg.func.value), []).append((param, int(index)))
-    out: set[str] = set()
-    for uses in strides.values():
-        last = max(i for _, i in uses)
-        out.update(p for p, i in uses if i == last or i == -1)
-    return out
-
-
-def derive_signature(function: str, params: list[tuple[str, bool]], launch: list[ast.expr] | None,
-                     wrap_args: list[str] | None, pointer_types: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
-    """(signature table, problems) of one kernel function; see the module docstring for the method."""
-    runtime = [p for p, constexpr in params if not constexpr]
-    problems: list[str] = []
-    specialised = _specialised_by_launch(runtime, launch) if launch else set()
-    if launch is None:
-        problems.append(f"no Python launch of {function} found (a `kernel[grid](...)` call): strides are "
-                        "assumed not specialised")
-    remaining = [p for p in runtime if p not in specialised]
-    if wrap_args is not None and len(wrap_args) != len(remaining):
-        problems.append(f"the harness calls {function}_wrap with {len(wrap_args)} kernel arguments, the Python "
-                        f"launch leaves {len(remaining)} ({', '.join(remaining)}) after specialising "
-                        f"{', '.join(sorted(specialised)) or 'none'}: edit the signature table")
-    by_param = dict(zip(remaining, wrap_args, strict=False)) if wrap_args else {}
-    table: dict[str, Any] = {}
-    for p in runtime:
-        if p in specialised:
-            table[p] = 1
-            continue
-        c_arg = by_param.get(p, "")
-        if c_arg in pointer_types:
-            table[p] = "*" + pointer_types[c_arg]
-        elif "ptr" in p.lower():
-            table[p] = "*fp32"
-        else:
-            table[p] = "i32"
-    return table, problems
-
-
-# ------------------------------------------------------------------------------------------ the whole checkout
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:

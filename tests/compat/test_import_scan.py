@@ -8,7 +8,10 @@ import textwrap
 import pytest
 from rvv_tree import make_tree
 
-from pytest_rvtune.compat.import_scan import derive_signature, read_harness, read_module, scan, split_call_args
+from pytest_rvtune.compat.harness_reader import read_harness, split_call_args
+from pytest_rvtune.compat.import_scan import scan
+from pytest_rvtune.compat.launch_signature import derive_signature
+from pytest_rvtune.compat.module_reader import read_module
 from pytest_rvtune.compat.project import ProjectError, read_project
 
 
