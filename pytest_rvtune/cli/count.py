@@ -95,14 +95,22 @@ def _text(counts: WindowCounts) -> str:
         rows.append(["kernel_insns", f"{per['kernel_insns']:,.0f}", f"per launch: inside {w.symbol}"])
     rows.append(["vector share", f"{100 * counts.vector_share:.1f} %", "RVV instructions in the window"])
     if counts.x60:
-        rows += [[name, f"{per[name]:,.0f}", "per launch: the X60 model" if name == "x60_cycles" else "per launch"]
-                 for name in sorted(counts.x60, key=lambda n: (n != "x60_cycles", n))]
+        rows += [_x60_row(name, per[name]) for name in sorted(counts.x60, key=lambda n: (n != "x60_cycles", n))]
     else:
         rows.append(["x60_cycles", "-", counts.x60_missing])
     head = f"{w.elf}: launch window {w.launcher}" + (f", kernel {w.symbol}" if w.symbol else "")
     if w.constants:
         head += "; block constants " + ",".join(f"{k}={v}" for k, v in w.constants.items())
     return head + "\n" + tabulate(rows, tablefmt="plain")
+
+
+def _x60_row(name: str, value: float) -> list[str]:
+    if name == "x60_standin_share":
+        return [name, f"{100 * value:.1f} %", "of the modelled busy cycles priced by a stand-in"]
+    if name == "x60_harts":
+        return [name, f"{value:.0f}", "guest threads that ran inside the launches"]
+    return [name, f"{value:,.0f}", "per launch: the X60 model (pytest_rvtune/x60)" if name == "x60_cycles"
+            else "per launch"]
 
 
 def compare_rows(counts: WindowCounts, records: list[RunRecord]) -> list[list[str]]:

@@ -12,19 +12,22 @@ Counts are exact with one guest thread (the plugin's adds are not atomic): run t
 
 from __future__ import annotations
 
-import importlib
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_rvtune import paths
+from pytest_rvtune import paths, timing_model
 from pytest_rvtune.compiler.runtime_object import KERNEL_HELPER_PREFIX
 from pytest_rvtune.counters import read_icount_file
 from pytest_rvtune.elf_info import ElfError, ElfInfo, read_elf
 from pytest_rvtune.targets.local import launcher_symbol, run_process
-from pytest_rvtune.timing_model import read_blocks
 from pytest_rvtune.toolchain import QEMU_CPU, ToolchainError, find_tool
+from pytest_rvtune.x60.blocks import read_blocks
+from pytest_rvtune.x60.model import X60_RATIO_COUNTERS, x60_counters
+
+#: The plugin's cache-model counters the X60 model reads (L2 misses: DRAM traffic).
+CACHE_COUNTERS = ("l1d_accesses", "l1d_misses", "l2_misses")
 
 #: Lines of stderr (and stdout) shown when the program fails.
 TAIL_LINES = 8
@@ -68,7 +71,7 @@ class WindowCounts:
         if self.kernel_insns is not None:
             out["kernel_insns"] = self.kernel_insns / n
         out["vector_insns"] = self.window_vector_insns / n
-        out.update({name: value / n for name, value in self.x60.items()})
+        out.update({name: value if name in X60_RATIO_COUNTERS else value / n for name, value in self.x60.items()})
         return out
 
 
@@ -108,7 +111,7 @@ def _nearby(info: ElfInfo, symbol: str) -> str:
 
 
 def count_window(window: LaunchWindow, args: Sequence[str], run_dir: Path, *, timeout: float = 600.0,
-                 plugin: Path | None = None, x60_cache: Path | None = None) -> WindowCounts:
+                 plugin: Path | None = None) -> WindowCounts:
     """Run the ELF once with ``args`` in ``run_dir`` and count its launch windows. CountError when QEMU or the
     plugin is missing, the program fails or times out, or the launcher never ran."""
     plugin = plugin or paths.icount_plugin()
@@ -123,7 +126,9 @@ def count_window(window: LaunchWindow, args: Sequence[str], run_dir: Path, *, ti
         raise CountError(str(exc)) from None
     with tempfile.TemporaryDirectory(prefix="rvtune-count-") as tmp:
         out, blocks_file = Path(tmp) / "icount.txt", Path(tmp) / "blocks.txt"
-        argument = f"{plugin},out={out},launch={window.launcher},blocks={blocks_file}"
+        # the K1 cache model: its L2 misses are the X60 model's DRAM traffic
+        argument = (f"{plugin},out={out},launch={window.launcher},blocks={blocks_file}"
+                    f",l1d={timing_model.K1_L1D.plugin_arg()},l2={timing_model.K1_L2.plugin_arg()}")
         if window.symbol:
             argument += f",symbol={window.symbol},helpers={KERNEL_HELPER_PREFIX}"
         cmd = [qemu, "-cpu", QEMU_CPU, "-plugin", argument, str(window.elf.resolve()), *args]
@@ -145,7 +150,7 @@ def count_window(window: LaunchWindow, args: Sequence[str], run_dir: Path, *, ti
                              "opens at its entry and closes at the instruction after a direct call to it; is it "
                              "called through a function pointer, or is it the wrong function?")
         blocks = read_blocks(blocks_file) if blocks_file.is_file() else []
-        x60, missing = _x60_counters(blocks_file, window.elf, x60_cache)
+        x60, missing = _x60(blocks_file, window.elf, {k: counters[k] for k in CACHE_COUNTERS if k in counters})
     vector = sum(b.count * sum(is_vector_insn(i) for i in b.insns) for b in blocks)
     return WindowCounts(window=window, launches=launches, launch_insns=counters["launch_insns"],
                         kernel_insns=counters.get("kernel_insns") if window.symbol else None,
@@ -164,15 +169,12 @@ def _tails(stdout: str, stderr: str) -> str:
     return "\n".join(parts) or "It printed nothing."
 
 
-def _x60_counters(blocks: Path, elf: Path, cache: Path | None) -> tuple[dict[str, float], str]:
+def _x60(blocks: Path, elf: Path, cache: dict[str, float]) -> tuple[dict[str, float], str]:
     """The X60 model's counters of the windows (totals), or why there are none."""
-    try:  # by name: the model is a part of its own (pytest_rvtune/x60), built beside this one
-        x60_counters = importlib.import_module("pytest_rvtune.x60.model").x60_counters
-    except ImportError:
-        return {}, "the X60 model (pytest_rvtune.x60) is not installed in this version"
-    if not blocks.is_file():
-        return {}, "the plugin wrote no blocks file"
-    return dict(x60_counters(blocks, elf, cache=cache)), ""
+    try:
+        return dict(x60_counters(blocks, elf, cache=cache)), ""
+    except ImportError as exc:  # the chip's cost table (pytest_rvtune/x60/costs.py) is a part of its own
+        return {}, f"the X60 model cannot run in this version ({exc})"
 
 
 def is_vector_insn(insn: bytes) -> bool:
