@@ -166,6 +166,21 @@ def is_project_file(file_path: Path) -> bool:
         return TABLE in text
 
 
+def unimported_checkout_hint(*roots: Path) -> list[str]:
+    """A line for the collection report when nothing of ours was collected in what looks like a Triton_RVV
+    checkout without the rvtune.toml that `rvtune import` writes (else pytest says only "collected 0 items")."""
+    from pytest_rvtune.compat.checkout_layout import looks_like_checkout
+
+    for root in dict.fromkeys(roots):
+        if is_project_file(root / PROJECT_FILE):
+            continue
+        kernels = looks_like_checkout(root)
+        if kernels is not None:
+            return [f"rvtune: {root} looks like a Triton_RVV checkout (kernels in {kernels}/) that has not been "
+                    f"imported: run `rvtune import {root}` (it writes rvtune.toml), then pytest again"]
+    return []
+
+
 class ProjectFile(pytest.File):
     """An rvtune.toml: items for its [triton_rvv] entries (none when it only configures boards)."""
 

@@ -179,7 +179,8 @@ def run_item(
         result, cached = measure_once(key, measure, about={"what": work.what, "elf": str(elf)})
     run_seconds = time.perf_counter() - started
     verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check,
-                    timeout_setting=options.timeout_setting)
+                    timeout_setting=options.timeout_setting,
+                    expected_sample=output_format.describe_sample() if output_format else "")
     counters = dict(result.counters)
     plugin_launches = counters.pop(LAUNCH_COUNT_KEY, None)  # the plugin's own count, not a counter
     counted_launches = int(plugin_launches) if plugin_launches is not None else None

@@ -181,6 +181,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             nodeid="rvtune-config", outcome="failed", longrepr=message, result=[]))
 
 
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    if any(ITEM_KEY in item.stash for item in items):
+        return []
+    return collect.unimported_checkout_hint(Path(config.rootpath), Path(config.invocation_params.dir))
+
+
 # --------------------------------------------------------------------------------------------- reporting
 class ReportHooks:
     """The hooks that need the session but get no config from pytest (registered per config at configure)."""

@@ -82,9 +82,10 @@ def describe_bad_check(check: Check) -> str:
 
 
 def judge(result: RunResult, *, what: str, timeout: float, check: bool = True,
-          timeout_setting: str = "--rvtune-timeout") -> ItemVerdict:
+          timeout_setting: str = "--rvtune-timeout", expected_sample: str = "") -> ItemVerdict:
     """Classify a run. ``what`` names the item (kernel, case, config, target) in every message;
-    ``timeout_setting`` names where the timeout was set (the option, or a board's own ``timeout``)."""
+    ``timeout_setting`` names where the timeout was set (the option, or a board's own ``timeout``);
+    ``expected_sample`` says what a timing sample looks like and how to teach another form (a user's harness)."""
     output = f"{result.stdout}\n{result.stderr}"
     if result.timed_out:
         return ItemVerdict("timeout", f"{what}: killed after the {timeout:g} s timeout ({timeout_setting}); "
@@ -108,5 +109,7 @@ def judge(result: RunResult, *, what: str, timeout: float, check: bool = True,
     if check and not result.checks:
         return ItemVerdict("error", f"{what}: the harness reported no output check; output tail:\n{_tail(output)}")
     if not result.samples_ns:
-        return ItemVerdict("error", f"{what}: the harness reported no timing sample; output tail:\n{_tail(output)}")
+        looked = f" ({expected_sample})" if expected_sample else ""
+        return ItemVerdict("error", f"{what}: the harness reported no timing sample{looked}; output tail:\n"
+                                    f"{_tail(output)}")
     return ItemVerdict("passed", f"{what}: passed")

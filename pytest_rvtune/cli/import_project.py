@@ -24,11 +24,12 @@ from pytest_rvtune.compat.project import PROJECT_FILE, TABLE, ProjectError, read
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("import", help="configure a Triton_RVV-style checkout as a pytest-rvtune project")
-    p.add_argument("path", type=Path, help="the root of the checkout (it has benchmark/src/triton/)")
+    p.add_argument("path", type=Path, help="the root of the checkout (e.g. with benchmark/src/triton/, or src/triton/)")
     p.add_argument("--case", action="append", default=[], metavar="[KERNEL/]NAME:K=V,...",
-                   help="a problem case with the harness's argv fields, e.g. small:M=128,N=128,K=128,RUN_COUNT=2 "
-                        "(repeatable; without KERNEL/ it applies to every kernel whose argv has all these fields; "
-                        "a kernel without one gets the case 'default' with its harness's built-in sizes)")
+                   help="a problem case with the harness's argv fields and the config getter's parameters, e.g. "
+                        "small:M=128,N=128,K=128,RUN_COUNT=2 (repeatable; without KERNEL/ it applies to every kernel "
+                        "that takes all these names; a kernel without one gets the case 'default' with its "
+                        "harness's built-in sizes)")
     p.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
     p.set_defaults(func=run)
 
@@ -54,20 +55,47 @@ def parse_case(text: str) -> CaseSpec:
 
 def config_counts(result: Scan) -> dict[str, str]:
     """Per entry: how many configs its getter returns for its first case (or why it cannot be called)."""
-    from pytest_rvtune.compat.triton_rvv_module import load_configs, load_rvv_module
+    from pytest_rvtune.compat.triton_rvv_module import MissingGetterParameter, load_rvv_module, read_configs
 
     counts: dict[str, str] = {}
     for name, entry in result.table.get("kernels", {}).items():
-        case = next(iter(entry["cases"].values()))
+        case_name, case = next(iter(entry["cases"].items()))
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # their getters print every config they make
                 module = load_rvv_module(result.root / entry["module"])
-                configs = load_configs(module, entry["config_getter"], case["params"], entry.get("num_threads"))
+                got = read_configs(module, entry["config_getter"], case["params"], entry.get("num_threads"))
+        except MissingGetterParameter as exc:
+            given = ",".join(f"{k}={v}" for k, v in case["params"].items())
+            result.problem(name, f"configs: {exc.args[0].split(': give ')[0]}: give it in the case, e.g. `rvtune "
+                                 f"import {result.root} --case {name}/{case_name}:{given},{exc.parameter}=<value>`")
+            continue
         except Exception as exc:  # the module's own error: shown as a finding, the import goes on
             result.problem(name, f"configs: {exc}")
             continue
-        counts[name] = f"{len(configs)} configs"
+        counts[name] = f"{len(got.configs)} configs"
+        if got.duplicates:
+            shown = ", ".join(got.duplicates[:3]) + (", ..." if len(got.duplicates) > 3 else "")
+            counts[name] += (f"; {entry['config_getter']}() listed {len(got.duplicates)} of them again ({shown}): "
+                             "each runs once")
     return counts
+
+
+def _existing_cases(path: Path) -> list[CaseSpec]:
+    """The cases an earlier import (or the user) wrote into rvtune.toml: a re-import without --case keeps them and
+    pins their files anew, so "changed since it was pinned: run `rvtune import` again" loses nothing."""
+    try:
+        doc = tomlkit.parse(path.read_text()).unwrap() if path.is_file() else {}
+    except (OSError, tomlkit.exceptions.ParseError, UnicodeDecodeError):
+        return []  # _document() names an unreadable file
+    kernels = doc.get(TABLE, {}).get("kernels", {}) if isinstance(doc.get(TABLE), dict) else {}
+    out = []
+    for kernel, entry in kernels.items() if isinstance(kernels, dict) else ():
+        cases = entry.get("cases", {}) if isinstance(entry, dict) else {}
+        for name, case in cases.items() if isinstance(cases, dict) else ():
+            params = case.get("params") if isinstance(case, dict) else None
+            if isinstance(params, dict):
+                out.append(CaseSpec(name, dict(params), kernel))
+    return out
 
 
 class _UnreadableProjectFile(Exception):
@@ -98,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"rvtune import: {exc}", file=sys.stderr)
         return 2
+    if not cases:
+        cases = _existing_cases(root / PROJECT_FILE)
     result = scan(root, cases)
     counts = config_counts(result) if result.table.get("kernels") else {}
     print(f"rvtune import: {root}")

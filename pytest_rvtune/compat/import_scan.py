@@ -2,8 +2,9 @@
 
 Nothing here runs the users' scripts: kernel modules are read by module_reader.py (Python's ast), harnesses by
 harness_reader.py (a few patterns for the C++ that follow their conventions), and the launch signature is derived
-from both by launch_signature.py. This module walks the checkout, pins the data each case reads, and collects the
-findings.
+from both by launch_signature.py. This module finds the layout (checkout_layout.py), scans each kernel module,
+pins the data each case reads, and collects the findings. A kernel whose scan fails in a way nobody foresaw
+becomes one FIX line naming it and its file: the other kernels are imported all the same.
 
 The result is a :class:`Scan`: the tables, plus one :class:`Finding` per thing found or not usable, each with why
 and the fix, for the command to print.
@@ -12,19 +13,22 @@ and the fix, for the command to print.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_rvtune.compat.checkout_layout import KNOWN_RUN, Layout, find_layout
 from pytest_rvtune.compat.harness_reader import HarnessInfo, read_harness
+from pytest_rvtune.compat.int_expr import IntExprError, names_in
 from pytest_rvtune.compat.launch_signature import derive_signature
-from pytest_rvtune.compat.module_reader import read_module
+from pytest_rvtune.compat.module_reader import ModuleInfo, read_module
+from pytest_rvtune.compat.project import TemplateError, format_template, template_fields
+from pytest_rvtune.compat.support_format import read_support_format
 
-#: Their layout (shared/reference/triton-rvv-format.md): kernels, harnesses, support library, data root.
+#: Their layout (shared/reference/triton-rvv-format.md), the default where the walk finds nothing better.
 KERNELS_DIR = "benchmark/src/triton"
 HARNESS_DIR = "benchmark/src/main"
-SUPPORT_SOURCES = ("benchmark/src/support/support.cpp",)
-INCLUDE_DIRS = ("env_build/include",)
 RUN_DIR = "benchmark/auto-tuner"
 
 
@@ -56,14 +60,6 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _harness_for(root: Path, stem: str) -> Path | None:
-    for candidate in (f"{stem}_kernel.cpp", f"{stem}.cpp"):
-        path = root / HARNESS_DIR / candidate
-        if path.is_file():
-            return path
-    return None
-
-
 @dataclass(frozen=True)
 class CaseSpec:
     """A case asked for on the command line: for one kernel, or (kernel None) for every kernel whose harness
@@ -74,42 +70,94 @@ class CaseSpec:
     kernel: str | None = None
 
 
+def _unreadable_file(path: Path, exc: OSError) -> str:
+    why = exc.strerror or str(exc)
+    if path.is_symlink():
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        why += f" (a symbolic link to {target}: a loop or a dangling link)"
+    return f"{path}: cannot read it: {why}; fix or remove it"
+
+
 def scan(root: Path, cases: list[CaseSpec] | None = None) -> Scan:
     """Describe the checkout at ``root``; ``cases`` replace the harness defaults as cases where they apply."""
     root = root.resolve()
     result = Scan(root)
-    kernels_dir = root / KERNELS_DIR
-    if not kernels_dir.is_dir():
-        result.problem(str(root), f"no {KERNELS_DIR}/: not a Triton_RVV-style checkout (kernels are expected in "
-                                  f"{KERNELS_DIR}/<name>.py)")
+    layout = find_layout(root)
+    for problem in layout.unreadable:
+        result.problem("checkout", f"{problem}: skipped (fix its permissions, or remove it)")
+    if layout.kernels_dir is None:
+        result.problem(str(root), "no directory with Python modules defining *_kernel functions: not a "
+                                  f"Triton_RVV-style checkout (their kernels are in {KERNELS_DIR}/<name>.py)")
         return result
-    missing_dirs = [d for d in (*INCLUDE_DIRS, RUN_DIR) if not (root / d).is_dir()]
-    for d in missing_dirs:
-        result.problem(d, f"directory {d}/ is missing: create it (the harnesses need it)")
-    support = [s for s in SUPPORT_SOURCES if (root / s).is_file()]
+    _check_layout(result, root, layout)
+    result.found("layout", layout.describe())
+    support_format = read_support_format(root, layout.include_dirs, layout.support_sources)
+    for ok, message in support_format.findings:
+        (result.found if ok else result.problem)("output format", message)
     result.table = {
-        "run_dir": RUN_DIR,
-        "include_dirs": list(INCLUDE_DIRS),
-        "support_sources": support,
+        "run_dir": layout.run_dir or ".",
+        "include_dirs": list(layout.include_dirs),
+        "support_sources": list(layout.support_sources),
         "defines": ["TRITON_KERNEL_ENABLE", "CHECK_ACCURACY"],
-        "output_format": "triton-rvv",
+        "output_format": support_format.name,
         "kernels": {},
     }
-    for module in sorted(kernels_dir.glob("*.py")):
+    for module in sorted((root / layout.kernels_dir).glob("*.py")):
         if module.name.startswith("_"):
             continue
-        entry = _scan_module(result, root, module, cases)
+        rel = module.relative_to(root).as_posix()
+        try:
+            entry = _scan_module(result, root, layout, module, cases)
+        except Exception as exc:  # a bug of ours on an input nobody foresaw: one kernel, never the whole import
+            result.problem(module.stem, f"{rel}: the import failed on this kernel ({type(exc).__name__}: {exc}); "
+                                        "it is left out, the others are imported. This is a bug of `rvtune import`:"
+                                        " please report it with the module and its harness")
+            continue
         if entry is not None:
             result.table["kernels"][module.stem] = entry
     return result
 
 
-def _scan_module(result: Scan, root: Path, module: Path, cases: list[CaseSpec] | None) -> dict[str, Any] | None:
+def _check_layout(result: Scan, root: Path, layout: Layout) -> None:
+    if layout.harness_dir is None:
+        result.problem("layout", "no *_kernel.cpp harness anywhere: write one per kernel (their format, e.g. "
+                                 f"{HARNESS_DIR}/<name>_kernel.cpp)")
+    if not layout.include_dirs:
+        result.problem("layout", "no support/support.h anywhere: the harnesses include \"support/support.h\"; "
+                                 "put their support library's header under an include directory")
+    if not layout.support_sources:
+        result.problem("layout", "no support.cpp anywhere: the harnesses link their support library")
+    if layout.run_dir is None:
+        known = next((d for d in KNOWN_RUN if (root / d).is_dir()), None)
+        layout.run_dir = known
+        where = f"{known}/" if known else "the checkout's root"
+        result.problem("layout", f"no data directory (<kernel>/run/test_data/) anywhere: data paths are taken "
+                                 f"relative to {where}; write the data there (their save_matrices_to_txt())")
+
+
+def _harness_for(root: Path, layout: Layout, stem: str) -> Path | None:
+    if layout.harness_dir is None:
+        return None
+    for candidate in (f"{stem}_kernel.cpp", f"{stem}.cpp"):
+        path = root / layout.harness_dir / candidate
+        if path.is_file():
+            return path
+    return None
+
+
+def _scan_module(result: Scan, root: Path, layout: Layout, module: Path,
+                 cases: list[CaseSpec] | None) -> dict[str, Any] | None:
     stem, rel = module.stem, module.relative_to(root).as_posix()
     try:
         info = read_module(module)
-    except SyntaxError as exc:
-        result.problem(stem, f"{rel}:{exc.lineno}: syntax error ({exc.msg}): fix the module")
+    except OSError as exc:
+        result.problem(stem, _unreadable_file(module, exc))
+        return None
+    if info.error:
+        result.problem(stem, f"{rel}: {info.error}: fix the module")
         return None
     if not info.kernels:
         result.problem(stem, f"{rel}: no function named *_kernel: nothing to tune")
@@ -118,39 +166,45 @@ def _scan_module(result: Scan, root: Path, module: Path, cases: list[CaseSpec] |
     if getter is None:
         result.problem(stem, f"{rel}: no get_<name>_kernel_autotune_config(): add one returning triton.Configs")
         return None
-    harness = _harness_for(root, stem)
+    harness = _harness_for(root, layout, stem)
     if harness is None:
-        result.problem(stem, f"no harness {HARNESS_DIR}/{stem}_kernel.cpp: write one (their format) or use "
-                             "pytest-rvtune's own kernel format")
+        result.problem(stem, f"no harness {layout.harness_dir or HARNESS_DIR}/{stem}_kernel.cpp: write one (their "
+                             "format) or use pytest-rvtune's own kernel format")
         return None
-    hinfo = read_harness(harness)
+    harness_rel = harness.relative_to(root).as_posix()
+    try:
+        hinfo = read_harness(harness)
+    except OSError as exc:
+        result.problem(stem, _unreadable_file(harness, exc))
+        return None
     functions = [f for f in info.kernels if f in hinfo.wrap_calls] or list(info.kernels)
     unknown_wraps = sorted(set(hinfo.wrap_calls) - set(info.kernels))
     if unknown_wraps:
-        result.problem(stem, f"{harness.relative_to(root)} calls {', '.join(w + '_wrap' for w in unknown_wraps)}, "
+        result.problem(stem, f"{harness_rel} calls {', '.join(w + '_wrap' for w in unknown_wraps)}, "
                              f"but {rel} defines no such kernel ({', '.join(info.kernels)}): rename the kernels or "
                              "the calls so they match (it cannot link as it is: not imported)")
         return None
-    signatures = {}
-    for fn in functions:
-        sig, problems = derive_signature(fn, info.kernels[fn], info.launches.get(fn), hinfo.wrap_calls.get(fn),
-                                         hinfo.pointer_types)
-        signatures[fn] = sig
-        for p in problems:
-            result.problem(stem, f"{fn}: {p} ([triton_rvv.kernels.{stem}.signature.{fn}] in rvtune.toml)")
+    for u in hinfo.unreadable:
+        result.problem(stem, f"{harness_rel}:{u.line}: cannot read `{u.construct}`: {u.why}. The data it names is "
+                             f"not placed for the run: make the line plain (string literals, std::to_string of argv "
+                             f"fields, integers, locals assigned once, #define constants), or add the file to data "
+                             f"of [triton_rvv.kernels.{stem}] in rvtune.toml")
+    signatures = _signatures(result, stem, functions, info, hinfo)
     argv = ["x".join("{" + n + "}" for n in hinfo.shape_names)] if hinfo.shape_names else []
-    chosen = _cases_for(result, stem, hinfo, cases or [])
+    needs = _case_names(info, getter, hinfo)
+    chosen = _cases_for(result, stem, hinfo, needs, cases or [])
     entry_cases = {}
     for case_name, values in chosen.items():
         params = {**{n: hinfo.defaults.get(n, 0) for n in hinfo.shape_names}, **values}
-        entry_cases[case_name] = {"params": params, "sha256": _pin_data(result, root, stem, case_name, hinfo, params)}
+        entry_cases[case_name] = {"params": params,
+                                  "sha256": _pin_data(result, root, layout, stem, case_name, hinfo, params)}
     result.found(stem, f"{rel}: {len(functions)} kernel(s) ({', '.join(functions)}), configs from {getter}(), "
-                       f"harness {harness.relative_to(root)}, {len(hinfo.data)} data file(s) per case")
+                       f"harness {harness_rel}, {len(hinfo.data)} data file(s) per case")
     return {
         "module": rel,
         "functions": functions,
         "config_getter": getter,
-        "harness": harness.relative_to(root).as_posix(),
+        "harness": harness_rel,
         "argv": argv,
         "data": hinfo.data,
         "num_threads": 1,
@@ -159,34 +213,78 @@ def _scan_module(result: Scan, root: Path, module: Path, cases: list[CaseSpec] |
     }
 
 
-def _cases_for(result: Scan, stem: str, hinfo: HarnessInfo, cases: list[CaseSpec]) -> dict[str, dict[str, int]]:
-    fields = set(hinfo.shape_names)
+def _signatures(result: Scan, stem: str, functions: list[str], info: ModuleInfo,
+                hinfo: HarnessInfo) -> dict[str, dict[str, Any]]:
+    signatures = {}
+    for fn in functions:
+        sig, problems = derive_signature(fn, info.kernels[fn], info.launches.get(fn), hinfo.wrap_calls.get(fn),
+                                         hinfo.pointer_types, hinfo.c_type_of, info.launch_kinds.get(fn))
+        signatures[fn] = sig
+        for p in problems:
+            result.problem(stem, f"{fn}: {p} ([triton_rvv.kernels.{stem}.signature.{fn}] in rvtune.toml)")
+    return signatures
+
+
+def _case_names(info: ModuleInfo, getter: str, hinfo: HarnessInfo) -> set[str]:
+    """Every name a case may give: the harness's argv fields, the getter's parameters (their attention getter
+    takes DMODEL, no argv field) and the names the data paths use."""
+    names = set(hinfo.shape_names) | (set(info.getters.get(getter, [])) - {"num_threads"})
+    for template in hinfo.data:
+        names |= _fields(template)
+    return names - hinfo.config_names
+
+
+def _cases_for(result: Scan, stem: str, hinfo: HarnessInfo, accepted: set[str],
+               cases: list[CaseSpec]) -> dict[str, dict[str, int]]:
     chosen: dict[str, dict[str, int]] = {}
     for case in cases:
-        unknown = sorted(set(case.values) - fields)
+        unknown = sorted(set(case.values) - accepted)
         if case.kernel == stem and unknown:
-            result.problem(stem, f"case {case.name}: {', '.join(unknown)} not among the harness's argv fields "
-                                 f"({'x'.join(hinfo.shape_names) or 'none'}): use those names")
+            others = ", ".join(sorted(accepted - set(hinfo.shape_names))) or "none"
+            result.problem(stem, f"case {case.name}: {', '.join(unknown)} is neither one of the harness's argv "
+                                 f"fields ({'x'.join(hinfo.shape_names) or 'none'}) nor a parameter of the config "
+                                 f"getter or the data paths ({others}): use those names")
         elif case.kernel == stem or (case.kernel is None and not unknown):
             chosen[case.name] = dict(case.values)
     return chosen or {"default": dict(hinfo.defaults)}
 
 
-def _pin_data(result: Scan, root: Path, stem: str, case: str, hinfo: HarnessInfo,
+def _pin_data(result: Scan, root: Path, layout: Layout, stem: str, case: str, hinfo: HarnessInfo,
               params: dict[str, int]) -> dict[str, str]:
     pinned = {}
+    run_dir = layout.run_dir or "."
     for template in hinfo.data:
-        try:
-            rel = template.format(**params)
-        except KeyError as exc:
-            result.problem(f"{stem}: data", f"{template}: the harness builds this path from {exc}, which is not "
-                                            f"an argv field; add it to the case's params")
+        configs = sorted(hinfo.config_names & _fields(template))
+        if configs:
+            result.problem(f"{stem}: data", f"{template}: the harness builds this path from the config value(s) "
+                                            f"{', '.join(configs)}, so it differs per config; data per config is "
+                                            "not pinned by this import: its items will not find this file")
             continue
-        path = root / RUN_DIR / rel
-        if path.is_file():
-            pinned[rel] = sha256_of(path)
-        else:
-            result.problem(f"{stem}: data", f"case {case}: {RUN_DIR}/{rel} is missing: the harness reads it. Write "
-                                            "it with your module's save_matrices_to_txt() (inputs, then the "
-                                            "expected output) and run `rvtune import` again to pin it")
+        try:
+            rel = format_template(template, params)
+        except TemplateError as exc:
+            result.problem(f"{stem}: data", f"case {case}: {template}: {exc}: the harness builds this path from it;"
+                                            f" give it in the case (rvtune import --case {stem}/{case}:...)")
+            continue
+        path = root / run_dir / rel
+        try:
+            if path.is_file():
+                pinned[rel] = sha256_of(path)
+                continue
+        except OSError as exc:
+            result.problem(f"{stem}: data", _unreadable_file(path, exc))
+            continue
+        result.problem(f"{stem}: data", f"case {case}: {run_dir}/{rel} is missing: the harness reads it. Write "
+                                        "it with your module's save_matrices_to_txt() (inputs, then the "
+                                        "expected output) and run `rvtune import` again to pin it")
     return pinned
+
+
+def _fields(template: str) -> set[str]:
+    names: set[str] = set()
+    try:
+        for f in template_fields(template):
+            names |= {f} if f.isidentifier() else names_in(f)
+    except (TemplateError, IntExprError):
+        pass
+    return names

@@ -3,14 +3,20 @@ harness's ``<kernel>_wrap(...)`` call.
 
 triton-cpu specialises integer arguments equal to 1 into constants, so the harness passes fewer arguments than the
 kernel has. The Python launch says which (``t.stride(last)`` of a contiguous tensor is 1); the harness's call says
-how many remain and, from its C declarations, the element type of each pointer. When the two disagree the problem
-says so and the user edits the signature table.
+how many remain and, from its C declarations, the element type of each pointer and the type of each scalar. A
+scalar's type is checked against the Python launch (a float there, ``1.0 / math.sqrt(D)``, made triton-cpu's
+launcher take a float). When the two disagree, or neither tells, the problem says so and the user edits the
+signature table: never a silent i32.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Sequence
 from typing import Any
+
+#: The Python launch's kinds -> the Triton type triton-cpu gives such an argument.
+_PYTHON_TYPES = {"float": "fp32", "int": "i32"}
 
 
 def _specialised_by_launch(runtime: list[str], args: list[ast.expr]) -> set[str]:
@@ -19,8 +25,11 @@ def _specialised_by_launch(runtime: list[str], args: list[ast.expr]) -> set[str]
     for param, arg in zip(runtime, args, strict=False):
         if (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "stride"
                 and len(arg.args) == 1 and isinstance(arg.args[0], ast.Constant | ast.UnaryOp)):
-            index = ast.literal_eval(arg.args[0])
-            strides.setdefault(ast.unparse(arg.func.value), []).append((param, int(index)))
+            try:
+                index = int(ast.literal_eval(arg.args[0]))
+            except (ValueError, TypeError, SyntaxError):  # `t.stride(-x)`: not a literal dimension
+                continue
+            strides.setdefault(ast.unparse(arg.func.value), []).append((param, index))
     out: set[str] = set()
     for uses in strides.values():
         last = max(i for _, i in uses)
@@ -29,8 +38,13 @@ def _specialised_by_launch(runtime: list[str], args: list[ast.expr]) -> set[str]
 
 
 def derive_signature(function: str, params: list[tuple[str, bool]], launch: list[ast.expr] | None,
-                     wrap_args: list[str] | None, pointer_types: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
-    """(signature table, problems) of one kernel function; see the module docstring for the method."""
+                     wrap_args: list[str] | None, pointer_types: dict[str, str],
+                     scalar_type_of: Callable[[str], str | None] | None = None,
+                     launch_kinds: Sequence[tuple[str | None, str]] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """(signature table, problems) of one kernel function; see the module docstring for the method.
+
+    ``scalar_type_of`` gives the Triton type of an argument the harness passes (HarnessInfo.c_type_of);
+    ``launch_kinds`` the Python launch's kind of each argument (ModuleInfo.launch_kinds)."""
     runtime = [p for p, constexpr in params if not constexpr]
     problems: list[str] = []
     specialised = _specialised_by_launch(runtime, launch) if launch else set()
@@ -43,6 +57,7 @@ def derive_signature(function: str, params: list[tuple[str, bool]], launch: list
                         f"launch leaves {len(remaining)} ({', '.join(remaining)}) after specialising "
                         f"{', '.join(sorted(specialised)) or 'none'}: edit the signature table")
     by_param = dict(zip(remaining, wrap_args, strict=False)) if wrap_args else {}
+    kinds = dict(zip(runtime, launch_kinds, strict=False)) if launch_kinds else {}
     table: dict[str, Any] = {}
     for p in runtime:
         if p in specialised:
@@ -53,6 +68,32 @@ def derive_signature(function: str, params: list[tuple[str, bool]], launch: list
             table[p] = "*" + pointer_types[c_arg]
         elif "ptr" in p.lower():
             table[p] = "*fp32"
+            problems.append(f"{p}: the element type is not told by the harness (it passes {c_arg or 'nothing'!r}, "
+                            "not a pointer declared as `float *x = ...`): *fp32 assumed; set it in the signature "
+                            "table if wrong")
         else:
-            table[p] = "i32"
+            table[p], problem = _scalar_type(p, c_arg, scalar_type_of, kinds.get(p))
+            if problem:
+                problems.append(problem)
     return table, problems
+
+
+def _scalar_type(param: str, c_arg: str, scalar_type_of: Callable[[str], str | None] | None,
+                 python: tuple[str | None, str] | None) -> tuple[str, str | None]:
+    """(the Triton type of a scalar parameter, a problem or None): the harness's C type, checked against the
+    Python launch's."""
+    c_type = scalar_type_of(c_arg) if (scalar_type_of and c_arg) else None
+    py_kind, py_where = python if python else (None, "")
+    py_type = _PYTHON_TYPES.get(py_kind or "")
+    if c_type and py_type and (c_type.startswith("fp") != py_type.startswith("fp")):
+        return c_type, (f"{param}: the harness passes `{c_arg}` ({c_type}) where the Python launch passes "
+                        f"{py_where} ({py_kind}, {py_type} in triton-cpu's launcher): typed {c_type} as the harness "
+                        f"passes it; if the kernel takes {py_type}, set {param} = \"{py_type}\" in the signature table")
+    if c_type:
+        return c_type, None
+    if py_type:
+        return py_type, None
+    told = f"the harness passes `{c_arg}`" if c_arg else "the harness passes nothing for it"
+    launched = f", the Python launch {py_where}" if py_where else ""
+    return "i32", (f"{param}: cannot tell its type ({told}, not a declared variable or literal{launched}): "
+                   "i32 assumed; set it (\"fp32\", \"i64\", ...) in the signature table if wrong")

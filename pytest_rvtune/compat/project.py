@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pytest_rvtune.compat.int_expr import IntExprError, evaluate, names_in
+
 PROJECT_FILE = "rvtune.toml"
 TABLE = "triton_rvv"
 
@@ -56,6 +58,52 @@ CaseValue = int | float | bool | str
 
 class ProjectError(ValueError):
     """A ``[triton_rvv]`` table that cannot be used: names the file, the key and what to do."""
+
+
+class TemplateError(ValueError):
+    """A template field names a value not given, or is not plain integer arithmetic."""
+
+
+def template_fields(template: str) -> list[str]:
+    """The fields of an argv or data template, as written (``{M}``, ``{M * TopK}``)."""
+    try:
+        return [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:  # a single '{' or '}'
+        raise TemplateError(f"{template!r} is not a template ({exc}; write a literal brace as {{{{ or }}}})"
+                            ) from None
+
+
+def format_template(template: str, values: Mapping[str, CaseValue]) -> str:
+    """``template`` with each field replaced: a name by its value, an expression (``{M * TopK}``, as the harness
+    computes a data path) by its integer value (compat/int_expr.py, C arithmetic)."""
+    out = []
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise TemplateError(f"{template!r} is not a template ({exc}; write a literal brace as {{{{ or }}}})"
+                            ) from None
+    for literal, field_name, spec, _ in parts:
+        out.append(literal)
+        if field_name is None:
+            continue
+        if field_name.isidentifier():
+            if field_name not in values:
+                raise TemplateError(f"gives no {field_name}")
+            out.append(format(values[field_name], spec or ""))
+            continue
+        try:
+            out.append(format(evaluate(field_name, values), spec or ""))
+        except IntExprError as exc:
+            missing = sorted(n for n in _names(field_name) if n not in values)
+            raise TemplateError(f"gives no {', '.join(missing)}" if missing else str(exc)) from None
+    return "".join(out)
+
+
+def _names(expr: str) -> set[str]:
+    try:
+        return names_in(expr)
+    except IntExprError:
+        return set()
 
 
 @dataclass(frozen=True)
@@ -83,12 +131,11 @@ class RvvEntry:
     where: str = ""  # "<file> [triton_rvv.kernels.<name>]", for messages
 
     def _format(self, template: str, case: RvvCase, key: str) -> str:
-        names = {f for _, f, _, _ in string.Formatter().parse(template) if f}
-        missing = sorted(names - set(case.params))
-        if missing:
-            raise ProjectError(f"{self.where} {key} {template!r}: case {case.name} gives no {', '.join(missing)}; "
-                               f"add it to [triton_rvv.kernels.{self.name}.cases.{case.name}.params]")
-        return template.format(**case.params)
+        try:
+            return format_template(template, case.params)
+        except TemplateError as exc:
+            raise ProjectError(f"{self.where} {key} {template!r}: case {case.name}: {exc}; add it to "
+                               f"[triton_rvv.kernels.{self.name}.cases.{case.name}.params]") from None
 
     def argv_for(self, case: RvvCase) -> list[str]:
         """The harness's command line for a case (their `MxNxKxRUN_COUNT` style)."""

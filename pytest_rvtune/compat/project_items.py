@@ -80,7 +80,8 @@ def project_data(project: RvvProject, entry: RvvEntry, case: RvvCase) -> Project
         if pinned != digest:
             raise ProjectDataError(
                 f"{entry.name} [case {case.name}]: {path} changed since it was pinned (sha256 {digest[:12]}, "
-                f"pinned {pinned[:12]}): if the new data is right, run `rvtune import {project.root}` again")
+                f"pinned {pinned[:12]}): if the new data is right, run `rvtune import {project.root}` again (it "
+                f"keeps the cases of {project.file.name} and pins their files anew)")
         files[rel] = path
         digests[rel] = digest
     combined = hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()

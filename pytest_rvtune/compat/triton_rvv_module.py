@@ -35,7 +35,6 @@ from pytest_rvtune.spec import (
     block_config,
     config_id,
     only_this_process,
-    unique_configs,
 )
 
 #: Module-level calls that exist only in triton-cpu and only select its driver: no-ops here.
@@ -49,6 +48,22 @@ _IMPORT_ERROR = "__rvtune_import_error__"
 
 class RvvModuleError(KernelModuleError):
     """A Triton_RVV module that cannot be used; the message names the file, the line and the fix."""
+
+
+class MissingGetterParameter(RvvModuleError):
+    """The config getter takes a parameter the case does not give (their attention getter's DMODEL)."""
+
+    def __init__(self, message: str, parameter: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+
+@dataclass(frozen=True)
+class GetterConfigs:
+    """What a getter returned: its configs once each, and the ids it listed more than once (dropped)."""
+
+    configs: list[RvvConfig]
+    duplicates: list[str]
 
 
 @dataclass(frozen=True)
@@ -334,8 +349,16 @@ def load_configs(module: types.ModuleType, getter: str, params: Mapping[str, Any
 
     Its parameters are bound by name from ``params`` (a parameter with a default may be left out);
     ``num_threads`` is passed only when the getter takes it and it is not None. ``triton.Config(...,
-    num_threads=n)`` is accepted during the call only. Values must be ints or bools, no config twice.
+    num_threads=n)`` is accepted during the call only. Values must be ints or bools; a config listed twice is
+    kept once (their flash-attention getter appends every config twice; triton-cpu's Autotuner ran each once
+    per distinct key): ``rvtune import`` says so, see :func:`read_configs`.
     """
+    return read_configs(module, getter, params, num_threads).configs
+
+
+def read_configs(module: types.ModuleType, getter: str, params: Mapping[str, Any],
+                 num_threads: int | None = None) -> GetterConfigs:
+    """:func:`load_configs`, with the ids of the configs the getter listed more than once."""
     fn = _getter(module, getter)
     where = f"{_path_of(module)}:{fn.__code__.co_firstlineno}: {getter}()"
     kwargs: dict[str, Any] = {}
@@ -343,9 +366,9 @@ def load_configs(module: types.ModuleType, getter: str, params: Mapping[str, Any
         if p.name in params:
             kwargs[p.name] = params[p.name]
         elif p.default is p.empty:
-            raise RvvModuleError(
+            raise MissingGetterParameter(
                 f"{where} takes the parameter {p.name}, which is not given (given: {', '.join(params) or 'none'}): "
-                f"give {p.name} in the problem parameters (the case's dict), or a default in the getter")
+                f"give {p.name} in the problem parameters (the case's dict), or a default in the getter", p.name)
     if num_threads is not None and "num_threads" in inspect.signature(fn).parameters:
         kwargs["num_threads"] = num_threads
     try:
@@ -361,9 +384,18 @@ def load_configs(module: types.ModuleType, getter: str, params: Mapping[str, Any
         raise RvvModuleError(f"{where} returned {type(raw).__name__} {raw!r:.80}: it must return a non-empty "
                              "list of triton.Config")
     try:
-        configs = unique_configs((block_config(cfg, f"{where} config {i}") for i, cfg in enumerate(raw)), where)
+        listed = [block_config(cfg, f"{where} config {i}") for i, cfg in enumerate(raw)]
     except RvvModuleError:
         raise
     except KernelModuleError as e:
         raise RvvModuleError(f"{e}; fix the getter") from e
-    return [RvvConfig(values=dict(c), num_threads=c.num_threads) for c in configs]
+    firsts: dict[str, BlockConfig] = {}
+    duplicates: list[str] = []
+    for config in listed:
+        cid = config_id(config)
+        if cid in firsts:
+            duplicates.append(cid)
+        else:
+            firsts[cid] = config
+    return GetterConfigs([RvvConfig(values=dict(c), num_threads=c.num_threads) for c in firsts.values()],
+                         duplicates)

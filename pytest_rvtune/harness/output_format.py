@@ -138,6 +138,17 @@ class OutputFormat:
                                     " mismatches are counted up to the check line that follows them")
         return cls(path.stem, rules, str(path.resolve()) if is_path else path.stem)
 
+    def describe_sample(self) -> str:
+        """What a timing sample looks like in this format and how to read another form: for "no timing sample"."""
+        if self.rules is None:
+            return "looked for an `RVTUNE sample` line on stdout (harness/output.py)"
+        sample = self.rules["sample"]
+        built_in = FORMATS_DIR / f"{self.name}.toml"
+        where = self.source if "/" in self.source else str(built_in)
+        return (f"looked for a {sample.stream} line matching '{sample.regex.pattern}', format {self.name} ({where}); "
+                "if the harness prints its time in another form, copy that file, change [sample].regex to match "
+                "it, and set output_format = \"<the copy>\" in [triton_rvv] of rvtune.toml")
+
     def parse(self, stdout: str, stderr: str = "") -> HarnessOutput:
         """Samples, checks, errors and launches of one run's output."""
         if self.rules is None:

@@ -181,14 +181,17 @@ def _threads(record: RunRecord) -> int:
 
 
 def _run_side(target: Target, rerun: Rerun, options: RunOptions, what: str) -> list[float]:
+    expected = ""
     if rerun.output_format is None:
         result = target.run(rerun.elf, [*options.harness_args(), *rerun.argv], options.timeout,
                             kernel_symbol=rerun.kernel_symbol or None)
     else:  # a user's own harness takes none of our options (item.run_item's external mode)
+        output_format = OutputFormat.load(rerun.output_format)
+        expected = output_format.describe_sample()
         result = target.run(rerun.elf, rerun.argv, options.timeout, kernel_symbol=rerun.kernel_symbol or None,
-                            files=rerun.run_files, output_format=OutputFormat.load(rerun.output_format))
+                            files=rerun.run_files, output_format=output_format)
     verdict = judge(result, what=what, timeout=options.timeout, check=options.check,
-                    timeout_setting=options.timeout_setting)
+                    timeout_setting=options.timeout_setting, expected_sample=expected)
     if not verdict.passed:
         raise CannotConfirm(f"re-running it failed: {verdict.message}")
     return [float(s) for s in result.samples_ns]

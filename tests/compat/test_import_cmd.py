@@ -49,7 +49,8 @@ def test_a_case_applies_where_its_fields_fit_or_to_the_kernel_named(tmp_path, ca
     assert list(project.entries["scale"].cases) == ["tiny"]  # no K in scale's argv: mm does not apply
     capsys.readouterr()
     assert main(["import", str(root), "--case", "scale/tiny:M=8,Q=3"]) == 1
-    assert "case tiny: Q not among the harness's argv fields (MxNxRUN_COUNT)" in capsys.readouterr().out
+    assert ("case tiny: Q is neither one of the harness's argv fields (MxNxRUN_COUNT) nor a parameter of the "
+            "config getter or the data paths (none)") in capsys.readouterr().out
 
 
 def test_dry_run_writes_nothing(tmp_path, capsys):

@@ -54,7 +54,8 @@ def _signature(launch: str, wrap: list[str] | None):
     params = [("a_ptr", False), ("c_ptr", False), ("M", False), ("stride_am", False), ("stride_ak", False),
               ("stride_cm", False), ("stride_cn", False), ("BLOCK", True)]
     call = ast.parse(launch).body[0].value
-    return derive_signature("k_kernel", params, list(call.args), wrap, {"arg0": "fp16", "out": "fp32"})
+    return derive_signature("k_kernel", params, list(call.args), wrap, {"arg0": "fp16", "out": "fp32"},
+                            {"M": "i32", "K": "i32", "N": "i32"}.get)
 
 
 def test_last_dimension_strides_are_specialised_and_pointer_types_come_from_the_harness():
@@ -76,7 +77,8 @@ def test_a_disagreement_between_launch_and_harness_is_reported_with_the_fix():
 def test_scan_writes_a_project_that_loads_and_formats_argv_and_data(tmp_path):
     root = make_tree(tmp_path / "repo")
     result = scan(root)
-    assert [f.ok for f in result.findings] == [True], result.findings
+    assert all(f.ok for f in result.findings), result.findings
+    assert [f.subject for f in result.findings] == ["layout", "output format", "scale"]
     entry = result.table["kernels"]["scale"]
     assert entry["signature"]["scale_kernel"]["stride_xn"] == 1
     assert entry["argv"] == ["{M}x{N}x{RUN_COUNT}"]

@@ -26,6 +26,7 @@ from pytest_rvtune.compat.triton_rvv_module import (
     kernel_names,
     load_configs,
     load_rvv_module,
+    read_configs,
 )
 from pytest_rvtune.spec import KernelModuleError
 
@@ -271,10 +272,19 @@ def get_bad_kernel_autotune_config(N=4):
 '''
 
 
+def test_a_config_listed_twice_is_kept_once_and_named(tmp_path: Path) -> None:
+    """Their flash-attention getter appends every config twice: one item each, the duplicates named."""
+    body = ('[triton.Config({"BLOCK": b}, num_threads=2) for b in (4, 8) for _ in range(2)]'
+            ' + [triton.Config({"BLOCK": 4}, num_threads=1)]')
+    mod = load_rvv_module(write(tmp_path, GETTER.format(body=body), name="dup"))
+    got = read_configs(mod, "get_bad_kernel_autotune_config", {})
+    assert [(c.values, c.num_threads) for c in got.configs] == [({"BLOCK": 4}, 2), ({"BLOCK": 8}, 2),
+                                                                 ({"BLOCK": 4}, 1)]
+    assert got.duplicates == ["BLOCK=4-num_threads=2", "BLOCK=8-num_threads=2"]
+    assert load_configs(mod, "get_bad_kernel_autotune_config", {}) == got.configs
+
+
 @pytest.mark.parametrize(("body", "cause"), [
-    ('[triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 4})]', "config BLOCK=4 is listed twice"),
-    ('[triton.Config({"BLOCK": 4}, num_threads=2), triton.Config({"BLOCK": 4}, num_threads=2)]',
-     "config BLOCK=4-num_threads=2 is listed twice"),
     ('[Config({"BLOCK": 4.5}, num_threads=2)]', "config 0 (BLOCK=4.5): BLOCK=4.5 must be an int or a bool"),
     ('[triton.Config({"BLOCK": 4}, num_threads="all")]', "num_threads='all' must be an int >= 0"),
     ('[{"BLOCK": 4}]', "config 0 is not a triton.Config with kwargs"),
