@@ -117,6 +117,14 @@ def test_stand_ins_say_what_stood_in():
     assert indexed.cycles == v("vlse32.v", 32, "m4").cycles and "load_indexed" in indexed.stand_in
 
 
+def test_aliases_cost_as_the_instruction_they_stand_for():
+    abs_ = v("vfabs.v", 32, "m8")  # llvm-objdump prints vfsgnjx.vv v, v, v as vfabs.v
+    assert abs_ == v("vfsgnjx.vv", 32, "m8") and abs_.stand_in is None
+    assert vector_class("vmclr.m") == "mask" and v("vnot.v", 16, "m2") == v("vxor.vi", 16, "m2")
+    spill = v("vl8r.v", 32, "m1")
+    assert spill.cycles == v("vle8.v", 8, "m8").cycles and "vle8.v e8m8" in spill.stand_in
+
+
 def test_unknown_mnemonics_get_a_class_stand_in():
     cost = v("vfnotreal.vv", 32, "m2")
     assert cost.stand_in and "farith" in cost.stand_in and cost.cycles == v("vfadd.vv", 32, "m2").cycles
@@ -173,6 +181,7 @@ def test_vector_class(mnemonic, cls):
 def test_isa_names():
     assert base_mnemonic("C.ADDI") == "addi" and base_mnemonic("c.bnez") == "bne"
     assert base_mnemonic("amoswap.w.aqrl") == "amoswap.w"
+    assert base_mnemonic("vfabs.v") == "vfsgnjx.vv" and base_mnemonic("vl8r.v") == "vl8re8.v"
     assert is_vector("vle32.v") and not is_vector("fmadd.s")
     assert vector_sched_write("vfmacc.vf") == "WriteVFMulAddF"
     assert vector_sched_write("vfncvt.f.f.w") == "WriteVFNCvtFToFV"

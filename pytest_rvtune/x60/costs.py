@@ -202,9 +202,9 @@ class CostTable:
 
     @staticmethod
     def _whole_register(m: str) -> tuple[str, int, int] | None:
-        load = re.fullmatch(r"vl(\d)re(\d+)\.v", m) or re.fullmatch(r"vl(\d)r\.v", m)
+        load = re.fullmatch(r"vl(\d)re(\d+)\.v", m)  # vl<n>r.v is vl<n>re8.v (isa.base_mnemonic)
         if load:
-            eew = int(load.group(2)) if load.lastindex == 2 else 8
+            eew = int(load.group(2))
             return f"vle{eew}.v", eew, int(load.group(1))
         store = re.fullmatch(r"vs(\d)r\.v", m)
         if store:

@@ -41,13 +41,29 @@ _COMPRESSED = {
 }
 
 
+# RVV assembler aliases (pseudoinstructions of the RVV 1.0 specification and older spellings) that llvm-objdump
+# prints, as the instruction they stand for: the same instruction, so its measured figure applies.
+_VECTOR_ALIASES = {
+    "vneg.v": "vrsub.vx", "vnot.v": "vxor.vi", "vwcvt.x.x.v": "vwadd.vx", "vwcvtu.x.x.v": "vwaddu.vx",
+    "vncvt.x.x.w": "vnsrl.wx", "vmsgt.vv": "vmslt.vv", "vmsgtu.vv": "vmsltu.vv", "vmsge.vv": "vmsle.vv",
+    "vmsgeu.vv": "vmsleu.vv", "vmslt.vi": "vmsle.vi", "vmsltu.vi": "vmsleu.vi", "vmsge.vi": "vmsgt.vi",
+    "vmsgeu.vi": "vmsgtu.vi", "vfneg.v": "vfsgnjn.vv", "vfabs.v": "vfsgnjx.vv", "vmmv.m": "vmand.mm",
+    "vmcpy.m": "vmand.mm", "vmclr.m": "vmxor.mm", "vmset.m": "vmxnor.mm", "vmnot.m": "vmnand.mm",
+    "vfredsum.vs": "vfredusum.vs", "vfwredsum.vs": "vfwredusum.vs", "vpopc.m": "vcpop.m",
+    "vmandnot.mm": "vmandn.mm", "vmornot.mm": "vmorn.mm", "vle1.v": "vlm.v", "vse1.v": "vsm.v",
+    **{f"vl{n}r.v": f"vl{n}re8.v" for n in (1, 2, 4, 8)},
+}
+
+
 def base_mnemonic(mnemonic: str) -> str:
     """Lower case, no ``c.`` prefix (a compressed instruction as the base instruction it expands to), no atomic
-    ordering suffix (``.aq``, ``.rl``, ``.aqrl``)."""
+    ordering suffix (``.aq``, ``.rl``, ``.aqrl``), an RVV alias as the instruction it stands for (``vfabs.v`` ->
+    ``vfsgnjx.vv``)."""
     m = mnemonic.strip().lower()
     if m.startswith("c."):
         m = _COMPRESSED.get(m, m[2:])
-    return re.sub(r"\.(aqrl|aq|rl)$", "", m)
+    m = re.sub(r"\.(aqrl|aq|rl)$", "", m)
+    return _VECTOR_ALIASES.get(m, m)
 
 
 def is_vector(mnemonic: str) -> bool:
