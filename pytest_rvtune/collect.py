@@ -210,12 +210,16 @@ class ProjectFile(pytest.File):
                     for config in configs:
                         cid = config.id
                         suffix = f"-{target}" if len(session.target_names) > 1 else ""
-                        item = KernelItem.from_parent(self, name=f"{entry.name}[{case.name}-{cid}{suffix}]",
+                        # which harness runs it: theirs, or our generic one where theirs cannot (variants.py)
+                        variant = case.variant(config.values)
+                        harness = "generic" if variant is not None and variant.harness == "generic" else "theirs"
+                        shown = "-generic" if harness == "generic" else ""
+                        item = KernelItem.from_parent(self, name=f"{entry.name}[{case.name}-{cid}{shown}{suffix}]",
                                                       callobj=project_item_test)
                         item.stash[ITEM_KEY] = ProjectItemInfo(project, entry, case, config, cid, target)
                         for marker in ("rvtune", "triton_rvv"):
                             item.add_marker(marker)
-                        item.extra_keyword_matches.update({entry.name, case.name,
+                        item.extra_keyword_matches.update({entry.name, case.name, f"{harness}_harness",
                                                            *config_keywords(config.values)})
                         yield item
 

@@ -26,6 +26,7 @@ from pytest_rvtune.verdict import ItemVerdict, judge
 if TYPE_CHECKING:
     from pytest_rvtune.build import BuildArtifact
     from pytest_rvtune.collect import KernelItemInfo, ProjectItemInfo
+    from pytest_rvtune.compat.project import RvvVariant
     from pytest_rvtune.golden import GoldenSet
     from pytest_rvtune.results.records import RunRecord
     from pytest_rvtune.session import RvtuneSession
@@ -66,6 +67,11 @@ class ItemOutcome:
     record: RecordDict
     run: RunResult | None = None
     timings: dict[str, float] = field(default_factory=dict)
+
+    def with_fields(self, **fields: Any) -> ItemOutcome:
+        """The same outcome, its record with ``fields`` added (e.g. which harness ran a project item)."""
+        self.record = self.record | fields
+        return self
 
 
 def base_record(work: ItemWork, target: Target | None) -> RecordDict:
@@ -299,14 +305,22 @@ def resumed_record(session: RvtuneSession, elf_sha: str, golden_sha: str, target
 def run_project_item(session: RvtuneSession, nodeid: str, info: ProjectItemInfo, target: Target) -> ItemOutcome:
     """A Triton_RVV project item: data -> build -> run -> verdict -> record, like a kernel-module item; never
     raises mid-way."""
-    from pytest_rvtune.compat.project_items import ProjectDataError, build_project_item, project_data
+    from pytest_rvtune.compat.project_items import (
+        ProjectDataError,
+        build_project_item,
+        item_variant,
+        project_data,
+    )
 
     work = ItemWork(nodeid, info.entry.name, info.case.name, dict(info.config.values),
                     info.config_id, info.target, dict(info.case.params))
     try:
-        data = project_data(info.project, info.entry, info.case)
+        data = project_data(info.project, info.entry, info.case, info.config)
     except ProjectDataError as exc:
         return item_error(work, target, str(exc))
+    variant = item_variant(info.case, info.config)
+    if variant is not None and variant.harness == "generic":
+        return run_generic_project_item(session, work, info, target, variant, data.sha256)
     started = time.perf_counter()
     try:
         artifact = build_project_item(info.project, info.entry, info.case, info.config, target.isa)
@@ -320,9 +334,32 @@ def run_project_item(session: RvtuneSession, nodeid: str, info: ProjectItemInfo,
                             golden_sha256=data.sha256, options=session.run_options(target),
                             kernel_symbol=artifact.kernel_symbol, build_info=build_info,
                             external=ExternalRun(data.files, OutputFormat.load(info.project.output_format),
-                                                 artifact.launches))
+                                                 artifact.launches)).with_fields(harness="theirs")
     except Exception as exc:  # a board lost, a full disk: this item
         return item_error(work, target, f"{work.what}: {exc}")
+
+
+def run_generic_project_item(session: RvtuneSession, work: ItemWork, info: ProjectItemInfo, target: Target,
+                             variant: RvvVariant, data_sha256: str) -> ItemOutcome:
+    """A Triton_RVV item their harness cannot serve: their kernel in our generic harness on the variant's data
+    (compat/generic_run.py); the record says ``harness: "generic"`` and why."""
+    from pytest_rvtune.compat.project_items import build_generic_item
+
+    started = time.perf_counter()
+    try:
+        artifact = build_generic_item(info.project, info.entry, info.config, variant, target.isa)
+    except Exception as exc:  # their launch, compile, link: this item's build fails, the rest go on
+        return build_failed(work, target, f"{work.what} (generic harness): {exc}", time.perf_counter() - started)
+    build_info = {"build_seconds": time.perf_counter() - started, "build_cache_hit": bool(artifact.cache_hit)}
+    try:
+        target.prepare([artifact.elf, *(a for a in artifact.argv if isinstance(a, Path))])
+        with exclusive(target):
+            outcome = run_item(work, target, elf=artifact.elf, argv=artifact.argv, elf_sha256=artifact.elf_sha256,
+                               golden_sha256=data_sha256, options=session.run_options(target, info.config.num_threads),
+                               kernel_symbol=artifact.kernel_symbol, build_info=build_info)
+    except Exception as exc:  # a board lost, a full disk: this item
+        return item_error(work, target, f"{work.what}: {exc}")
+    return outcome.with_fields(harness="generic", harness_why=variant.why)
 
 
 @dataclass

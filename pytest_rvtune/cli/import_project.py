@@ -18,7 +18,7 @@ from typing import Any
 import tomlkit
 import tomlkit.exceptions
 
-from pytest_rvtune.compat.import_scan import CaseSpec, Scan, scan
+from pytest_rvtune.compat.import_scan import CaseSpec, Scan, Spaces, scan
 from pytest_rvtune.compat.project import PROJECT_FILE, TABLE, ProjectError, read_project
 
 
@@ -30,6 +30,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "small:M=128,N=128,K=128,RUN_COUNT=2 (repeatable; without KERNEL/ it applies to every kernel "
                         "that takes all these names; a kernel without one gets the case 'default' with its "
                         "harness's built-in sizes)")
+    p.add_argument("--space", action="append", default=[], metavar="KERNEL:KEY=V,...;KEY=V,...",
+                   help="the values to tune for config keys of a kernel, instead of its getter's, e.g. "
+                        "'fused_moe:BLOCK_SIZE_M=4,8,16,32,64' (widens or narrows; written into rvtune.toml as "
+                        "the kernel's space, kept by later imports until given again)")
     p.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
     p.set_defaults(func=run)
 
@@ -53,8 +57,65 @@ def parse_case(text: str) -> CaseSpec:
     return CaseSpec(name, values, kernel or None)
 
 
+def parse_space(text: str) -> tuple[str, dict[str, list[int]]]:
+    """``fused_moe:BLOCK_SIZE_M=4,8;BLOCK_SIZE_N=16`` -> ("fused_moe", {"BLOCK_SIZE_M": [4, 8], ...});
+    ValueError naming the bad part."""
+    kernel, sep, rest = text.partition(":")
+    if not sep or not kernel.strip().isidentifier():
+        raise ValueError(f"--space {text!r}: expected KERNEL:KEY=V,...;KEY=V,... (e.g. "
+                         "fused_moe:BLOCK_SIZE_M=4,8,16,32,64)")
+    space: dict[str, list[int]] = {}
+    for clause in filter(None, (c.strip() for c in rest.split(";"))):
+        key, eq, values = clause.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise ValueError(f"--space {text!r}: {clause!r} is not KEY=V1,V2,...")
+        try:
+            numbers = [int(v) for v in values.split(",") if v.strip()]
+        except ValueError:
+            raise ValueError(f"--space {text!r}: the values of {key.strip()} must be integers, got "
+                             f"{values!r}") from None
+        if not numbers:
+            raise ValueError(f"--space {text!r}: {key.strip()} has no values")
+        space[key.strip()] = list(dict.fromkeys(numbers))
+    if not space:
+        raise ValueError(f"--space {text!r}: no KEY=V,... after {kernel}:")
+    return kernel.strip(), space
+
+
+def existing_spaces(path: Path) -> Spaces:
+    """The spaces an earlier import (or the user) wrote into ``path``: kept until --space gives one again."""
+    try:
+        doc = tomlkit.parse(path.read_text()).unwrap() if path.is_file() else {}
+    except (OSError, tomlkit.exceptions.ParseError, UnicodeDecodeError):
+        return {}  # _document() names an unreadable file
+    kernels = doc.get(TABLE, {}).get("kernels", {}) if isinstance(doc.get(TABLE), dict) else {}
+    out: Spaces = {}
+    for name, entry in kernels.items() if isinstance(kernels, dict) else ():
+        space = entry.get("space") if isinstance(entry, dict) else None
+        if isinstance(space, dict) and all(isinstance(v, list) for v in space.values()):
+            out[name] = {k: [x for x in v if isinstance(x, int) and not isinstance(x, bool)]
+                         for k, v in space.items()}
+    return out
+
+
+def _per_harness(case: dict[str, Any], configs: list[Any]) -> str:
+    """``: 2 on their harness (BLOCK_SIZE_M=4); 8 on our generic harness (BLOCK_SIZE_M=8,16,32,64)``."""
+    key, variants = case.get("variant_key"), case.get("variants", {})
+    if not key:
+        return ""
+    per: dict[str, list[int]] = {}
+    for config in configs:
+        value = config.values.get(key)
+        per.setdefault(variants.get(str(value), {}).get("harness", "none"), []).append(value)
+    shown = {"theirs": "their harness", "generic": "our generic harness", "none": "no data"}
+    return ": " + "; ".join(f"{len(values)} on {shown[h]} ({key}={','.join(map(str, dict.fromkeys(values)))})"
+                            for h, values in per.items())
+
+
 def config_counts(result: Scan) -> dict[str, str]:
-    """Per entry: how many configs its getter returns for its first case (or why it cannot be called)."""
+    """Per entry: how many configs its getter (and space) give for its first case, per harness when the data has
+    variants (or why the getter cannot be called)."""
+    from pytest_rvtune.compat.project_items import apply_space
     from pytest_rvtune.compat.triton_rvv_module import MissingGetterParameter, load_rvv_module, read_configs
 
     counts: dict[str, str] = {}
@@ -72,7 +133,13 @@ def config_counts(result: Scan) -> dict[str, str]:
         except Exception as exc:  # the module's own error: shown as a finding, the import goes on
             result.problem(name, f"configs: {exc}")
             continue
-        counts[name] = f"{len(got.configs)} configs"
+        try:
+            configs = apply_space(got.configs, {k: tuple(v) for k, v in entry.get("space", {}).items()},
+                                  f"[{TABLE}.kernels.{name}]")
+        except ProjectError as exc:
+            result.problem(name, f"space: {exc}")
+            continue
+        counts[name] = f"{len(configs)} configs" + _per_harness(case, configs)
         if got.duplicates:
             shown = ", ".join(got.duplicates[:3]) + (", ..." if len(got.duplicates) > 3 else "")
             counts[name] += (f"; {entry['config_getter']}() listed {len(got.duplicates)} of them again ({shown}): "
@@ -123,12 +190,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         cases = [parse_case(c) for c in args.case]
+        given = dict(parse_space(s) for s in args.space)
     except ValueError as exc:
         print(f"rvtune import: {exc}", file=sys.stderr)
         return 2
     if not cases:
         cases = _existing_cases(root / PROJECT_FILE)
-    result = scan(root, cases)
+    result = scan(root, cases, existing_spaces(root / PROJECT_FILE) | given)
+    for name in sorted(set(given) - set(result.table.get("kernels", {}))):
+        result.problem(name, f"--space {name}:...: no kernel {name} was imported (kernels: "
+                             f"{', '.join(result.table.get('kernels', {})) or 'none'})")
     counts = config_counts(result) if result.table.get("kernels") else {}
     print(f"rvtune import: {root}")
     for f in result.findings:

@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_rvtune.compat.checkout_layout import KNOWN_RUN, Layout, find_layout
-from pytest_rvtune.compat.harness_reader import HarnessInfo, read_harness
+from pytest_rvtune.compat.harness_reader import HarnessInfo, read_harness, strip_comments
+from pytest_rvtune.compat.harness_values import read_data
 from pytest_rvtune.compat.int_expr import IntExprError, names_in
 from pytest_rvtune.compat.launch_signature import derive_signature
 from pytest_rvtune.compat.module_reader import ModuleInfo, read_module
 from pytest_rvtune.compat.project import TemplateError, format_template, template_fields
 from pytest_rvtune.compat.support_format import read_support_format
+from pytest_rvtune.compat.variants import VariantScan, launch_parameters, plan_table, scan_variants
 
 #: Their layout (shared/reference/triton-rvv-format.md), the default where the walk finds nothing better.
 KERNELS_DIR = "benchmark/src/triton"
@@ -81,8 +83,13 @@ def _unreadable_file(path: Path, exc: OSError) -> str:
     return f"{path}: cannot read it: {why}; fix or remove it"
 
 
-def scan(root: Path, cases: list[CaseSpec] | None = None) -> Scan:
-    """Describe the checkout at ``root``; ``cases`` replace the harness defaults as cases where they apply."""
+#: A space per kernel (entry name): config key -> the values to tune instead of the getter's (``--space``).
+Spaces = dict[str, dict[str, list[int]]]
+
+
+def scan(root: Path, cases: list[CaseSpec] | None = None, spaces: Spaces | None = None) -> Scan:
+    """Describe the checkout at ``root``; ``cases`` replace the harness defaults as cases where they apply;
+    ``spaces`` are written into the entries they name."""
     root = root.resolve()
     result = Scan(root)
     layout = find_layout(root)
@@ -110,7 +117,7 @@ def scan(root: Path, cases: list[CaseSpec] | None = None) -> Scan:
             continue
         rel = module.relative_to(root).as_posix()
         try:
-            entry = _scan_module(result, root, layout, module, cases)
+            entry = _scan_module(result, root, layout, module, cases, (spaces or {}).get(module.stem, {}))
         except Exception as exc:  # a bug of ours on an input nobody foresaw: one kernel, never the whole import
             result.problem(module.stem, f"{rel}: the import failed on this kernel ({type(exc).__name__}: {exc}); "
                                         "it is left out, the others are imported. This is a bug of `rvtune import`:"
@@ -149,7 +156,7 @@ def _harness_for(root: Path, layout: Layout, stem: str) -> Path | None:
 
 
 def _scan_module(result: Scan, root: Path, layout: Layout, module: Path,
-                 cases: list[CaseSpec] | None) -> dict[str, Any] | None:
+                 cases: list[CaseSpec] | None, space: dict[str, list[int]]) -> dict[str, Any] | None:
     stem, rel = module.stem, module.relative_to(root).as_posix()
     try:
         info = read_module(module)
@@ -194,23 +201,60 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path,
     needs = _case_names(info, getter, hinfo)
     chosen = _cases_for(result, stem, hinfo, needs, cases or [])
     entry_cases = {}
+    variants = _variants(result, root / (layout.run_dir or "."), module, info, functions, harness, signatures,
+                         space)
     for case_name, values in chosen.items():
         params = {**{n: hinfo.defaults.get(n, 0) for n in hinfo.shape_names}, **values}
-        entry_cases[case_name] = {"params": params,
-                                  "sha256": _pin_data(result, root, layout, stem, case_name, hinfo, params)}
+        if variants is None:
+            entry_cases[case_name] = {"params": params,
+                                      "sha256": _pin_data(result, root, layout, stem, case_name, hinfo, params)}
+        else:  # the files are per value (the plans): the harness's own unprefixed paths are not what runs
+            entry_cases[case_name] = {"params": params, "sha256": {}, **variants}
     result.found(stem, f"{rel}: {len(functions)} kernel(s) ({', '.join(functions)}), configs from {getter}(), "
                        f"harness {harness_rel}, {len(hinfo.data)} data file(s) per case")
-    return {
+    entry: dict[str, Any] = {
         "module": rel,
         "functions": functions,
         "config_getter": getter,
         "harness": harness_rel,
         "argv": argv,
-        "data": hinfo.data,
+        "data": hinfo.data if variants is None else [],
         "num_threads": 1,
         "signature": signatures,
         "cases": entry_cases,
     }
+    if space:
+        entry["space"] = space
+    if variants is not None and any(v["harness"] == "generic" for v in variants["variants"].values()):
+        launch = launch_parameters(module, functions[0])
+        if launch is not None:
+            entry["launch"] = launch[0]
+    return entry
+
+
+def _variants(result: Scan, run_dir: Path, module: Path, info: ModuleInfo, functions: list[str], harness: Path,
+              signatures: dict[str, Any], space: dict[str, list[int]]) -> dict[str, Any] | None:
+    """When the data is named by a config value: ``variant_key`` and ``variants`` (one plan per value: their
+    harness or our generic one, compat/variants.py, every value's files pinned) for each case; else None.
+    Checks the space's keys on the way."""
+    stem = module.stem
+    constexprs = {f: [p for p, constexpr in info.kernels[f] if constexpr] for f in functions}
+    unknown = sorted(set(space) - {k for names in constexprs.values() for k in names})
+    if unknown:
+        result.problem(stem, f"--space {', '.join(unknown)}: not a tl.constexpr of {', '.join(functions)}: use "
+                             "its config keys")
+    text = strip_comments(harness.read_text(errors="replace"))
+    found: VariantScan | None = scan_variants(run_dir, text, read_data(text), constexprs, space, module,
+                                              read_harness(harness).wrap_calls, signatures)
+    if found is None:
+        return None
+    for note in found.notes:
+        result.found(f"{stem}: data", note)
+    for problem in found.problems:
+        result.problem(f"{stem}: data", problem)
+    pins = {f: sha256_of(run_dir / f) for plan in found.plans.values() for f in plan.data_files()
+            if (run_dir / f).is_file()}
+    return {"variant_key": found.key, "variants": {str(v): plan_table(p, pins) for v, p in found.plans.items()}}
 
 
 def _signatures(result: Scan, stem: str, functions: list[str], info: ModuleInfo,

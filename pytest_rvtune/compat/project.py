@@ -31,6 +31,23 @@ Layout::
     params = { M = 1024, N = 1024, K = 1024, RUN_COUNT = 5 }
     sha256 = { "matmul/run/test_data/matrix_1024x1024_1.txt" = "..." }   # pinned at import
 
+Data named by a config value (compat/variants.py), and a space the user chose::
+
+    [triton_rvv.kernels.fused_moe]
+    space = { BLOCK_SIZE_M = [4, 8, 16, 32, 64] }   # replaces the getter's values of these keys (--space)
+    launch = "benchmark_triton"                   # their Python function whose kernel[grid](...) the generic
+                                                  # harness runs: argument binding and grid per config
+    [triton_rvv.kernels.fused_moe.cases.default]
+    variant_key = "BLOCK_SIZE_M"                  # each value has its own files
+    [triton_rvv.kernels.fused_moe.cases.default.variants.4]
+    harness = "theirs"                            # their harness, each file at the path it opens
+    files = { "fused_moe/run/test_data/matrix_1x2008_4.txt" = "fused_moe/.../matrix_BLOCK_SIZE_M_4_1x2008_4.txt" }
+    sha256 = { "fused_moe/run/test_data/matrix_BLOCK_SIZE_M_4_1x2008_4.txt" = "..." }
+    [triton_rvv.kernels.fused_moe.cases.default.variants.8]
+    harness = "generic"                           # our generic harness runs their kernel; why = the reason
+    args = { a = "fused_moe/run/test_data/matrix_1000x128_1.txt", num_tokens_post_padded = 2032 }  # launch params
+    expected = { c = "fused_moe/run/test_data/matrix_BLOCK_SIZE_M_8_1000x2x512_3.txt" }
+
 This module only reads and checks; every problem is a ProjectError naming the file, the table and the key.
 """
 
@@ -106,11 +123,42 @@ def _names(expr: str) -> set[str]:
         return set()
 
 
+HARNESS_KINDS = ("theirs", "generic", "none")
+
+
+@dataclass(frozen=True)
+class RvvVariant:
+    """The data of one value of a case's variant key, and which harness runs its items (compat/variants.py)."""
+
+    value: int
+    harness: str  # "theirs", "generic" or "none" (no data: its items fail with ``why``)
+    why: str = ""
+    files: dict[str, str] = field(default_factory=dict)  # theirs: path the harness opens -> data file
+    args: dict[str, str | int | float] = field(default_factory=dict)  # generic: launch parameter -> file or number
+    expected: dict[str, str] = field(default_factory=dict)  # generic: launch parameter -> expected output file
+    sha256: dict[str, str] = field(default_factory=dict)  # data file -> pinned sha256
+
+
 @dataclass(frozen=True)
 class RvvCase:
     name: str
     params: dict[str, CaseValue]  # the getter's parameters and every name argv / data templates use
     sha256: dict[str, str] = field(default_factory=dict)  # data path (relative to run_dir) -> pinned sha256
+    variant_key: str | None = None  # a config key whose values have their own data files
+    variants: dict[int, RvvVariant] = field(default_factory=dict)
+
+    def variant(self, config: Mapping[str, Any]) -> RvvVariant | None:
+        """The variant data of a config (None: the case has no variant key)."""
+        if self.variant_key is None:
+            return None
+        value = config.get(self.variant_key)
+        found = self.variants.get(value) if isinstance(value, int) else None
+        if found is None:
+            return RvvVariant(value if isinstance(value, int) else -1, "none",
+                              why=f"no data pinned for {self.variant_key}={value}: write its files (their "
+                                  f"save_matrices_to_txt with prefix matrix_{self.variant_key}_{value}) and run "
+                                  "`rvtune import` again")
+        return found
 
 
 @dataclass(frozen=True)
@@ -127,7 +175,9 @@ class RvvEntry:
     signatures: dict[str, dict[str, str | int]]  # function -> parameter -> Triton type, or 1 (specialised)
     cases: dict[str, RvvCase]
     num_threads: int | None
-    tolerance: dict[str, float] = field(default_factory=dict)  # informative: their harness checks itself
+    tolerance: dict[str, float] = field(default_factory=dict)  # their harness checks itself; ours uses these
+    space: dict[str, tuple[int, ...]] = field(default_factory=dict)  # key -> the values to tune (replaces the getter's)
+    launch: str | None = None  # their Python launch function (the generic harness runs its kernel[grid] call)
     where: str = ""  # "<file> [triton_rvv.kernels.<name>]", for messages
 
     def _format(self, template: str, case: RvvCase, key: str) -> str:
@@ -218,17 +268,66 @@ def _signature(table: Any, where: str) -> dict[str, str | int]:
     return out
 
 
+def _sha_table(table: Mapping[str, Any], where: str) -> dict[str, str]:
+    sha = table.get("sha256", {})
+    if not isinstance(sha, dict) or not all(isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v)
+                                            for v in sha.values()):
+        raise ProjectError(f"{where}: sha256 must map data paths to 64 hex digits")
+    return dict(sha)
+
+
+def _str_table(table: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
+    value = table.get(key, {})
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ProjectError(f"{where}: {key} must map names to data paths (strings), got {value!r}")
+    for v in value.values():
+        _relative_data(v, where)
+    return dict(value)
+
+
+def _variant(value: str, table: Any, where: str) -> RvvVariant:
+    if not isinstance(table, dict) or not re.fullmatch(r"-?\d+", value):
+        raise ProjectError(f"{where}: expected a table per integer value of the variant key, got {value!r}")
+    harness = table.get("harness")
+    if harness not in HARNESS_KINDS:
+        raise ProjectError(f"{where}: harness must be one of {', '.join(HARNESS_KINDS)}, got {harness!r}")
+    args = table.get("args", {})
+    if not isinstance(args, dict) or not all(isinstance(v, str | int | float) and not isinstance(v, bool)
+                                             for v in args.values()):
+        raise ProjectError(f"{where}: args must map launch parameters to a data path or a number, got {args!r}")
+    why = table.get("why", "")
+    return RvvVariant(int(value), harness, why if isinstance(why, str) else str(why),
+                      _str_table(table, "files", where), dict(args), _str_table(table, "expected", where),
+                      _sha_table(table, where))
+
+
 def _case(name: str, table: Any, where: str) -> RvvCase:
     if not isinstance(table, dict):
         raise ProjectError(f"{where}: expected a table with params = {{...}}")
     params = table.get("params", {})
     if not isinstance(params, dict) or not all(isinstance(v, int | float | bool | str) for v in params.values()):
         raise ProjectError(f"{where}: params must be a table of names to numbers or strings, got {params!r}")
-    sha = table.get("sha256", {})
-    if not isinstance(sha, dict) or not all(isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v)
-                                            for v in sha.values()):
-        raise ProjectError(f"{where}: sha256 must map data paths to 64 hex digits")
-    return RvvCase(name, dict(params), dict(sha))
+    key = table.get("variant_key")
+    if key is not None and (not isinstance(key, str) or not key.isidentifier()):
+        raise ProjectError(f"{where}: variant_key must be a config key name, got {key!r}")
+    variants_table = table.get("variants", {})
+    if not isinstance(variants_table, dict) or (variants_table and key is None):
+        raise ProjectError(f"{where}: variants needs variant_key and one table per value")
+    variants = {int(v): _variant(v, t, f"{where}.variants.{v}") for v, t in variants_table.items()}
+    return RvvCase(name, dict(params), _sha_table(table, where), key, variants)
+
+
+def _space(table: Mapping[str, Any], where: str) -> dict[str, tuple[int, ...]]:
+    space = table.get("space", {})
+    if not isinstance(space, dict):
+        raise ProjectError(f"{where}: space must be a table like {{ BLOCK_SIZE_M = [4, 8, 16] }}")
+    out: dict[str, tuple[int, ...]] = {}
+    for key, values in space.items():
+        if not isinstance(values, list) or not values or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise ProjectError(f"{where}: space.{key} must be a non-empty list of integers, got {values!r}")
+        out[key] = tuple(dict.fromkeys(values))
+    return out
 
 
 def _entry(project_root: Path, path: Path, name: str, table: Any) -> RvvEntry:
@@ -268,6 +367,8 @@ def _entry(project_root: Path, path: Path, name: str, table: Any) -> RvvEntry:
         cases={c: _case(c, t, f"{where}.cases.{c}") for c, t in cases_table.items()},
         num_threads=num_threads,
         tolerance={k: float(v) for k, v in tolerance.items()},
+        space=_space(table, where),
+        launch=table.get("launch") if isinstance(table.get("launch"), str) else None,
         where=where,
     )
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pytest_rvtune.compat.project import RvvCase, RvvEntry, RvvProject
+from pytest_rvtune.compat.project import ProjectError, RvvCase, RvvEntry, RvvProject, RvvVariant
 from pytest_rvtune.compat.triton_rvv_module import RvvConfig, jit_kernel, load_configs, load_rvv_module
 from pytest_rvtune.hashing import sha256_file
 
@@ -55,35 +56,79 @@ def _loaded(path: Path) -> ModuleType:
 
 
 def entry_configs(entry: RvvEntry, case: RvvCase) -> list[RvvConfig]:
-    """The entry's configs for a case: its getter called with the case's values (their getters take sizes)."""
+    """The entry's configs for a case: its getter called with the case's values (their getters take sizes),
+    then its ``space`` applied."""
     module = _loaded(entry.module)
-    return load_configs(module, entry.config_getter, case.params, entry.num_threads)
+    return apply_space(load_configs(module, entry.config_getter, case.params, entry.num_threads), entry.space,
+                       entry.where)
 
 
-def project_data(project: RvvProject, entry: RvvEntry, case: RvvCase) -> ProjectData:
-    """The case's data files, checked against the hashes pinned at import (drift is an error, not a pass)."""
+def apply_space(configs: list[RvvConfig], space: dict[str, tuple[int, ...]], where: str = "") -> list[RvvConfig]:
+    """Each config with the space's keys taking every value of the space instead of the getter's (a space
+    narrows or widens the getter's configs); the same config twice is kept once, in first-seen order."""
+    if not space:
+        return configs
+    keys = {k for c in configs for k in c.values}
+    unknown = sorted(set(space) - keys)
+    if unknown:
+        raise ProjectError(f"{where}: space key {', '.join(unknown)} is in no config of the getter (keys: "
+                           f"{', '.join(sorted(keys))}): a space sets the values of the getter's own keys")
+    out: dict[tuple[Any, ...], RvvConfig] = {}
+    for config in configs:
+        for combo in itertools.product(*space.values()):
+            values = {**config.values, **dict(zip(space, combo, strict=True))}
+            out.setdefault((tuple(values.items()), config.num_threads), RvvConfig(values, config.num_threads))
+    return list(out.values())
+
+
+def item_variant(case: RvvCase, config: RvvConfig) -> RvvVariant | None:
+    """The config's variant data (None: the case's data is the same for every config)."""
+    return case.variant(config.values)
+
+
+def project_data(project: RvvProject, entry: RvvEntry, case: RvvCase, config: RvvConfig | None = None
+                 ) -> ProjectData:
+    """The item's data files, checked against the hashes pinned at import (drift is an error, not a pass).
+    ``files`` maps the path the harness opens to the file: for a variant their harness runs, the value's own
+    file at the path the harness opens; for one our generic harness runs, each file at its own path."""
+    variant = item_variant(case, config) if config is not None else None
+    if variant is None:
+        return _checked(project, entry, case.name, {rel: rel for rel in entry.data_for(case)}, case.sha256)
+    if variant.harness == "none":
+        raise ProjectDataError(f"{entry.name} [case {case.name}, {case.variant_key}={variant.value}]: "
+                               f"{variant.why}")
+    opened = variant.files if variant.harness == "theirs" else {f: f for f in _variant_files(variant)}
+    return _checked(project, entry, f"{case.name}, {case.variant_key}={variant.value}", opened, variant.sha256)
+
+
+def _variant_files(variant: RvvVariant) -> list[str]:
+    return sorted({v for v in variant.args.values() if isinstance(v, str)} | set(variant.expected.values()))
+
+
+def _checked(project: RvvProject, entry: RvvEntry, what: str, opened: dict[str, str],
+             pins: dict[str, str]) -> ProjectData:
     files: dict[str, Path] = {}
     digests: dict[str, str] = {}
-    for rel in entry.data_for(case):
+    for at, rel in opened.items():
         path = project.run_dir / rel
         if not path.is_file():
             raise ProjectDataError(
-                f"{entry.name} [case {case.name}]: the harness reads {path}, which does not exist: write it (e.g. "
+                f"{entry.name} [case {what}]: the harness reads {path}, which does not exist: write it (e.g. "
                 "with your module's save_matrices_to_txt: inputs, then the expected output) and run "
                 f"`rvtune import {project.root}` again to pin it")
         digest = sha256_file(path)
-        pinned = case.sha256.get(rel)
+        pinned = pins.get(rel)
         if pinned is None:
             raise ProjectDataError(
-                f"{entry.name} [case {case.name}]: {path} is not pinned in {project.file}: run `rvtune import "
+                f"{entry.name} [case {what}]: {path} is not pinned in {project.file}: run `rvtune import "
                 f"{project.root}` to record its sha256 (a result must say which data it was checked against)")
         if pinned != digest:
             raise ProjectDataError(
-                f"{entry.name} [case {case.name}]: {path} changed since it was pinned (sha256 {digest[:12]}, "
+                f"{entry.name} [case {what}]: {path} changed since it was pinned (sha256 {digest[:12]}, "
                 f"pinned {pinned[:12]}): if the new data is right, run `rvtune import {project.root}` again (it "
                 f"keeps the cases of {project.file.name} and pins their files anew)")
-        files[rel] = path
-        digests[rel] = digest
+        files[at] = path
+        digests[at] = digest
     combined = hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()
     return ProjectData(files, combined)
 
@@ -120,3 +165,44 @@ def _own_constexprs(fn: Any, config: RvvConfig) -> dict[str, Any]:
 def _run_count(case: RvvCase) -> int | None:
     value = case.params.get("RUN_COUNT")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+#: Their harness's check when the entry gives no tolerance: support.h's ``check_tensor(..., threshold = 1e-4)``
+#: (absolute only) at their July 2025 revision; our generic harness checks the same way (rtol 0).
+DEFAULT_TOLERANCE = {"atol": 1e-4, "rtol": 0.0}
+
+
+@dataclass(frozen=True)
+class GenericArtifact:
+    """Their kernel built into our generic harness for one config (argv: files as Path, for the target)."""
+
+    elf: Path
+    elf_sha256: str
+    argv: list[str | Path]
+    cache_hit: bool
+    kernel_symbol: str
+
+
+def build_generic_item(project: RvvProject, entry: RvvEntry, config: RvvConfig, variant: RvvVariant,
+                       isa: str) -> GenericArtifact:
+    """Record their launch for ``config`` on the variant's data, compile their kernel with the same signature
+    their harness's build uses, and link it with our generic harness."""
+    from pytest_rvtune.build import harness_object, link_elf
+    from pytest_rvtune.compat.generic_run import record_launch
+    from pytest_rvtune.compiler.api import compile_kernel
+    from pytest_rvtune.harness import generate as generic
+    from pytest_rvtune.toolchain import Toolchain
+
+    module = _loaded(entry.module)
+    function = entry.functions[0]
+    launch = record_launch(module, entry, function, variant, config, project.run_dir)
+    fn = jit_kernel(module, function)
+    constexprs: dict[str, Any] = {**entry.specialised(function), **_own_constexprs(fn, config)}
+    compiled = compile_kernel(fn, entry.runtime_signature(function), constexprs, isa, consts_object=False)
+    tc = Toolchain.for_isa(isa)
+    harness_obj, _ = harness_object(tc, function, Path(compiled.header), None, launch.args)
+    elf, _, hit = link_elf(tc, [*compiled.objects, harness_obj], function, cxx=False)
+    tolerance = {**DEFAULT_TOLERANCE, **entry.tolerance}
+    argv = generic.argv(launch.args, launch.grid, launch.scalars, launch.inputs, launch.expected,
+                        tolerance["atol"], tolerance["rtol"])
+    return GenericArtifact(elf, sha256_file(elf), argv, hit and bool(getattr(compiled, "cache_hit", True)), function)

@@ -33,3 +33,16 @@ bool readMatrix(const char *filename, float *matrix, int &rows, int &cols) {
   std::fclose(f);
   return ok;
 }
+
+bool readMatrix(const char *filename, int *matrix, int &rows, int &cols) {
+  FILE *f = std::fopen(filename, "r");
+  if (f == nullptr) {
+    std::printf("Cannot open file %s\n", filename);
+    return false;
+  }
+  bool ok = std::fscanf(f, "%d %d", &rows, &cols) == 2;
+  for (int i = 0; ok && i < rows * cols; ++i) ok = std::fscanf(f, "%d", &matrix[i]) == 1;
+  if (!ok) std::printf("Bad matrix data in %s\n", filename);
+  std::fclose(f);
+  return ok;
+}

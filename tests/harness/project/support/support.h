@@ -17,6 +17,7 @@ std::string getDB(const std::string &kernel_name, const std::string &shape, int 
 
 // "<rows> <cols>" then rows*cols numbers; rows and cols are set from the file.
 bool readMatrix(const char *filename, float *matrix, int &rows, int &cols);
+bool readMatrix(const char *filename, int *matrix, int &rows, int &cols);  // their int data (%d)
 
 // Absolute threshold only; prints up to 32 mismatches as "i : want vs got", then "<label> OK|NOT OK".
 template <typename T = float>

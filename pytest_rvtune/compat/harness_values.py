@@ -1,0 +1,178 @@
+"""What a Triton_RVV harness computes before it launches: its integer declarations, the files it reads and which
+buffer each fills, and which buffer it checks against which.
+
+Their harnesses hard-code sizes (``int M = 1000, E = 8, ...; int total_padded_tokens = 2008, expert_ids_size =
+total_padded_tokens / fused_moe_kernel_BLOCK_SIZE_M;``) and build data paths from them with ``getDB(kernel,
+std::to_string(M) + "x" + ..., idx)``. Knowing those values (C's integer arithmetic, compat/int_expr.py, with
+the block constants of a config) says which files the harness opens for a config, and so whether it can serve it;
+knowing which buffer each file fills, and which buffer ``check_tensor`` compares with which, maps their data onto
+the kernel's parameters for our generic harness (compat/variants.py).
+
+Read as text, like harness_reader.py (which evaluates its getDB paths with the values substituted; here the names
+stay, so a file's name can say what a hard-coded size is for another config): a declaration outside the integer
+subset is left out (its value is unknown), never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pytest_rvtune.compat.int_expr import IntExprError, evaluate
+
+#: The harness's values are C integers.
+Number = int
+
+#: Declared types whose initialisers are read (``int M = 1000, E = 8;``).
+_INT_TYPES = r"(?:const\s+)?(?:int|int32_t|int64_t|long|size_t|unsigned|uint32_t)"
+_DECLARATION = re.compile(rf"\b{_INT_TYPES}\s+([^;(){{}}]+?);")
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """The parts of ``text`` between top-level ``sep`` (not inside parentheses or braces), stripped."""
+    depth, start, out = 0, 0, []
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return [p.strip() for p in out if p.strip()]
+
+
+def declarations(text: str) -> list[tuple[str, str]]:
+    """``(name, initialiser)`` of every integer declaration with an initialiser, in file order."""
+    out: list[tuple[str, str]] = []
+    for m in _DECLARATION.finditer(text):
+        for part in _split_top(m.group(1)):
+            name, eq, value = part.partition("=")
+            name = name.strip().lstrip("*&").strip()
+            if eq and re.fullmatch(r"[A-Za-z_]\w*", name) and "[" not in name:
+                out.append((name, value.strip()))
+    return out
+
+
+def values(text: str, given: Mapping[str, Number], overrides: Mapping[str, Number] | None = None) -> dict[str, Number]:
+    """The harness's integer variables: each declaration evaluated in order with ``given`` (block constants such as
+    ``fused_moe_kernel_BLOCK_SIZE_M``) and the values declared before it. ``overrides`` replace a declaration's
+    own initialiser (a size the data says, where the harness hard-codes another). A declaration that cannot be
+    evaluated is left out, and so is any later one that uses it."""
+    env: dict[str, Number] = dict(given)
+    overrides = overrides or {}
+    for name, init in declarations(text):
+        if name in overrides:
+            env[name] = overrides[name]
+            continue
+        try:
+            env[name] = evaluate(init, env)
+        except IntExprError:
+            env.pop(name, None)  # a later redeclaration must not see a stale value
+    return env
+
+
+@dataclass(frozen=True)
+class DataRead:
+    """One ``getDB(kernel, shape, idx)`` of a harness, and the buffer ``readMatrix`` fills from it."""
+
+    kernel_dir: str  # getDB's first argument: the path is <kernel_dir>/run/test_data/matrix_<shape>_<idx>.txt
+    shape: tuple[tuple[str, str], ...]  # ("lit", "x") or ("expr", "M") parts of the shape string, in order
+    index: int
+    buffer: str | None  # the C variable readMatrix fills (None: no readMatrix of this file found)
+
+    def shape_text(self, env: Mapping[str, Number]) -> str:
+        """The shape part of the file name for these values; IntExprError when one is unknown."""
+        out = []
+        for kind, part in self.shape:
+            if kind == "lit":
+                out.append(part)
+            else:
+                out.append(str(evaluate(part, env)))
+        return "".join(out)
+
+    def path(self, env: Mapping[str, Number]) -> str:
+        return f"{self.kernel_dir}/run/test_data/matrix_{self.shape_text(env)}_{self.index}.txt"
+
+    def bind(self, shape_text: str, env: Mapping[str, Number]) -> dict[str, int] | None:
+        """The variables that make this read's shape equal ``shape_text`` (e.g. ``1x2032`` against
+        ``1x{total_padded_tokens}``): a part that is a bare name takes the number found there; any other part must
+        evaluate to it. None when the shapes do not match."""
+        pattern = "".join(re.escape(p) if k == "lit" else r"(\d+)" for k, p in self.shape)
+        m = re.fullmatch(pattern, shape_text)
+        if m is None:
+            return None
+        bound: dict[str, int] = {}
+        exprs = [p for k, p in self.shape if k == "expr"]
+        for part, found in zip(exprs, m.groups(), strict=True):
+            number = int(found)
+            if re.fullmatch(r"[A-Za-z_]\w*", part):
+                if bound.get(part, number) != number:
+                    return None
+                bound[part] = number
+                continue
+            try:
+                if evaluate(part, {**env, **bound}) != number:
+                    return None
+            except IntExprError:
+                return None
+        return bound
+
+
+@dataclass(frozen=True)
+class HarnessData:
+    reads: tuple[DataRead, ...]
+    checks: dict[str, str]  # buffer the kernel writes -> the buffer holding its expected values (check_tensor)
+    declarations: tuple[tuple[str, str], ...]
+
+
+def _shape_parts(expr: str) -> tuple[tuple[str, str], ...] | None:
+    parts: list[tuple[str, str]] = []
+    for term in _split_top(expr, "+"):
+        m = re.fullmatch(r"std::to_string\(\s*(.+?)\s*\)", term, flags=re.S)
+        if m:
+            parts.append(("expr", m.group(1)))
+        elif re.fullmatch(r'"[^"\\]*"', term):
+            parts.append(("lit", term[1:-1]))
+        else:
+            return None
+    return tuple(parts)
+
+
+def _call_args(text: str, start: int) -> list[str] | None:
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return _split_top(text[start + 1:i])
+    return None
+
+
+def read_data(text: str) -> HarnessData:
+    """The reads and checks of a harness (comments already stripped)."""
+    files: dict[str, tuple[str, tuple[tuple[str, str], ...], int]] = {}
+    for m in re.finditer(r"\b(?:std::)?string\s+(\w+)\s*=\s*getDB\s*(?=\()", text):
+        args = _call_args(text, m.end())
+        if not args or len(args) != 3 or not re.fullmatch(r'"\w+"', args[0]) or not args[2].isdigit():
+            continue
+        parts = _shape_parts(args[1])
+        if parts is not None:
+            files[m.group(1)] = (args[0][1:-1], parts, int(args[2]))
+    buffers: dict[str, str] = {}
+    for m in re.finditer(r"\breadMatrix\s*(?=\()", text):
+        args = _call_args(text, m.end())
+        if args and len(args) >= 2:
+            source = re.sub(r"\.c_str\(\)$", "", args[0].strip())
+            buffers.setdefault(source, args[1].strip())
+    checks: dict[str, str] = {}
+    for m in re.finditer(r"\bcheck_tensor\s*(?=\()", text):
+        args = _call_args(text, m.end())
+        if args and len(args) >= 2 and all(re.fullmatch(r"\w+", a) for a in args[:2]):
+            checks.setdefault(args[1], args[0])
+    reads = tuple(DataRead(d, parts, idx, buffers.get(var)) for var, (d, parts, idx) in files.items())
+    return HarnessData(reads, checks, tuple(declarations(text)))
