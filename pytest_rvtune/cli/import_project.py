@@ -141,9 +141,8 @@ def config_counts(result: Scan) -> dict[str, str]:
             continue
         counts[name] = f"{len(configs)} configs" + _per_harness(case, configs)
         if got.duplicates:
-            shown = ", ".join(got.duplicates[:3]) + (", ..." if len(got.duplicates) > 3 else "")
-            counts[name] += (f"; {entry['config_getter']}() listed {len(got.duplicates)} of them again ({shown}): "
-                             "each runs once")
+            counts[name] += (f"; {entry['config_getter']}() listed {len(set(got.duplicates))} config(s) more than "
+                             f"once (first {got.duplicates[0]}): each runs once")
     return counts
 
 

@@ -42,7 +42,7 @@ def _stream_and_text(body: str, params: list[str], values: dict[str, str],
     if stream:
         out = []
         for term in stream.group(2).split("<<"):
-            term = term.strip().rstrip(";").strip()
+            term = _bare(term.strip().rstrip(";").strip())
             literal = re.fullmatch(r'"((?:[^"\\]|\\.)*)"', term)
             if literal:
                 out.append(literal.group(1).replace("\\n", "\n"))
@@ -71,7 +71,7 @@ def _stream_and_text(body: str, params: list[str], values: dict[str, str],
     literal = re.fullmatch(r'"((?:[^"\\]|\\.)*)"', args[0].strip()) if args else None
     if literal is None:
         return None
-    rest = [re.sub(r"\.c_str\(\)$", "", a.strip()) for a in args[1:]]
+    rest = [_bare(a) for a in args[1:]]
     pieces = iter(rest)
 
     def conversion(m: re.Match[str]) -> str:
@@ -82,6 +82,18 @@ def _stream_and_text(body: str, params: list[str], values: dict[str, str],
 
     text = re.sub(r"%%|%[-+ #0]*\d*(?:\.\d+)?(?:l|ll|h)?[sdifgeuxc]", conversion, literal.group(1))
     return target, text.replace("\\n", "\n")
+
+
+def _bare(arg: str) -> str:
+    """``std::string(Kernel).c_str()`` -> ``Kernel``: the name under conversions that do not change the text."""
+    previous = None
+    while arg != previous:
+        previous, arg = arg, arg.strip()
+        arg = re.sub(r"\.c_str\(\)$", "", arg)
+        m = re.fullmatch(r"(?:std\s*::\s*string|\(\s*(?:double|float)\s*\))?\s*\((.*)\)", arg, re.S)
+        if m:
+            arg = m.group(1)
+    return arg
 
 
 def _define(text: str, name: str) -> tuple[list[str], str, int] | None:

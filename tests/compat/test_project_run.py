@@ -73,6 +73,54 @@ def test_data_changed_after_import_is_an_error_naming_the_file(tmp_path, cache, 
     assert [r["outcome"] for r in records] == ["error"]
 
 
+def test_the_advice_for_changed_data_leads_to_a_passing_run(tmp_path, cache, capsys):
+    """"changed since it was pinned: run `rvtune import` again" keeps the user's case and pins the new file."""
+    root = make_tree(tmp_path / "repo")
+    assert main(["import", str(root), "--case", "scale/tiny:M=8,N=12,RUN_COUNT=2"]) == 0
+    data = root / "benchmark/auto-tuner/scale/run/test_data/matrix_8x12_1.txt"
+    data.write_text(data.read_text() + "\n")  # same values, another file
+    assert main(["import", str(root)]) == 0
+    capsys.readouterr()
+    proc, records = _run_pytest(root, cache, "--rvtune-target", "host", "-k", "BLOCK_SIZE_M=4 and BLOCK_SIZE_N=8")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert [(r["outcome"], r["case"]) for r in records] == [("passed", "tiny")]
+
+
+def _support_prints(root: Path, statement: str) -> None:
+    header = root / "env_build/include/support/support.h"
+    text = header.read_text()
+    start = text.index("#define PRINT_KERNEL_RUNNING_TIME")
+    end = text.index("\n", text.index("std::endl", start))
+    header.write_text(text[:start] + "#define PRINT_KERNEL_RUNNING_TIME(Kernel, Value) \\\n" + statement +
+                      text[end:])
+
+
+def test_their_july_support_library_time_line_is_a_sample(tmp_path, cache, capsys):
+    root = make_tree(tmp_path / "repo")
+    _support_prints(root, '  std::cerr << "Running " << (Kernel) << " Time: " << (Value) << " s" << std::endl;')
+    assert main(["import", str(root)]) == 0
+    assert "PRINT_KERNEL_RUNNING_TIME prints `Running Triton Kernel Time: 0.00123 s`" in capsys.readouterr().out
+    proc, records = _run_pytest(root, cache, "--rvtune-target", "host", "-k", "BLOCK_SIZE_M=4 and BLOCK_SIZE_N=8")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert [r["outcome"] for r in records] == ["passed"] and len(records[0]["samples_ns"]) == 1
+
+
+def test_a_time_line_no_format_reads_names_the_pattern_the_lines_and_the_fix(tmp_path, cache, capsys):
+    root = make_tree(tmp_path / "repo")
+    _support_prints(root, '  std::cerr << (Kernel) << " took " << (Value) << " seconds" << std::endl;')
+    assert main(["import", str(root)]) == 1
+    assert "FIX  output format: env_build/include/support/support.h:" in capsys.readouterr().out
+    proc, records = _run_pytest(root, cache, "--rvtune-target", "host", "-k", "BLOCK_SIZE_M=4 and BLOCK_SIZE_N=8")
+    assert proc.returncode == 1
+    [record] = records
+    assert record["outcome"] == "error"
+    message = record["message"]
+    assert "the harness reported no timing sample (looked for a stderr line matching '^Running Triton Kernel " \
+           "(?:Average )?Time: " in message
+    assert "format triton-rvv (" in message and "change [sample].regex" in message
+    assert "Triton Kernel took " in message  # the lines it saw
+
+
 def test_a_broken_module_fails_its_entry_only_with_the_reason(tmp_path, cache, capsys):
     root = make_tree(tmp_path / "repo")
     assert main(["import", str(root)]) == 0

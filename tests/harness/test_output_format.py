@@ -52,6 +52,27 @@ def test_triton_rvv_reads_their_lines_from_their_streams():
     assert out.errors == [] and out.launches is None
 
 
+def test_both_generations_of_their_time_line_are_samples():
+    """Their support library printed "... Time:" until July 2025 (da801a2), "... Average Time:" from August."""
+    fmt = OutputFormat.load("triton-rvv")
+    out = fmt.parse("out OK\n", "Running Triton Kernel Time: 0.5 s\nRunning Triton Kernel Average Time: 0.25 s\n"
+                                 "Running Triton Kernel Median Time: 9 s\n")
+    assert out.samples_ns == [500_000_000, 250_000_000]
+
+
+def test_no_sample_names_the_pattern_the_lines_seen_and_how_to_add_a_format():
+    fmt = OutputFormat.load("triton-rvv")
+    out = fmt.parse("out OK\n", "Triton took 3 s\n")
+    result = RunResult(returncode=0, stdout="out OK\n", stderr="Triton took 3 s\n", checks=out.checks)
+    verdict = judge(result, what="k", timeout=1, expected_sample=fmt.describe_sample())
+    assert verdict.outcome == "error"
+    assert verdict.message.startswith("k: the harness reported no timing sample (looked for a stderr line matching "
+                                      "'^Running Triton Kernel (?:Average )?Time: ")
+    assert "harness/formats/triton-rvv.toml); if the harness prints its time in another form, copy that file" \
+        in verdict.message
+    assert verdict.message.endswith("output tail:\n    out OK\n    \n    Triton took 3 s")
+
+
 def test_a_full_mismatch_list_leaves_the_count_unknown():
     fmt = OutputFormat.load("triton-rvv")
     listed = "".join(f"{i} : 0 vs 1\n" for i in range(3, 35))  # check_tensor stops listing at 32
