@@ -216,7 +216,12 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(tomlkit.dumps(doc))
         return 0
-    target.write_text(tomlkit.dumps(doc))
+    try:
+        target.write_text(tomlkit.dumps(doc))
+    except OSError as exc:
+        print(f"rvtune import: cannot write {target}: {exc.strerror or exc}; fix its permissions (nothing was "
+              "written)", file=sys.stderr)
+        return 2
     try:
         read_project(target)  # what we wrote must load: a bug here is ours, say so now rather than at pytest time
     except ProjectError as exc:

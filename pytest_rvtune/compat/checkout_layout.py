@@ -87,11 +87,18 @@ def find_layout(root: Path) -> Layout:
                 layout.support_sources.append(_join(rel, name))
             elif name == "support.h" and Path(rel).name == "support":
                 layout.include_dirs.append(Path(rel).parent.as_posix())
-        if "run" not in dirnames and any((root / rel / d / "run").is_dir() for d in dirnames):
+        if "run" not in dirnames and any(_is_dir(root / rel / d / "run") for d in dirnames):
             layout.run_dir = _prefer(layout.run_dir, rel)
     layout.kernels_dir = _best(kernel_files, KNOWN_KERNELS)
     layout.harness_dir = _best(harness_files, ())
     return layout
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a directory we may not look into: not a data root
+        return False
 
 
 def _join(rel: str, name: str) -> str:
