@@ -127,6 +127,17 @@ def test_a_cxx_launcher_is_found_by_its_plain_name(foo: dict[str, Path], capsys:
     assert (figures["launch"], figures["launches"], figures["launch_insns"]) == ("_Z8foo_wrapl", 2, 3008)
 
 
+def test_an_elf_without_the_execute_bit_is_counted(foo: dict[str, Path], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # ELFs committed to git (Triton_RVV's triton-cpu builds) often lack it; qemu-user then exits 1 silently
+    plain = tmp_path / "foo.elf"
+    shutil.copyfile(foo["elf"], plain)
+    plain.chmod(0o644)
+    figures = count_json(capsys, plain, "--symbol", "foo", "--run-dir", foo["run"], "--", "1")
+    assert (figures["launches"], figures["launch_insns"]) == (1, 3008)
+    assert plain.stat().st_mode & 0o777 == 0o644  # the user's file is left as it was
+
+
 def test_program_arguments_after_the_separator_are_not_ours(foo: dict[str, Path],
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     # options of ours after the ELF, and program arguments that look like options (-1 trips: atoi -> no launch)
