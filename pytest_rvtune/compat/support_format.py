@@ -206,5 +206,21 @@ def read_support_format(root: Path, include_dirs: list[str], support_sources: li
     result.findings.append((False, f"{said}, which no built-in format reads ({', '.join(names)}): copy "
                                    "pytest_rvtune/harness/formats/triton-rvv.toml into the checkout, change its "
                                    "[sample] (and [check_ok]/[check_bad]) regex to match these lines, and set "
-                                   "output_format = \"<that file>\" in [triton_rvv] of rvtune.toml"))
+                                   "output_format = \"<that file>\" in [triton_rvv] of rvtune.toml"
+                                   + _suggested_sample(timing)))
     return result
+
+
+def _escape(text: str) -> str:
+    return re.escape(text).replace("\\ ", " ")
+
+
+def _suggested_sample(timing: PrintedLine) -> str:
+    """A [sample] table for the line the macro prints, its value (seconds, as their harnesses pass a
+    std::chrono::duration<double>::count()) as the group."""
+    line = next((t for t in timing.texts if _SAMPLE_SECONDS in t), None)
+    if line is None:
+        return ""
+    before, _, after = line.partition(_SAMPLE_SECONDS)
+    regex = f"^{_escape(before)}(?P<value>[-+0-9.eE]+|nan|inf){_escape(after.rstrip())}\\s*$"
+    return f" (its [sample]: stream = \"{timing.stream}\", regex = '{regex}', unit = \"s\")"

@@ -5,6 +5,7 @@ getter parameters in cases, duplicate configs, re-imports. Text only: nothing is
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pytest_rvtune.compat import import_scan
 from pytest_rvtune.compat.import_scan import scan
 from pytest_rvtune.compat.project import read_project
 from pytest_rvtune.compat.support_format import read_support_format
+from pytest_rvtune.harness.output_format import FORMATS_DIR, OutputFormat
 
 
 def _problems(root: Path) -> list[str]:
@@ -139,6 +141,16 @@ def test_a_timing_line_no_format_reads_is_a_fix_naming_the_line_and_how_to_add_a
     assert "which no built-in format reads (triton-rvv" in message
     assert 'change its [sample] (and [check_ok]/[check_bad]) regex to match these lines, and set output_format = ' \
            '"<that file>" in [triton_rvv] of rvtune.toml' in message
+    suggested = message.split("(its [sample]: ")[1]
+    assert suggested == ('stream = "stderr", regex = \'^Triton Kernel took (?P<value>[-+0-9.eE]+|nan|inf) '
+                         'seconds\\s*$\', unit = "s")')
+    # the suggestion, pasted into a copy of the built-in format, reads the line
+    builtin = (FORMATS_DIR / "triton-rvv.toml").read_text()
+    regex = suggested.split("regex = '")[1].split("', unit")[0]
+    copy = tmp_path / "ours.toml"
+    copy.write_text(re.sub(r"(?m)^regex = '\^Running Triton Kernel.*$", lambda _: f"regex = '{regex}'", builtin))
+    out = OutputFormat.load(str(copy)).parse("out OK\n", "Triton Kernel took 0.25 seconds\n")
+    assert out.samples_ns == [250_000_000]
 
 
 def test_without_a_definition_the_built_in_format_is_used_and_said(tmp_path):
