@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import re
 import statistics
 import subprocess
@@ -163,7 +164,7 @@ def scalar_rows(main: Table) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# LLVM's scheduling model
+# LLVM's scheduling model: a reader of the part of TableGen that RISCVSchedSpacemitX60.td uses
 
 
 @dataclass
@@ -174,18 +175,236 @@ class SchedModel:
     unparsed: list[str] = field(default_factory=list)
 
 
-_COND_ENTRY = re.compile(r'!eq\(\s*mx\s*,\s*"(\w+)"\s*\)\s*:\s*(-?\d+)')
-_COND_DEFAULT = re.compile(r"true\s*:\s*(-?\d+)")
+class TdError(Exception):
+    """An expression the reader cannot evaluate (an unknown class or name, an unsupported operator)."""
 
 
-def _cond_table(body: str) -> dict[str, int] | None:
-    """An ``!cond(!eq(mx, "M2") : 2, ..., true: 1)`` as a value per LMUL, or None when it is not that shape."""
-    default = _COND_DEFAULT.search(body)
-    if default is None:
-        return None
-    values = {mx: int(default.group(1)) for mx in LMULS}
-    values.update({mx: int(v) for mx, v in _COND_ENTRY.findall(body)})
-    return values
+_TOKEN = re.compile(r'\s*(?:(-?\d+)|("[^"]*")|(![a-z]+)|([A-Za-z_]\w*)|(.))', re.S)
+_SCHED_LMULS = {"SchedMxList": LMULS, "SchedMxListW": LMULS[:-1], "SchedMxListF": LMULS[1:],
+                "SchedMxListFW": LMULS[1:-1], "SchedMxListWRed": LMULS[:-1], "SchedMxListFWRed": LMULS[1:-1]}
+SEW_VALUES = (8, 16, 32, 64)
+
+
+def _tokens(text: str) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for number, string, bang, ident, punct in _TOKEN.findall(text):
+        if number:
+            out.append(("int", int(number)))
+        elif string:
+            out.append(("str", string[1:-1]))
+        elif bang:
+            out.append(("bang", bang[1:]))
+        elif ident:
+            out.append(("id", ident))
+        elif punct.strip():
+            out.append(("p", punct))
+    return out
+
+
+@dataclass
+class TdClass:
+    params: list[tuple[str, str | None]]  # (name, default text)
+    body: str
+    params_env: dict[str, Any] = field(default_factory=dict)  # only for GLOBALS: the file's top-level defvars
+
+
+GLOBALS = " globals"  # a pseudo-class holding the top-level defvars that class bodies may use
+
+
+class _Expr:
+    """Recursive-descent evaluation of a TableGen value: integers, strings, lists, names, ``Class<args>.field``,
+    ``list[index]``, ``a # b`` and the operators ``!mul !div !add !sub !if !eq !ne !lt !le !gt !ge !cond !size``."""
+
+    def __init__(self, classes: dict[str, TdClass], text: str, env: dict[str, Any]) -> None:
+        self.classes, self.toks, self.pos, self.env = classes, _tokens(text), 0, env
+        self.globals: dict[str, Any] = classes.get(GLOBALS, TdClass([], "")).params_env
+
+    def value(self) -> Any:
+        result = self._concat()
+        if self.pos != len(self.toks):
+            raise TdError(f"unexpected {self.toks[self.pos][1]!r}")
+        return result
+
+    def _peek(self, value: str) -> bool:
+        return self.pos < len(self.toks) and self.toks[self.pos] == ("p", value)
+
+    def _expect(self, value: str) -> None:
+        if not self._peek(value):
+            raise TdError(f"expected {value!r}")
+        self.pos += 1
+
+    def _concat(self) -> Any:
+        result = self._primary()
+        while self._peek("#"):
+            self.pos += 1
+            result = f"{result}{self._primary()}"
+        return result
+
+    def _args(self, close: str) -> list[Any]:
+        args: list[Any] = []
+        while not self._peek(close):
+            args.append(self._concat())
+            if self._peek(":"):  # a !cond pair
+                self.pos += 1
+                args.append(self._concat())
+            if self._peek(","):
+                self.pos += 1
+        self._expect(close)
+        return args
+
+    def _primary(self) -> Any:
+        if self.pos >= len(self.toks):
+            raise TdError("unexpected end")
+        kind, tok = self.toks[self.pos]
+        self.pos += 1
+        if kind in ("int", "str"):
+            result: Any = tok
+        elif kind == "p" and tok == "[":
+            result = self._args("]")
+        elif kind == "bang":
+            self._expect("(")
+            result = self._operator(tok)
+        elif kind == "id" and self._peek("<"):
+            self.pos += 1
+            args = self._args(">")
+            self._expect(".")
+            field_name = self.toks[self.pos][1]
+            self.pos += 1
+            result = self._instance(tok, args, field_name)
+        elif kind == "id":
+            result = self._name(tok)
+        else:
+            raise TdError(f"unexpected {tok!r}")
+        while self._peek("["):
+            self.pos += 1
+            index = self._concat()
+            self._expect("]")
+            if not isinstance(result, list) or not 0 <= index < len(result):
+                raise TdError("index out of range")
+            result = result[index]
+        return result
+
+    def _name(self, name: str) -> Any:
+        if name == "true":
+            return 1
+        if name == "false":
+            return 0
+        if name not in self.env:
+            raise TdError(f"unknown name {name}")
+        value = self.env[name]
+        if isinstance(value, _Lazy):
+            return value.get(self.classes)
+        return value
+
+    def _operator(self, op: str) -> Any:
+        if op == "if":
+            cond = self._concat()
+            self._expect(",")
+            start = self.pos
+            if cond:
+                result = self._concat()
+                self._skip_to_close()
+            else:
+                self._skip_to_comma(start)
+                result = self._concat()
+                self._expect(")")
+            return result
+        args = self._args(")")
+        if op == "cond":
+            for i in range(0, len(args) - 1, 2):
+                if args[i]:
+                    return args[i + 1]
+            raise TdError("!cond: no case holds")
+        ops = {"mul": lambda a: math.prod(a), "add": lambda a: sum(a), "sub": lambda a: a[0] - a[1],
+               "div": lambda a: a[0] // a[1], "eq": lambda a: int(a[0] == a[1]), "ne": lambda a: int(a[0] != a[1]),
+               "lt": lambda a: int(a[0] < a[1]), "le": lambda a: int(a[0] <= a[1]),
+               "gt": lambda a: int(a[0] > a[1]), "ge": lambda a: int(a[0] >= a[1]), "size": lambda a: len(a[0])}
+        if op not in ops:
+            raise TdError(f"operator !{op}")
+        return ops[op](args)
+
+    def _skip_to_comma(self, start: int) -> None:  # skip the untaken branch of !if (it may not evaluate)
+        depth = 0
+        self.pos = start
+        while self.pos < len(self.toks):
+            kind, tok = self.toks[self.pos]
+            if kind == "p" and tok in "([<":
+                depth += 1
+            elif kind == "p" and tok in ")]>":
+                depth -= 1
+            elif kind == "p" and tok == "," and depth == 0:
+                self.pos += 1
+                return
+            self.pos += 1
+        raise TdError("!if without else")
+
+    def _skip_to_close(self) -> None:
+        depth = 0
+        while self.pos < len(self.toks):
+            kind, tok = self.toks[self.pos]
+            self.pos += 1
+            if kind == "p" and tok in "([<":
+                depth += 1
+            elif kind == "p" and tok in ")]>":
+                if depth == 0:
+                    return
+                depth -= 1
+        raise TdError("unclosed !if")
+
+    def _instance(self, name: str, args: list[Any], field_name: str) -> Any:
+        cls = self.classes.get(name)
+        if cls is None:
+            raise TdError(f"unknown class {name}")
+        env: dict[str, Any] = dict(self.globals)
+        for i, (param, default) in enumerate(cls.params):
+            if i < len(args):
+                env[param] = args[i]
+            elif default is not None:
+                env[param] = _Lazy(default, env)
+            else:
+                raise TdError(f"{name}: missing argument {param}")
+        for statement in cls.body.split(";"):
+            found = re.match(r"\s*(?:defvar|int|bit|string|list<\w+>)\s+(\w+)\s*=\s*(.*)", statement, re.S)
+            if found:
+                env[found.group(1)] = _Lazy(found.group(2), env)
+        if field_name not in env:
+            raise TdError(f"{name} has no field {field_name}")
+        return _Expr(self.classes, "", env)._name(field_name)
+
+
+class _Lazy:
+    """A value's text, evaluated (in the environment it was written in) when first needed."""
+
+    def __init__(self, text: str, env: dict[str, Any]) -> None:
+        self.text, self.env = text, env
+
+    def get(self, classes: dict[str, TdClass]) -> Any:
+        return _Expr(classes, self.text, self.env).value()
+
+
+def _strip_comments(td: str) -> str:
+    return re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", td, flags=re.S))
+
+
+def _matching_brace(text: str, open_at: int) -> int:
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise TdError("unbalanced braces")
+
+
+def _params(text: str) -> list[tuple[str, str | None]]:
+    out = []
+    for part in _split_args(text):
+        found = re.match(r"\s*(?:[\w<>]+)\s+(\w+)\s*(?:=\s*(.*))?$", part, re.S)
+        if found:
+            out.append((found.group(1), found.group(2)))
+    return out
 
 
 def _split_args(text: str) -> list[str]:
@@ -199,107 +418,63 @@ def _split_args(text: str) -> list[str]:
             parts.append(text[start:i].strip())
             start = i + 1
     parts.append(text[start:].strip())
-    return parts
+    return [p for p in parts if p]
 
 
-class _Evaluator:
-    """Evaluates the latency expressions the file uses, per LMUL: an integer, ``Helper<mx>.c``, a ``defvar``
-    name, ``!mul(a, b)``. Anything else gives None (reported, not guessed)."""
-
-    def __init__(self, helpers: dict[str, dict[str, int]]) -> None:
-        self.helpers = helpers
-        self.defvars: dict[str, dict[str, int]] = {}
-
-    def value(self, expr: str, mx: str) -> int | None:
-        expr = expr.strip()
-        if re.fullmatch(r"-?\d+", expr):
-            return int(expr)
-        helper = re.fullmatch(r"(\w+)<\s*mx\s*>\.c", expr)
-        if helper and helper.group(1) in self.helpers:
-            return self.helpers[helper.group(1)][mx]
-        if expr in self.defvars:
-            return self.defvars[expr][mx]
-        mul = re.fullmatch(r"!mul\((.*)\)", expr, re.S)
-        if mul:
-            factors = [self.value(arg, mx) for arg in _split_args(mul.group(1))]
-            if all(f is not None for f in factors):
-                product = 1
-                for f in factors:
-                    product *= f  # type: ignore[operator]
-                return product
-        return None
-
-    def per_lmul(self, expr: str) -> dict[str, int] | None:
-        values = {mx: self.value(expr, mx) for mx in LMULS}
-        if any(v is None for v in values.values()):
-            return None
-        return values  # type: ignore[return-value]
+def _resource_name(name: str) -> str:
+    """``SMX60_VLS``, ``_VLS`` (a multiclass's prefixed def) -> ``VLS``."""
+    return name.split("_", 1)[1] if "_" in name else name
 
 
-def _let_bindings(text: str) -> dict[str, str]:
-    """``Latency = X, ReleaseAtCycles = [Y]`` -> {"Latency": "X", "ReleaseAtCycles": "Y"}."""
-    out = {}
-    for part in _split_args(text):
-        name, _, value = part.partition("=")
-        value = value.strip()
-        if value.startswith("[") and value.endswith("]"):
-            value = value[1:-1].strip()
-        out[name.strip()] = value
-    return out
-
-
-_WRITE_RES = re.compile(r"def\s*:\s*WriteRes<\s*(\w+)\s*,\s*\[([\w\s,]*)\]\s*>\s*(\{([^}]*)\})?")
-_LMUL_WRITE_RES = re.compile(
-    r'defm\s*""\s*:\s*LMUL(?:SEW)?WriteResMX(?:SEW)?<\s*"(\w+)"\s*(#\s*\w+\s*)?,\s*\[([\w\s,]*)\]'
-)
+_WRITE_RES = re.compile(r"def\s*:\s*WriteRes<\s*(.+?)\s*,\s*\[([\w\s,]*)\]\s*>\s*(\{([^}]*)\})?\s*$", re.S)
+_LMUL_WRITE_RES = re.compile(r'defm\s*""\s*:\s*LMUL(SEW)?WriteResMX(?:SEW)?<\s*(.+?)\s*,\s*\[([\w\s,]*)\]', re.S)
 
 
 def parse_sched_model(td: str) -> SchedModel:
-    """The SchedWrites of a RISC-V scheduling model file: resources, latency (an int, or per LMUL) and occupancy
-    (ReleaseAtCycles). A WriteRes with no Latency has LLVM's default (1): recorded as ``"latency": null`` with
-    ``"latency_default": true``, since for vector classes that default is no measurement."""
+    """The SchedWrites of a RISC-V scheduling model file: resources, latency and occupancy (ReleaseAtCycles),
+    as an int, or per LMUL (``{"M1": 4, ...}``), or per LMUL and SEW (``{"M1": {"32": 5, "64": 7}}``). A WriteRes
+    with no Latency has LLVM's default (1): recorded as ``"latency": null`` with ``"latency_default": true``,
+    since for a vector class that default is no measurement. Expressions it cannot evaluate go to ``unparsed``."""
     model = SchedModel()
-    td = re.sub(r"//[^\n]*", "", td)
-    helpers: dict[str, dict[str, int]] = {}
-    for name, body in re.findall(r"class\s+(\w+)<string\s+mx>\s*\{\s*int\s+c\s*=\s*!cond\((.*?)\);\s*\}", td, re.S):
-        table = _cond_table(body)
-        if table is not None:
-            helpers[name] = table
-    ev = _Evaluator(helpers)
+    td = _strip_comments(td)
+    classes: dict[str, TdClass] = {}
+    for found in re.finditer(r"\b(?:class|multiclass)\s+(\w+)\s*<(.*?)>\s*(?::[^{;]*)?\{", td, re.S):
+        close = _matching_brace(td, found.end() - 1)
+        classes[found.group(1)] = TdClass(_params(found.group(2)), td[found.end() : close])
     for name, units in re.findall(r"def\s+(\w+)\s*:\s*ProcResource<(\d+)>", td):
-        model.resources[name] = int(units)
-    for name, members in re.findall(r"def\s+(\w+)\s*:\s*ProcResGroup<\[([\w\s,]*)\]>", td):
-        model.resources[name] = sum(model.resources.get(m.strip(), 1) for m in members.split(","))
+        model.resources[_resource_name(name)] = int(units)
+    for name, members in re.findall(r"def\s+(\w+)\s*:\s*ProcResGroup<\[(.*?)\]>", td, re.S):
+        names = re.findall(r'"(\w+)"', members) or [m.strip() for m in members.split(",")]
+        model.resources[_resource_name(name)] = sum(model.resources.get(_resource_name(m), 1) for m in names)
     for key in ("IssueWidth", "MicroOpBufferSize", "LoadLatency", "MispredictPenalty"):
         found = re.search(rf"let\s+{key}\s*=\s*(\d+)", td)
         if found:
             model.machine[key] = int(found.group(1))
 
-    # Walk the statements in order, keeping the enclosing `let ... in {` bindings and foreach lists.
-    scopes: list[tuple[dict[str, str], dict[str, list[str]]]] = []
+    scopes: list[dict[str, Any]] = [{"env": {}, "lets": {}, "loops": {}}]
     buf: list[str] = []
     i = 0
     while i < len(td):
         ch = td[i]
         if ch == ";":
-            _statement(model, ev, "".join(buf), scopes)
+            _statement(model, classes, "".join(buf), scopes)
             buf = []
         elif ch == "{":
-            head = "".join(buf)
+            head = "".join(buf).strip()
+            buf = []
             if "WriteRes<" in head:  # `def : WriteRes<..> { let Latency = N; }`: one statement with its body
                 close = td.index("}", i)
-                _statement(model, ev, head + td[i : close + 1], scopes)
-                buf, i = [], close + 1
+                _statement(model, classes, head + td[i : close + 1], scopes)
+                i = close + 1
                 continue
-            let = re.search(r"let\s+(.*?)\s+in\s*$", head, re.S)
-            loop = re.search(r"foreach\s+(\w+)\s*=\s*\[([^\]]*)\]\s*in\s*$", head)
-            scopes.append((_let_bindings(let.group(1)) if let else {},
-                           {loop.group(1): [v.strip() for v in loop.group(2).split(",")]} if loop else {}))
-            buf = []
+            if re.match(r"(class|def)\b", head):  # a class body (read above) or a record's: not statements
+                i = _matching_brace(td, i) + 1
+                continue
+            scopes.append(_scope(head, classes, scopes))
         elif ch == "}":
-            _statement(model, ev, "".join(buf), scopes)
+            _statement(model, classes, "".join(buf), scopes)
             buf = []
-            if scopes:
+            if len(scopes) > 1:
                 scopes.pop()
         else:
             buf.append(ch)
@@ -307,66 +482,156 @@ def parse_sched_model(td: str) -> SchedModel:
     return model
 
 
-def _statement(model: SchedModel, ev: _Evaluator, stmt: str, scopes: list) -> None:
+def _scope(head: str, classes: dict[str, TdClass], scopes: list[dict[str, Any]]) -> dict[str, Any]:
+    scope: dict[str, Any] = {"env": {}, "lets": {}, "loops": {}}
+    let = re.search(r"let\s+(.*?)\s+in\s*$", head, re.S)
+    if let:
+        for part in _split_args(let.group(1)):
+            name, _, value = part.partition("=")
+            scope["lets"][name.strip()] = value.strip()
+    loop = re.search(r"foreach\s+(\w+)\s*=\s*(.*?)\s+in\s*$", head, re.S)
+    if loop:
+        var, source = loop.group(1), loop.group(2).strip()
+        if source in _SCHED_LMULS:
+            scope["loops"][var] = list(_SCHED_LMULS[source])
+        elif source.startswith("SchedSEWSet"):
+            scope["loops"][var] = _sew_set(source)
+        elif re.fullmatch(r"\d+\s*-\s*\d+", source):
+            low, high = (int(x) for x in source.split("-"))
+            scope["loops"][var] = list(range(low, high + 1))
+        else:
+            scope["loops"][var] = _Expr(classes, source, _bind(_env(scopes))).value()
+    multi = re.match(r"multiclass\s+(\w+)", head)
+    if multi and multi.group(1) in classes:  # its parameters at their defaults (how the file instantiates it)
+        for name, default in classes[multi.group(1)].params:
+            if default is not None:
+                scope["env"][name] = _Lazy(default, scope["env"])
+    return scope
+
+
+class _Defvar(str):
+    """A ``defvar``'s text inside a loop body: its value depends on the loop variables."""
+
+
+def _bind(env: dict[str, Any]) -> dict[str, Any]:
+    """The environment with each defvar's text made a lazy value evaluated in it (with its loop values)."""
+    for name, value in list(env.items()):
+        if isinstance(value, _Defvar):
+            env[name] = _Lazy(str(value), env)
+    return env
+
+
+class _SewSet:
+    """``SchedSEWSet<mx, isF, isWidening>``: the SEWs LLVM defines a class for at each LMUL (SEW <= 64 x LMUL;
+    no e8 for floating point; no widening from e64)."""
+
+    def __init__(self, is_f: bool, widening: bool) -> None:
+        self.is_f, self.widening = is_f, widening
+
+    def at(self, mx: str | None) -> list[int]:
+        fraction = {"MF8": 8, "MF4": 4, "MF2": 2}.get(mx or "", 1)
+        sews = [s for s in SEW_VALUES if s * fraction <= 64 and not (self.is_f and s == 8)]
+        return sews[:-1] if self.widening and sews and sews[-1] == 64 else sews
+
+
+def _sew_set(source: str) -> _SewSet:
+    args = _split_args(source[source.index("<") + 1 : source.rindex(">")])[1:]
+    flags = {"isF": False, "isWidening": False}
+    for position, arg in enumerate(args):
+        name, _, value = arg.partition("=")
+        key = name.strip() if value else ("isF", "isWidening")[position]
+        flags[key] = (value or name).strip() == "1"
+    return _SewSet(flags["isF"], flags["isWidening"])
+
+
+def _env(scopes: list[dict[str, Any]]) -> dict[str, Any]:
+    env: dict[str, Any] = {}
+    for scope in scopes:
+        env.update(scope["env"])
+    return env
+
+
+def _statement(model: SchedModel, classes: dict[str, TdClass], stmt: str, scopes: list[dict[str, Any]]) -> None:
     stmt = stmt.strip()
-    if not stmt:
-        return
-    defvar = re.match(r"defvar\s+(\w+)\s*=\s*!cond\((.*)\)\s*$", stmt, re.S)
+    defvar = re.match(r"defvar\s+(\w+)\s*=\s*(.*)$", stmt, re.S)
     if defvar:
-        table = _cond_table(defvar.group(2))
-        if table is not None:
-            ev.defvars[defvar.group(1)] = table
+        scopes[-1]["env"][defvar.group(1)] = _Defvar(defvar.group(2))  # evaluated with the loop values at each use
+        if len(scopes) == 1:  # a top-level defvar: class bodies see it too
+            top = classes.setdefault(GLOBALS, TdClass([], ""))
+            top.params_env[defvar.group(1)] = _Lazy(defvar.group(2), top.params_env)
+        return
+    single = _WRITE_RES.search(stmt)
+    multi = None if single else _LMUL_WRITE_RES.search(stmt)
+    if not single and not multi:
         return
     lets: dict[str, str] = {}
-    loops: dict[str, list[str]] = {}
-    for scope_lets, scope_loops in scopes:
-        lets.update(scope_lets)
-        loops.update(scope_loops)
-    body_latency = re.search(r"let\s+Latency\s*=\s*(\d+)", stmt)
-    single = _WRITE_RES.search(stmt)
-    if single or "!cast<SchedWrite>" in stmt:
-        if single:
-            names = [single.group(1)]
-            resources = single.group(2)
-        else:
-            cast = re.search(r'!cast<SchedWrite>\("(\w+)"\s*#\s*(\w+)\s*#\s*"(\w+)"\)\s*,\s*\[([\w\s,]*)\]', stmt)
-            if cast is None:
-                model.unparsed.append(" ".join(stmt.split()))
-                return
-            names = [cast.group(1) + v + cast.group(3) for v in loops.get(cast.group(2), [])]
-            resources = cast.group(4)
-        latency_expr = body_latency.group(1) if body_latency else lets.get("Latency")
-        for name in names:
-            _record(model, ev, name, resources, latency_expr, lets.get("ReleaseAtCycles"), per_lmul=False, stmt=stmt)
-        return
-    multi = _LMUL_WRITE_RES.search(stmt)
-    if multi:
-        name = multi.group(1)
-        if multi.group(2):  # "WriteVLDS" # eew: one class per value of the loop variable
-            var = multi.group(2).strip("# \t")
-            names = [name + v for v in loops.get(var, [])]
-        else:
-            names = [name]
-        for each in names:
-            _record(model, ev, each, multi.group(3), lets.get("Latency"), lets.get("ReleaseAtCycles"),
-                    per_lmul=True, stmt=stmt)
-
-
-def _record(model: SchedModel, ev: _Evaluator, name: str, resources: str, latency_expr: str | None,
-            occupancy_expr: str | None, *, per_lmul: bool, stmt: str) -> None:
-    entry: dict[str, Any] = {"resources": [r.strip() for r in resources.split(",") if r.strip()]}
-    for key, expr in (("latency", latency_expr), ("occupancy", occupancy_expr)):
-        if expr is None:
-            entry[key] = None
+    loops: dict[str, list[Any]] = {}
+    for scope in scopes:
+        lets.update(scope["lets"])
+        loops.update(scope["loops"])
+    if single:
+        body = re.search(r"let\s+Latency\s*=\s*([^;}]+)", single.group(4) or "")
+        if body:
+            lets["Latency"] = body.group(1)
+        name_expr, resources, per_mx, per_sew = single.group(1), single.group(2), False, False
+        cast = re.fullmatch(r"!cast<SchedWrite>\((.*)\)", name_expr, re.S)
+        name_expr = cast.group(1) if cast else f'"{name_expr}"'
+    else:
+        assert multi is not None
+        name_expr, resources, per_mx, per_sew = multi.group(2), multi.group(3), True, bool(multi.group(1))
+    # loop variables the name uses (eew, nf, LMul) give one SchedWrite each; mx and sew give its per-LMUL values
+    name_vars = [v for v in loops if v not in ("mx", "sew") and re.search(rf"\b{v}\b", name_expr)]
+    combos: list[dict[str, Any]] = [{}]
+    for var in name_vars:
+        combos = [{**c, var: value} for c in combos for value in loops[var]]
+    for combo in combos:
+        env = {**_env(scopes), **combo}
+        try:
+            name = str(_Expr(classes, name_expr, _bind(dict(env))).value())
+        except TdError as exc:
+            model.unparsed.append(f"{' '.join(stmt.split())[:80]}: {exc}")
             continue
-        value: int | dict[str, int] | None = ev.per_lmul(expr) if per_lmul else ev.value(expr, "M1")
-        if per_lmul and value is not None and len(set(value.values())) == 1:  # type: ignore[union-attr]
-            value = next(iter(value.values()))  # type: ignore[union-attr]
-        if value is None:
-            model.unparsed.append(f"{name}: {key} = {' '.join(expr.split())}")
-        entry[key] = value
-    entry["latency_default"] = latency_expr is None
-    model.writes.setdefault(name, entry)
+        entry: dict[str, Any] = {"resources": [_resource_name(r.strip()) for r in resources.split(",") if r.strip()]}
+        for key, let_name in (("latency", "Latency"), ("occupancy", "ReleaseAtCycles")):
+            text = lets.get(let_name)
+            if text is None:
+                entry[key] = None
+                continue
+            text = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+            entry[key] = _evaluate(classes, text, env, loops if per_mx else {}, per_sew)
+            if entry[key] is None:
+                model.unparsed.append(f"{name}: {key} = {' '.join(text.split())}")
+        entry["latency_default"] = "Latency" not in lets
+        model.writes.setdefault(name, entry)
+
+
+def _evaluate(classes: dict[str, TdClass], text: str, env: dict[str, Any], loops: dict[str, list[Any]],
+              per_sew: bool) -> Any:
+    """The value at every LMUL (and SEW) the enclosing loops run over, folded where it does not vary."""
+    mxs = loops.get("mx", [None])
+    sew_loop = loops.get("sew")
+    values: dict[str, dict[str, int]] = {}
+    for mx in mxs:
+        sews = sew_loop.at(mx) if per_sew and isinstance(sew_loop, _SewSet) else [None]
+        for sew in sews:
+            local = _bind({**env, **({"mx": mx} if mx else {}), **({"sew": sew} if sew else {})})
+            try:
+                result = _Expr(classes, text, local).value()
+            except (TdError, ZeroDivisionError, TypeError, RecursionError):
+                continue  # not defined at this LMUL/SEW (e.g. a widening class at M8)
+            if isinstance(result, list):
+                result = result[0] if result else None
+            values.setdefault(str(mx), {})[str(sew)] = result
+    if not values:
+        return None
+    folded: dict[str, Any] = {mx: (next(iter(v.values())) if len(set(v.values())) == 1 else v)
+                              for mx, v in values.items()}
+    if mxs == [None]:
+        return folded["None"]
+    if all(not isinstance(v, dict) for v in folded.values()) and len(set(folded.values())) == 1 and \
+            len(folded) == len(mxs):
+        return next(iter(folded.values()))
+    return folded
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -438,7 +703,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rev", default="HEAD", help="revision of rvv-bench-results to read (default HEAD)")
     ap.add_argument("--fp-rev", default="6438d64", help="earlier revision whose tblMaa has the FP rows")
     ap.add_argument("--td", type=Path, help="RISCVSchedSpacemitX60.td (LLVM 21+)")
-    ap.add_argument("--td-commit", default="", help="llvm-project commit the .td file is from")
+    ap.add_argument("--td-commit", default="", help="commit the .td file is from")
+    ap.add_argument("--td-repo", default="llvm/llvm-project", help="GitHub repository of --td-commit")
     ap.add_argument("--td-note", default="", help="how the .td text was obtained")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "pytest_rvtune" / "x60"
                     / "x60_costs.json")
@@ -475,7 +741,7 @@ def main(argv: list[str] | None = None) -> int:
                        "revision agrees with it to about 0.15 %)",
         },
         "latency": {
-            "source": "https://github.com/llvm/llvm-project",
+            "source": f"https://github.com/{args.td_repo}",
             "file": "llvm/lib/Target/RISCV/RISCVSchedSpacemitX60.td",
             "commit": args.td_commit or None,
             "note": args.td_note or None,

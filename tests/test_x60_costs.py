@@ -105,24 +105,38 @@ def test_every_cell_is_measured_and_every_blank_a_stand_in():
 
 
 def test_stand_ins_say_what_stood_in():
-    spill = v("vl8re32.v", 32, "m1")
-    assert spill.cycles == v("vle32.v", 32, "m8").cycles and "vle32.v e32m8" in spill.stand_in
+    spill = v("vl8re32.v", 32, "m1")  # the page has no whole-register rows: LLVM's measured occupancy stands in
+    assert spill.cycles == 16 and "WriteVLD8R" in spill.stand_in
     store = v("vs8r.v", 16, "m2")
-    assert store.cycles == v("vse8.v", 8, "m8").cycles and "vse8.v e8m8" in store.stand_in
+    assert store.cycles == 16 and "WriteVST8R" in store.stand_in
     blank = v("vfnmsac.vf", 32, "m8")  # blank on the page: its family at the same vtype
     assert blank.cycles == v("vfmacc.vf", 32, "m8").cycles and "vfmacc" in blank.stand_in
     emul = v("vle32.v", 8, "m1")  # EMUL m4: the page measured it at e32m4
     assert emul.cycles == v("vle32.v", 32, "m4").cycles and "e32m4" in emul.stand_in
-    indexed = v("vluxei32.v", 32, "m4")  # no indexed rows on the page
+    indexed = v("vluxei32.v", 32, "m4")  # no indexed rows on the page: LLVM's class (VLMAX/2 cycles)
+    assert indexed.cycles == 16 and "WriteVLDUX32" in indexed.stand_in
+
+
+def test_stand_ins_without_llvm_figures():
+    """With no scheduling model in the data, spills cost as the unit-stride access of the same registers and an
+    indexed load as the strided one (the page's own figures)."""
+    doc = json.loads((ROOT / "pytest_rvtune" / "x60" / "x60_costs.json").read_text())
+    del doc["llvm"]
+    table = CostTable(doc)
+    spill = table.vector("vl8re32.v", sew=32, lmul="m1", masked=False)
+    assert spill.cycles == v("vle32.v", 32, "m8").cycles and "vle32.v e32m8" in spill.stand_in
+    store = table.vector("vs8r.v", sew=16, lmul="m2", masked=False)
+    assert store.cycles == v("vse8.v", 8, "m8").cycles and "vse8.v e8m8" in store.stand_in
+    indexed = table.vector("vluxei32.v", sew=32, lmul="m4", masked=False)
     assert indexed.cycles == v("vlse32.v", 32, "m4").cycles and "load_indexed" in indexed.stand_in
+    assert indexed.latency is None
 
 
 def test_aliases_cost_as_the_instruction_they_stand_for():
     abs_ = v("vfabs.v", 32, "m8")  # llvm-objdump prints vfsgnjx.vv v, v, v as vfabs.v
     assert abs_ == v("vfsgnjx.vv", 32, "m8") and abs_.stand_in is None
     assert vector_class("vmclr.m") == "mask" and v("vnot.v", 16, "m2") == v("vxor.vi", 16, "m2")
-    spill = v("vl8r.v", 32, "m1")
-    assert spill.cycles == v("vle8.v", 8, "m8").cycles and "vle8.v e8m8" in spill.stand_in
+    assert "WriteVLD8R" in v("vl8r.v", 32, "m1").stand_in  # vl8r.v is vl8re8.v
 
 
 def test_unknown_mnemonics_get_a_class_stand_in():
@@ -151,7 +165,11 @@ def test_scalar_and_config_costs():
 def test_latencies_from_llvm():
     assert v("vadd.vv", 32, "m1").latency == 4 and v("vadd.vv", 32, "m8").latency == 16
     assert v("vdiv.vv", 32, "m8").latency == 192
-    assert v("vle32.v", 32, "m1").latency is None  # the model states none: not guessed
+    assert v("vfmacc.vf", 32, "m1").latency == 5 and v("vfmacc.vf", 64, "m1").latency == 6  # per SEW
+    assert v("vfredusum.vs", 32, "m8").latency == 57
+    assert v("vle32.v", 32, "m1").latency == 3 and v("vle32.v", 32, "m8").latency == 16
+    assert v("vle32.v", 8, "m1").latency == 8  # EMUL m4: LLVM's classes are by the data's register group
+    assert load_costs().scalar("fmadd.s").latency == 5
 
 
 def test_bad_vtype_is_a_clear_error():
@@ -221,6 +239,7 @@ NEW_PAGE = _page({
 OLD_PAGE = _page({"tblMaa": _row("vfmacc.vf v8,ft0,v16", {"e32m8": 8.0, "e32m4": 4.0})})
 
 TD = """
+// our own model in the format of LLVM's RISCVSched*.td files (old and new styles of helpers)
 class Lat48<string mx> {
   int c = !cond(
     !eq(mx, "M4") : 8,
@@ -228,21 +247,37 @@ class Lat48<string mx> {
     true: 4
   );
 }
+class PickLMUL<list<int> Values, string LMUL> {
+  defvar Index = !cond(!eq(LMUL, "MF8"): 0, !eq(LMUL, "MF4"): 1, !eq(LMUL, "MF2"): 2, !eq(LMUL, "M1"): 3,
+                       !eq(LMUL, "M2"): 4, !eq(LMUL, "M4"): 5, !eq(LMUL, "M8"): 6);
+  int c = Values[Index];
+}
+class Lanes<string mx, int sew> {
+  int val = !div(!mul(256, PickLMUL<[1, 1, 1, 1, 2, 4, 8], mx>.c), sew);
+}
 def Model : SchedMachineModel {
   let IssueWidth = 2;
   let LoadLatency = 3;
 }
+multiclass Resources<SchedMachineModel Model, int VSetCycles = 2> {
+defvar Prefix = NAME;
 let SchedModel = Model in {
 let BufferSize = 0 in {
-  def P_ALU : ProcResource<1>;
-  def P_ALU2 : ProcResource<1>;
-  def P_IEU : ProcResGroup<[P_ALU, P_ALU2]>;
-  def P_V : ProcResource<1>;
+  def _ALU : ProcResource<1>;
+  def _ALU2 : ProcResource<1>;
+  def _IEU : ProcResGroup<[!cast<ProcResource>(Prefix # "_ALU"), !cast<ProcResource>(Prefix # "_ALU2")]>;
+  def _V : ProcResource<1>;
 }
+defvar P_IEU = !cast<ProcResGroup>(Prefix # "_IEU");
+defvar P_ALU = !cast<ProcResource>(Prefix # "_ALU");
+defvar P_V = !cast<ProcResource>(Prefix # "_V");
 def : WriteRes<WriteIALU, [P_IEU]>;
 def : WriteRes<WriteIMul, [P_IEU]>  { let Latency = 6; }
 let Latency = 20, ReleaseAtCycles = [20] in {
   def : WriteRes<WriteIDiv, [P_ALU]>;
+}
+let Latency = VSetCycles in {
+  def : WriteRes<WriteVSETVLI, [P_ALU]>;
 }
 foreach mx = SchedMxList in {
   let Latency = Lat48<mx>.c, ReleaseAtCycles = [4] in {
@@ -253,16 +288,36 @@ foreach mx = SchedMxList in {
     true: 1
   );
   let Latency = !mul(Lat48<mx>.c, Twice) in {
-    defm "" : LMULSEWWriteResMXSEW<"WriteVIDivV", [P_V], mx, sew, IsWorstCase>;
+    defm "" : LMULWriteResMX<"WriteVIDivV", [P_V], mx, IsWorstCase>;
   }
   let Latency = Unknown<"M2", mx>.c in {
     defm "" : LMULWriteResMX<"WriteVOdd", [P_V], mx, IsWorstCase>;
   }
   foreach eew = [8, 32] in {
-    defm "" : LMULWriteResMX<"WriteVLDS" # eew, [P_V], mx, IsWorstCase>;
+    defvar StridedLat = Lanes<mx, eew>.val;
+    let Latency = StridedLat, ReleaseAtCycles = [StridedLat] in {
+      defm "" : LMULWriteResMX<"WriteVLDS" # eew, [P_V], mx, IsWorstCase>;
+    }
+  }
+}
+foreach mx = SchedMxListW in {
+  foreach sew = SchedSEWSet<mx, isF=1>.val in {
+    defvar FmaLat = !if(!eq(sew, 64), PickLMUL<[6, 6, 6, 6, 6, 7], mx>.c, PickLMUL<[5, 5, 5, 5, 5, 5], mx>.c);
+    let Latency = FmaLat in {
+      defm "" : LMULSEWWriteResMXSEW<"WriteVFWMulAddV", [P_V], mx, sew, IsWorstCase>;
+    }
+  }
+}
+foreach LMul = [1, 8] in {
+  defvar WholeLat = !if(!eq(LMul, 1), 3, !mul(LMul, 2));
+  let Latency = WholeLat, ReleaseAtCycles = [WholeLat] in {
+    def : WriteRes<!cast<SchedWrite>("WriteVLD" # LMul # "R"), [P_V]>;
   }
 }
 }
+}
+def TheModel : SchedMachineModel;
+defm P : Resources<TheModel>;
 """
 
 PROVENANCE = {"throughput": {"page_commit": "1" * 40, "fp_rows_commit": "2" * 40}}
@@ -294,14 +349,21 @@ def test_generator_reads_the_page_format():
 def test_generator_reads_the_sched_model_format():
     model = gen.parse_sched_model(TD)
     assert model.machine == {"IssueWidth": 2, "LoadLatency": 3}
-    assert model.resources == {"P_ALU": 1, "P_ALU2": 1, "P_IEU": 2, "P_V": 1}
+    assert model.resources == {"ALU": 1, "ALU2": 1, "IEU": 2, "V": 1}
     w = model.writes
     assert w["WriteIALU"]["latency"] is None and w["WriteIALU"]["latency_default"]
+    assert w["WriteIALU"]["resources"] == ["IEU"]
     assert w["WriteIMul"]["latency"] == 6 and w["WriteIDiv"]["occupancy"] == 20
+    assert w["WriteVSETVLI"]["latency"] == 2  # the multiclass parameter's default
     assert w["WriteVIALUV"]["latency"] == {"MF8": 4, "MF4": 4, "MF2": 4, "M1": 4, "M2": 4, "M4": 8, "M8": 16}
     assert w["WriteVIALUV"]["occupancy"] == 4
     assert w["WriteVIDivV"]["latency"]["M8"] == 32 and w["WriteVIDivV"]["latency"]["M4"] == 8
-    assert "WriteVLDS8" in w and "WriteVLDS32" in w
+    assert w["WriteVLDS8"]["latency"]["M1"] == 32 and w["WriteVLDS32"]["latency"]["M8"] == 64
+    assert w["WriteVLDS32"]["occupancy"]["M2"] == 16
+    fma = w["WriteVFWMulAddV"]["latency"]  # per LMUL and SEW where it differs; no M8 (the list stops at M4)
+    assert fma["M1"] == {"16": 5, "32": 5, "64": 6} and fma["M4"]["64"] == 7 and "M8" not in fma  # no e8 FP
+    assert fma["MF4"] == 5  # SEW <= 64 x LMUL: only e16 at mf4
+    assert w["WriteVLD1R"]["latency"] == 3 and w["WriteVLD8R"]["occupancy"] == 16
     assert w["WriteVOdd"]["latency"] is None and any("WriteVOdd" in u for u in model.unparsed)
 
 

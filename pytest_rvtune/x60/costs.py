@@ -7,9 +7,10 @@ revisions are in ``CostTable.provenance`` (regenerate the file with ``scripts/x6
 
 Stand-in rules, tried in this order for a vector instruction (each says so in ``stand_in``):
 
-1. Whole-register loads/stores (spills), which the page does not measure: ``vl<n>re<eew>.v`` (``vl<n>r.v``: eew 8)
-   costs as the unit-stride load ``vle<eew>.v`` at e<eew>m<n>; ``vs<n>r.v`` as ``vse8.v`` at e8m<n>. A
-   whole-register move ``vmv<n>r.v`` at a vtype the page skipped: its figure at LMUL m<n> (same SEW).
+1. Whole-register loads/stores (spills), which the page does not measure: the occupancy LLVM's X60 model gives
+   their class (``WriteVLD8R``: 16 cycles; measured by its authors), else ``vl<n>re<eew>.v`` as the unit-stride
+   load ``vle<eew>.v`` at e<eew>m<n> and ``vs<n>r.v`` as ``vse8.v`` at e8m<n>. A whole-register move
+   ``vmv<n>r.v`` at a vtype the page skipped: its figure at LMUL m<n> (same SEW).
 2. A blank cell of a load/store with the element width in its mnemonic: the same instruction at another vtype
    with the same EMUL (EEW/SEW x LMUL: the same registers and bytes), SEW = EEW preferred.
 3. A blank cell, or a mnemonic the page lacks: the same operation in another operand form (.vf <-> .vv,
@@ -19,8 +20,9 @@ Stand-in rules, tried in this order for a vector instruction (each says so in ``
 5. A vtype the row does not measure: the nearest measured LMUL of the same SEW, scaled linearly by the LMUL
    ratio (never below the measured figure for a fractional LMUL: below m1 the unit is not faster), then another
    SEW at the same LMUL.
-6. An unknown mnemonic: its class's representative (``isa.vector_class``; e.g. an indexed load costs as the
-   strided load ``vlse<sew>.v``: the page has no indexed rows).
+6. A mnemonic the page lacks with no kin on it: the occupancy LLVM's X60 model gives its class (e.g. indexed
+   loads ``vluxei<n>.v``: VLMAX/2 cycles).
+7. Otherwise: its class's representative (``isa.vector_class``; e.g. a segment load as the strided load).
 
 Scalar instructions: ``add`` and ``mul`` are measured on the page (median over its vtypes); the others take
 LLVM's model: occupancy / units of the resource they use (two integer ALUs, two load/store pipes, one FP unit,
@@ -79,6 +81,10 @@ _FAMILIES = [
     ("vsll", "vsrl", "vsra"),
     ("vfcvt.f.x.v", "vfcvt.f.xu.v", "vfcvt.x.f.v", "vfcvt.xu.f.v", "vfcvt.rtz.x.f.v", "vfcvt.rtz.xu.f.v"),
 ]
+# Scheduling classes LLVM renamed: the newer name (isa.vector_sched_write) -> the older one, for older model files.
+_OLDER_WRITE_NAMES = {"WriteVSlideUpI": "WriteVSlideI", "WriteVSlideDownI": "WriteVSlideI",
+                      "WriteVISlide1Up": "WriteVISlide1X", "WriteVISlide1Down": "WriteVISlide1X",
+                      "WriteVFSlide1Up": "WriteVFSlide1F", "WriteVFSlide1Down": "WriteVFSlide1F"}
 _FORM_ALTERNATIVES = {"vf": ("vv",), "vv": ("vx", "vf", "vi"), "vx": ("vv", "vi"), "vi": ("vx", "vv"),
                       "wx": ("wv",), "wv": ("wx",), "wf": ("wv",), "vxm": ("vvm",), "vim": ("vvm",),
                       "vfm": ("vvm",)}
@@ -129,7 +135,7 @@ class CostTable:
             return self._llvm_cost(m, vector_sched_write(m), vector=False)
         cycles, note = self._vector_cycles(m, sew, lmul, masked, depth=0)
         context = f"{m} e{sew}{lmul}{' masked' if masked else ''}"
-        return Cost(cycles, self._vector_latency(m, lmul), f"{context}: {note}" if note else None)
+        return Cost(cycles, self._vector_latency(m, sew, lmul), f"{context}: {note}" if note else None)
 
     def scalar(self, mnemonic: str) -> Cost:
         """Cycles and latency of a scalar instruction (compressed ones as their base instruction)."""
@@ -161,9 +167,12 @@ class CostTable:
         """(cycles, None) for a measured cell, else (cycles, what stood in) by the module's rules."""
         whole = self._whole_register(m)  # rule 1
         if whole is not None:
+            kind = "store" if m.startswith("vs") else "load"
+            llvm = self._llvm_occupancy(m, sew, lmul)
+            if llvm is not None:
+                return llvm[0], f"whole-register {kind}: LLVM X60 model's occupancy of {llvm[1]}"
             base, eew, n = whole
             base_value, note = self._vector_cycles(base, eew, f"m{n}", False, depth + 1)
-            kind = "store" if m.startswith("vs") else "load"
             return base_value, f"whole-register {kind}: {base} e{eew}m{n}" + (f" ({note})" if note else "")
         value = self._cell(m, sew, lmul, masked)
         if value is not None:
@@ -191,7 +200,10 @@ class CostTable:
                 if alt in self._rows:
                     alt_value, alt_note = self._vector_cycles(alt, sew, lmul, masked, depth + 1)
                     return alt_value, f"not in the table: {alt} stood in" + (f" ({alt_note})" if alt_note else "")
-            cls = vector_class(m)  # rule 6
+            llvm = self._llvm_occupancy(m, sew, lmul)  # rule 6: LLVM's figure for the class
+            if llvm is not None:
+                return llvm[0], f"not in the table: LLVM X60 model's occupancy of {llvm[1]}"
+            cls = vector_class(m)  # rule 7
             default = _CLASS_DEFAULT.get(cls, "vadd.vv").format(sew=sew)
             if default in self._rows:
                 alt_value, alt_note = self._vector_cycles(default, sew, lmul, masked, depth + 1)
@@ -252,12 +264,37 @@ class CostTable:
                 out += [f"{member}.{f}" for f in forms for member in family if member != op]
         return out
 
-    def _vector_latency(self, m: str, lmul: str) -> float | None:
-        write = self._writes.get(vector_sched_write(m) or "")
-        if write is None or write.get("latency_default") or write.get("latency") is None:
+    def _vector_latency(self, m: str, sew: int, lmul: str) -> float | None:
+        """LLVM's latency for the instruction's scheduling class at this vtype, or None where it states none."""
+        write = self._vector_write(m)
+        if write is None or write.get("latency_default"):
             return None
-        latency = write["latency"]
-        return float(latency[lmul.upper()] if isinstance(latency, dict) else latency)
+        return self._at_vtype(write.get("latency"), m, sew, lmul)
+
+    def _llvm_occupancy(self, m: str, sew: int, lmul: str) -> tuple[float, str] | None:
+        """LLVM's occupancy (ReleaseAtCycles on the class's one-unit vector resource) and the class's name."""
+        write = self._vector_write(m)
+        value = None if write is None else self._at_vtype(write.get("occupancy"), m, sew, lmul)
+        return None if value is None else (value, vector_sched_write(m) or "")
+
+    def _vector_write(self, m: str) -> dict[str, Any] | None:
+        name = vector_sched_write(m) or ""
+        return self._writes.get(name) or self._writes.get(_OLDER_WRITE_NAMES.get(name, ""))
+
+    @staticmethod
+    def _at_vtype(value: Any, m: str, sew: int, lmul: str) -> float | None:
+        """A per-LMUL (and per-SEW) figure of LLVM's model at this vtype; a load/store naming its element width
+        at its EMUL (LLVM's classes are by the data's register group)."""
+        if isinstance(value, dict):
+            eew = re.fullmatch(r"v[ls]s?e(\d+)(ff)?\.v", m)
+            key = lmul.upper()
+            if eew is not None:
+                emul = int(eew.group(1)) / sew * LMUL_VALUE[lmul]
+                key = next((n.upper() for n, v in LMUL_VALUE.items() if v == emul), key)
+            value = value.get(key)
+            if isinstance(value, dict):
+                value = value.get(str(sew))
+        return None if value is None else float(value)
 
     # --- scalar and LLVM-only figures -----------------------------------------------------------------------
 

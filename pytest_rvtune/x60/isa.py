@@ -169,8 +169,8 @@ _VECTOR_WRITE = {  # op -> SchedWrite stem; the operand form's letter (V/X/I/F) 
     **dict.fromkeys(("vmsbf", "vmsif", "vmsof"), "WriteVMSFSV"),
     "viota": "WriteVIotaV",
     "vid": "WriteVIdxV",
-    **dict.fromkeys(("vslide1up", "vslide1down"), "WriteVISlide1X"),
-    **dict.fromkeys(("vfslide1up", "vfslide1down"), "WriteVFSlide1F"),
+    "vslide1up": "WriteVISlide1Up", "vslide1down": "WriteVISlide1Down",
+    "vfslide1up": "WriteVFSlide1Up", "vfslide1down": "WriteVFSlide1Down",
     "vrgather": "WriteVRGather*",
     "vrgatherei16": "WriteVRGatherEI16VV",
     "vcompress": "WriteVCompressV",
@@ -180,7 +180,7 @@ _VECTOR_WRITE_EXACT = {
     "vsetvli": "WriteVSETVLI", "vsetivli": "WriteVSETIVLI", "vsetvl": "WriteVSETVL",
     "vmv.v.v": "WriteVIMovV", "vmv.v.x": "WriteVIMovX", "vmv.v.i": "WriteVIMovI", "vfmv.v.f": "WriteVFMovV",
     "vmv.x.s": "WriteVMovXS", "vmv.s.x": "WriteVMovSX", "vfmv.f.s": "WriteVMovFS", "vfmv.s.f": "WriteVMovSF",
-    "vslideup.vi": "WriteVSlideI", "vslidedown.vi": "WriteVSlideI", "vslideup.vx": "WriteVSlideUpX",
+    "vslideup.vi": "WriteVSlideUpI", "vslidedown.vi": "WriteVSlideDownI", "vslideup.vx": "WriteVSlideUpX",
     "vslidedown.vx": "WriteVSlideDownX", "vlm.v": "WriteVLDM", "vsm.v": "WriteVSTM",
 }
 
@@ -198,11 +198,16 @@ def vector_sched_write(mnemonic: str) -> str | None:
         (r"vloxei(\d+)\.v", "WriteVLDOX{}"), (r"vsuxei(\d+)\.v", "WriteVSTUX{}"), (r"vsoxei(\d+)\.v", "WriteVSTOX{}"),
         (r"vl(\d)re\d+\.v", "WriteVLD{}R"), (r"vl(\d)r\.v", "WriteVLD{}R"), (r"vs(\d)r\.v", "WriteVST{}R"),
         (r"vmv(\d)r\.v", "WriteVMov{}V"),
+        (r"vlseg(\d)e(\d+)\.v", "WriteVLSEG{}e{}"), (r"vlseg(\d)e(\d+)ff\.v", "WriteVLSEGFF{}e{}"),
+        (r"vsseg(\d)e(\d+)\.v", "WriteVSSEG{}e{}"), (r"vlsseg(\d)e(\d+)\.v", "WriteVLSSEG{}e{}"),
+        (r"vssseg(\d)e(\d+)\.v", "WriteVSSSEG{}e{}"), (r"vluxseg(\d)ei(\d+)\.v", "WriteVLUXSEG{}e{}"),
+        (r"vloxseg(\d)ei(\d+)\.v", "WriteVLOXSEG{}e{}"), (r"vsuxseg(\d)ei(\d+)\.v", "WriteVSUXSEG{}e{}"),
+        (r"vsoxseg(\d)ei(\d+)\.v", "WriteVSOXSEG{}e{}"),
     ]
     for pattern, template in memory:
         found = re.fullmatch(pattern, m)
         if found:
-            return template.format(found.group(1))
+            return template.format(*found.groups()[:template.count("{}")])
     op, _, form = m.partition(".")
     if op.startswith("vfcvt") or op.startswith("vfwcvt") or op.startswith("vfncvt"):
         width = {"vfcvt": "", "vfwcvt": "W", "vfncvt": "N"}[op]
