@@ -5,6 +5,7 @@ getter parameters in cases, duplicate configs, re-imports. Text only: nothing is
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness_fuzz import random_harness
 from rvv_tree import add_pipe, make_tree
 
 from pytest_rvtune.cli import main
@@ -218,3 +220,19 @@ def test_pytest_in_a_checkout_not_imported_says_how_to_import_it(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--co"], cwd=root,
                           env=env, capture_output=True, text=True, timeout=300)
     assert "looks like a Triton_RVV checkout" not in proc.stdout and "4 tests collected" in proc.stdout
+
+
+def test_import_of_fuzzed_harnesses_ends_in_ok_or_fix_lines_never_a_traceback(tmp_path, capsys):
+    rng = random.Random(1726)
+    root = make_tree(tmp_path / "repo")
+    harness = root / "benchmark/src/main/scale_kernel.cpp"
+    good = harness.read_text()
+    fixes = 0
+    for _ in range(25):
+        # their harness with random lines of the constructs real harnesses use spliced in before main's end
+        harness.write_text(good.replace("  return 0;\n}", random_harness(rng).split("{\n", 1)[1]))
+        assert main(["import", str(root), "--dry-run"]) in (0, 1)
+        out = capsys.readouterr().out
+        assert "Traceback" not in out and "ok   layout:" in out
+        fixes += "FIX  scale:" in out
+    assert fixes > 5
