@@ -238,10 +238,13 @@ def _split_top(text: str, sep: str) -> list[tuple[str, int]]:
 def _declarations(text: str, lines: _Lines) -> dict[str, list[Declaration]]:
     decls: dict[str, list[Declaration]] = {}
     for m in _DECL_TYPE.finditer(text):
-        before = text[:m.start()].rstrip()
-        if before and before[-1] not in ";{}(,:)" and not before.endswith("else"):
+        j = m.start() - 1
+        while j >= 0 and text[j].isspace():
+            j -= 1
+        previous = text[j] if j >= 0 else ";"
+        if previous not in ";{}(,:)" and text[max(0, j - 3):j + 1] != "else":
             continue  # `return int(...)`, a cast `(int)x`, a template argument...
-        if before.endswith("(") and text[m.end():].lstrip().startswith(")"):
+        if previous == "(" and text[m.end():m.end() + 40].lstrip().startswith(")"):
             continue  # a cast
         ctype = re.sub(r"\s+", " ", m.group("type")).replace("std::", "")
         end = _statement_end(text, m.end())
