@@ -171,7 +171,6 @@ _VECTOR_WRITE = {  # op -> SchedWrite stem; the operand form's letter (V/X/I/F) 
     "vid": "WriteVIdxV",
     "vslide1up": "WriteVISlide1Up", "vslide1down": "WriteVISlide1Down",
     "vfslide1up": "WriteVFSlide1Up", "vfslide1down": "WriteVFSlide1Down",
-    "vrgather": "WriteVRGather*",
     "vrgatherei16": "WriteVRGatherEI16VV",
     "vcompress": "WriteVCompressV",
 }
@@ -182,6 +181,7 @@ _VECTOR_WRITE_EXACT = {
     "vmv.x.s": "WriteVMovXS", "vmv.s.x": "WriteVMovSX", "vfmv.f.s": "WriteVMovFS", "vfmv.s.f": "WriteVMovSF",
     "vslideup.vi": "WriteVSlideUpI", "vslidedown.vi": "WriteVSlideDownI", "vslideup.vx": "WriteVSlideUpX",
     "vslidedown.vx": "WriteVSlideDownX", "vlm.v": "WriteVLDM", "vsm.v": "WriteVSTM",
+    "vrgather.vv": "WriteVRGatherVV", "vrgather.vx": "WriteVRGatherVX", "vrgather.vi": "WriteVRGatherVI",
 }
 
 
