@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 #: The counts the QEMU plugin writes (docs/contracts.md):
-#: ``insns=<n> vector_insns=<n> kernel_insns=<n> launches=<n> [launch_insns=<n>]``. ``launch_insns`` (every
-#: instruction from a launch's start to its end, on every thread: grid walk, kernel, the libc calls it makes) is
-#: there only when the ELF has the launcher function; ``launches`` is how many launches the plugin saw.
+#: ``insns=<n> vector_insns=<n> kernel_insns=<n> launches=<n> [launch_insns=<n> harts=<n> hart_launch_insns=<n>,...]``.
+#: ``launch_insns`` (every instruction from a launch's start to its end, on every thread: grid walk, kernel, the libc
+#: calls it makes) is there only when the ELF has the launcher function; ``launches`` is how many launches the
+#: plugin saw. Every count is exact with any number of guest threads (per-thread counters in the plugin).
 #: With the timing model (timing_model.py) also ``est_cycles`` (llvm-mca cycles per block x the block's executions
 #: inside launches) and the K1 data-cache model's ``l1d_accesses``, ``l1d_misses``, ``l2_misses`` (inside launches).
 ICOUNT_KEYS = ("insns", "vector_insns", "kernel_insns", "launch_insns", "est_cycles", "l1d_accesses", "l1d_misses",
@@ -29,6 +30,13 @@ LAUNCH_COUNTER = "launch_insns"
 #: Counters measured only inside launch windows: divided by the launches the plugin saw, so exact per launch.
 LAUNCH_WINDOW_COUNTERS = (LAUNCH_COUNTER, "est_cycles", "l1d_accesses", "l1d_misses", "l2_misses")
 
+#: The plugin's per-thread split of ``launch_insns`` (``harts=<n> hart_launch_insns=<n0>,<n1>,...``, when a launch had
+#: more than one thread): thread 0 called the launcher, 1.. are the threads it started, in creation order; summed
+#: over launches. Not counters (a list, and
+#: a thread count): :func:`parse_icount` leaves them out, :func:`parse_hart_launch_insns` reads them.
+HARTS_KEY = "harts"
+HART_LAUNCH_KEY = "hart_launch_insns"
+
 #: perf prints these instead of a value when an event could not be counted.
 PERF_MISSING = ("<not supported>", "<not counted>")
 
@@ -37,14 +45,24 @@ class CounterFormatError(ValueError):
     """A counter file that does not have the documented format; the message names the source."""
 
 
-def parse_icount(text: str, source: str = "icount output") -> dict[str, float]:
-    """``insns=<n> vector_insns=<n> kernel_insns=<n> launches=<n> ...`` -> ``{"insns": n, ...}``."""
-    counters: dict[str, float] = {}
+def _icount_items(text: str, source: str) -> dict[str, str]:
+    """``key=value`` items of the plugin's line; values are integers, ``hart_launch_insns`` a comma list of them."""
+    items: dict[str, str] = {}
     for item in text.split():
         key, sep, value = item.partition("=")
-        if not sep or not value.isdigit():
-            raise CounterFormatError(f"{source}: expected key=<integer> items, got {item!r} in {text.strip()!r}")
-        counters[key] = float(value)
+        numbers = value.split(",") if key == HART_LAUNCH_KEY else [value]
+        if not sep or not all(n.isdigit() for n in numbers):
+            expected = "<integer>,<integer>,..." if key == HART_LAUNCH_KEY else "<integer>"
+            raise CounterFormatError(f"{source}: expected key={expected} items, got {item!r} in {text.strip()!r}")
+        items[key] = value
+    return items
+
+
+def parse_icount(text: str, source: str = "icount output") -> dict[str, float]:
+    """``insns=<n> vector_insns=<n> kernel_insns=<n> launches=<n> ...`` -> ``{"insns": n, ...}`` (the per-thread
+    items ``harts`` and ``hart_launch_insns`` are left out: see :func:`parse_hart_launch_insns`)."""
+    counters = {key: float(value) for key, value in _icount_items(text, source).items()
+                if key not in (HARTS_KEY, HART_LAUNCH_KEY)}
     missing = [k for k in REQUIRED_ICOUNT_KEYS if k not in counters]
     if missing:
         raise CounterFormatError(
@@ -52,6 +70,21 @@ def parse_icount(text: str, source: str = "icount output") -> dict[str, float]:
             "run `rvtune setup`)"
         )
     return counters
+
+
+def parse_hart_launch_insns(text: str, source: str = "icount output") -> list[int]:
+    """``launch_insns`` per guest thread of the launches (see :data:`HART_LAUNCH_KEY`); the list sums to
+    ``launch_insns``. The plugin writes the split only when a launch had more than one thread: without it, all of
+    ``launch_insns`` is thread 0's (``[launch_insns]``); ``[]`` when there is no ``launch_insns`` either (no
+    launcher in the ELF)."""
+    items = _icount_items(text, source)
+    if HART_LAUNCH_KEY not in items:
+        return [int(items[LAUNCH_COUNTER])] if LAUNCH_COUNTER in items else []
+    harts = [int(n) for n in items[HART_LAUNCH_KEY].split(",")]
+    if HARTS_KEY in items and int(items[HARTS_KEY]) != len(harts):
+        raise CounterFormatError(f"{source}: harts={items[HARTS_KEY]} but {len(harts)} hart_launch_insns values "
+                                 f"in {text.strip()!r}")
+    return harts
 
 
 def read_icount_file(path: Path) -> dict[str, float]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNT_KEY, LAUNCH_WINDOW_COUNTERS
+from pytest_rvtune.counters import LAUNCH_COUNT_KEY, LAUNCH_WINDOW_COUNTERS
 from pytest_rvtune.harness.data_image import data_image
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.results.writer import RecordDict, now_iso
@@ -193,10 +193,6 @@ def run_item(
     launches = result.launches if result.launches is not None else expected_launches
     if result.launches is None and counted_launches:
         launches = counted_launches  # a harness that does not say: the plugin saw every launch
-    if options.threads != 1 and target.timing_source == "emulated":
-        # QEMU's plugin counts with non-atomic inline adds: with several guest threads the counts are not
-        # exact, and a count that is not exact must not pass for one (compare gates on exact counts).
-        counters = {k: v for k, v in counters.items() if k not in ICOUNT_KEYS}
     record = base_record(work, target) | {
         "outcome": verdict.outcome,
         "message": "" if verdict.passed else verdict.message,

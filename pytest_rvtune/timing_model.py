@@ -139,19 +139,28 @@ class Block:
     count: int
     insns: list[bytes]
     asm: list[str] = field(default_factory=list)
+    #: ``count`` per guest thread of the launches (the plugin's ``h=``: 0 = the thread that called the launcher,
+    #: then the threads started inside it, in creation order); sums to ``count``. A line without ``h=`` (the
+    #: launches ran one thread) reads as ``[count]``.
+    harts: list[int] = field(default_factory=list)
 
 
 def read_blocks(path: Path) -> list[Block]:
-    """The plugin's ``blocks=`` file: ``<vaddr hex> <count> <insn hex>:<insn hex>...`` per line."""
+    """The plugin's ``blocks=`` file: ``<vaddr hex> <count> <insn hex>:<insn hex>... [h=<n0>,<n1>,...]`` per line
+    (``h=`` when a launch ran more than one thread)."""
     blocks = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
         fields = line.split()
         if not fields:
             continue
+        harts_field = fields.pop() if len(fields) == 4 and fields[3].startswith("h=") else None
         if len(fields) != 3:
-            raise ValueError(f"{path}:{number}: expected '<vaddr> <count> <bytes>', got {line!r}")
+            raise ValueError(f"{path}:{number}: expected '<vaddr> <count> <bytes> h=<n0>,...', got {line!r}")
+        harts = [int(n) for n in harts_field[2:].split(",")] if harts_field else [int(fields[1])]
+        if sum(harts) != int(fields[1]):
+            raise ValueError(f"{path}:{number}: h= sums to {sum(harts)}, not to the count {fields[1]}: {line!r}")
         blocks.append(Block(vaddr=int(fields[0], 16), count=int(fields[1]),
-                            insns=[bytes.fromhex(h) for h in fields[2].split(":")]))
+                            insns=[bytes.fromhex(h) for h in fields[2].split(":")], harts=harts))
     return blocks
 
 

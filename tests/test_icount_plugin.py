@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_rvtune import paths
-from pytest_rvtune.counters import parse_icount
+from pytest_rvtune.counters import parse_hart_launch_insns, parse_icount
+from pytest_rvtune.timing_model import read_blocks
 from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, qemu_command
 
 # saxpy vectorizes to RVV with -march=rv64gcv (vle32/vfmacc/vse32) and stays scalar with -march=rv64gc.
@@ -108,9 +109,10 @@ def test_bad_plugin_argument_is_refused(programs: dict[str, Path], tmp_path: Pat
 
 
 # --- the launch window: launch=<launcher> ---------------------------------------------------------------
-# A launcher (`step_wrap`, named like ours) whose kernel hands its work to libc's memset, and a worker thread
-# (argv[4] > 0) doing `spin` iterations inside the launch; around the launches, harness-like work outside
-# (`outside` iterations of a loop, standing in for file I/O and checks).
+# A launcher (`step_wrap`, named like ours) whose kernel hands its work to libc's memset, and worker threads
+# (argv[5] of them, 1 by default, when argv[4] > 0) each doing `spin` iterations inside the launch, at the same
+# time; around the launches, harness-like work outside (`outside` iterations of a loop, standing in for file I/O
+# and checks).
 LAUNCHER_PROGRAM = r"""
 #include <pthread.h>
 #include <stdio.h>
@@ -126,19 +128,20 @@ static void *spin(void *arg) {
     return NULL;
 }
 
-__attribute__((noinline)) void step_wrap(float *y, int n, long worker_spin) {
-    pthread_t t;
-    if (worker_spin > 0) pthread_create(&t, NULL, spin, (void *)worker_spin);
+__attribute__((noinline)) void step_wrap(float *y, int n, long worker_spin, int workers) {
+    pthread_t t[16];
+    for (int w = 0; worker_spin > 0 && w < workers; w++) pthread_create(&t[w], NULL, spin, (void *)worker_spin);
     step(y, n);
-    if (worker_spin > 0) pthread_join(t, NULL);
+    for (int w = 0; worker_spin > 0 && w < workers; w++) pthread_join(t[w], NULL);
 }
 
 int main(int argc, char **argv) {
     int n = atoi(argv[1]), launches = atoi(argv[2]);
     long outside = atol(argv[3]), worker_spin = atol(argv[4]);
+    int workers = argc > 5 ? atoi(argv[5]) : 1;
     float *y = malloc(n * sizeof *y);
     for (long i = 0; i < outside; i++) sink += i;
-    for (int r = 0; r < launches; r++) step_wrap(y, n, worker_spin);
+    for (int r = 0; r < launches; r++) step_wrap(y, n, worker_spin, workers);
     for (long i = 0; i < outside; i++) sink += i;
     printf("%g\n", y[0]);
     return 0;
@@ -163,15 +166,29 @@ def launcher_programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pat
     return elves
 
 
-def count_launches(elf: Path, out: Path, n: int, launches: int, outside: int = 0, worker_spin: int = 0,
-                   launch: str = "step_wrap") -> dict[str, float]:
+def run_launches(elf: Path, out: Path, n: int, launches: int, outside: int = 0, worker_spin: int = 0,
+                 launch: str = "step_wrap", workers: int = 1, more: str = "",
+                 symbol: str = "step") -> subprocess.CompletedProcess[str]:
     plugin = paths.icount_plugin()
-    proc = subprocess.run([*qemu_command(), "-plugin", f"{plugin},out={out},symbol=step,launch={launch}", str(elf),
-                           str(n), str(launches), str(outside), str(worker_spin)],
+    proc = subprocess.run([*qemu_command(), "-plugin", f"{plugin},out={out},symbol={symbol},launch={launch}{more}",
+                           str(elf), str(n), str(launches), str(outside), str(worker_spin), str(workers)],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "1"
+    return proc
+
+
+def count_launches(elf: Path, out: Path, n: int, launches: int, outside: int = 0, worker_spin: int = 0,
+                   launch: str = "step_wrap", workers: int = 1, more: str = "", symbol: str = "step"
+                   ) -> dict[str, float]:
+    run_launches(elf, out, n, launches, outside, worker_spin, launch, workers, more, symbol)
     return parse_icount(out.read_text(), source=str(out))
+
+
+def hart_counts(out: Path) -> list[int]:
+    harts = parse_hart_launch_insns(out.read_text(), source=str(out))
+    assert sum(harts) == parse_icount(out.read_text())["launch_insns"]  # the split adds up to the whole
+    return harts
 
 
 def test_launch_counts_the_libc_work_the_kernel_hands_off(launcher_programs: dict[str, Path],
@@ -203,12 +220,72 @@ def test_worker_threads_started_by_the_launcher_belong_to_the_launch(launcher_pr
                                                                      tmp_path: Path) -> None:
     elf = launcher_programs["jal"]
     alone = count_launches(elf, tmp_path / "0.txt", n=64, launches=1)
-    light = count_launches(elf, tmp_path / "a.txt", n=64, launches=1, worker_spin=10_000)
-    heavy = count_launches(elf, tmp_path / "b.txt", n=64, launches=1, worker_spin=20_000)
-    # The worker's loop (>= 3 instructions per iteration) runs on another thread, inside the launch. (Two
-    # threads make the counts inexact, so no equality here: thread start-up varies with scheduling.)
-    assert light["launch_insns"] > alone["launch_insns"] + 30_000
-    assert heavy["launch_insns"] > light["launch_insns"] + 30_000
+    assert hart_counts(tmp_path / "0.txt") == [alone["launch_insns"]]  # one thread: all of it is thread 0's
+    workers = []
+    for spin in (10_000, 20_000, 40_000):
+        out = tmp_path / f"{spin}.txt"
+        count_launches(elf, out, n=64, launches=1, worker_spin=spin)
+        caller, worker = hart_counts(out)
+        # thread 0 called the launcher: its own work plus starting and joining the worker
+        assert caller > alone["launch_insns"]
+        workers.append(worker)
+    # The worker's loop (>= 3 instructions per iteration) is counted exactly, on its own thread, inside the
+    # launch: each doubling of the spin adds exactly twice what the previous one did.
+    assert workers[2] - workers[1] == 2 * (workers[1] - workers[0]) >= 3 * 10_000
+
+
+def test_concurrent_threads_are_counted_exactly(launcher_programs: dict[str, Path], tmp_path: Path) -> None:
+    """Four workers run the same loop at the same time (QEMU runs each guest thread on its own host thread): no
+    count is lost (non-atomic adds to one counter lost some), each thread has its own figure, and a second run
+    gives the same counts."""
+    elf = launcher_programs["jal"]
+    one = count_launches(elf, tmp_path / "1.txt", n=64, launches=1, worker_spin=200_000, symbol="spin")
+    runs = [count_launches(elf, tmp_path / f"4-{i}.txt", n=64, launches=1, worker_spin=200_000, workers=4,
+                           symbol="spin") for i in range(2)]
+    splits = [hart_counts(tmp_path / f"4-{i}.txt") for i in range(2)]
+    for four, harts in zip(runs, splits, strict=True):
+        assert four["kernel_insns"] == 4 * one["kernel_insns"] > 4 * 3 * 200_000  # the loop, in `spin`
+        assert len(harts) == 5  # the calling thread and its four workers, numbered in creation order
+        # Every worker did the same work. Thread 0's share varies by a few instructions between runs: whether
+        # pthread_join finds a worker ended or waits for it (a futex call) depends on the host's scheduling.
+        assert harts[1] == harts[2] == harts[3] == harts[4] > one["kernel_insns"]
+    assert runs[0]["kernel_insns"] == runs[1]["kernel_insns"] and splits[0][1:] == splits[1][1:]
+
+
+def test_blocks_split_their_executions_per_thread(launcher_programs: dict[str, Path], tmp_path: Path) -> None:
+    """blocks=: h= gives each block's executions per thread number; per thread, executions x instructions is
+    that thread's hart_launch_insns."""
+    out, blocks = tmp_path / "c.txt", tmp_path / "c.blocks"
+    count_launches(launcher_programs["jal"], out, n=64, launches=2, worker_spin=5_000, workers=2,
+                   more=f",blocks={blocks}")
+    harts = hart_counts(out)
+    read = read_blocks(blocks)
+    assert len(harts) == 3 and all(len(b.harts) == 3 and sum(b.harts) == b.count for b in read)
+    assert [sum(b.harts[k] * len(b.insns) for b in read) for k in range(3)] == harts
+
+
+@pytest.mark.parametrize("blocks", [False, True])
+def test_one_thread_mode_counts_the_same(launcher_programs: dict[str, Path], tmp_path: Path, blocks: bool) -> None:
+    """threads=1 (inline adds, for one guest thread) gives the counts of the per-thread counting, blocks too:
+    the launch window opens and closes at the same instructions."""
+    elf = launcher_programs["auipc_jalr"]
+    outputs = []
+    for name, mode in (("exact", ""), ("one", ",threads=1")):
+        out, block_file = tmp_path / f"{name}.txt", tmp_path / f"{name}.blocks"
+        run_launches(elf, out, n=4096, launches=3, outside=1000, more=mode + (f",blocks={block_file}" * blocks))
+        outputs.append((out.read_text(), block_file.read_text() if blocks else ""))
+    assert outputs[0] == outputs[1]
+    # one thread: no per-thread split in the line nor in the blocks (the line a one-thread run always had)
+    assert "harts=" not in outputs[0][0] and " h=" not in outputs[0][1]
+    assert parse_icount(outputs[0][0])["launch_insns"] > 0
+
+
+def test_one_thread_mode_writes_no_counts_for_a_second_thread(launcher_programs: dict[str, Path],
+                                                               tmp_path: Path) -> None:
+    out = tmp_path / "x.txt"
+    proc = run_launches(launcher_programs["jal"], out, n=64, launches=1, worker_spin=1000, more=",threads=1")
+    assert "threads=1 but the guest started a second thread" in proc.stderr
+    assert not out.exists()  # absent, never an inexact count that passes for an exact one
 
 
 def test_no_launch_count_without_the_launcher(launcher_programs: dict[str, Path], tmp_path: Path) -> None:

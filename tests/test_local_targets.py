@@ -13,10 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_rvtune.counters import CounterFormatError, parse_icount, parse_perf_stat_csv
+from pytest_rvtune.counters import CounterFormatError, parse_hart_launch_insns, parse_icount, parse_perf_stat_csv
 from pytest_rvtune.harness.output import parse_harness_output
 from pytest_rvtune.targets.base import Target
-from pytest_rvtune.targets.local import HostTarget, QemuTarget, builtin_targets, perf_events_that_count
+from pytest_rvtune.targets.local import (
+    HostTarget,
+    QemuTarget,
+    TargetSetupError,
+    builtin_targets,
+    harness_threads,
+    perf_events_that_count,
+)
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, Toolchain
 
 PROGRAM = r"""
@@ -202,3 +209,42 @@ def test_icount_file_format() -> None:
     # an older plugin (no launch counting) is named as such, with the fix
     with pytest.raises(CounterFormatError, match=r"missing launches .*rvtune setup"):
         parse_icount("insns=10 vector_insns=0 kernel_insns=3", source="x.txt")
+
+
+def test_icount_per_thread_figures() -> None:
+    line = "insns=90 vector_insns=0 kernel_insns=30 launches=2 launch_insns=80 harts=3 hart_launch_insns=8,40,32\n"
+    # the counters stay counters (a per-launch division applies to them); the split is read on its own
+    assert parse_icount(line) == {"insns": 90.0, "vector_insns": 0.0, "kernel_insns": 30.0, "launches": 2.0,
+                                  "launch_insns": 80.0}
+    assert parse_hart_launch_insns(line) == [8, 40, 32]
+    # one thread (the plugin writes no split): all of it is thread 0's; no launcher: nothing
+    assert parse_hart_launch_insns("insns=9 vector_insns=0 kernel_insns=3 launches=1 launch_insns=7") == [7]
+    assert parse_hart_launch_insns("insns=1 vector_insns=0 kernel_insns=0 launches=0") == []
+    with pytest.raises(CounterFormatError, match=r"x.txt: harts=2 but 3 hart_launch_insns values"):
+        parse_hart_launch_insns(line.replace("harts=3", "harts=2"), source="x.txt")
+    with pytest.raises(CounterFormatError, match=r"expected key=<integer>,<integer>,\.\.\. items, got "
+                                                 r"'hart_launch_insns=8,,32'"):
+        parse_icount(line.replace("8,40,32", "8,,32"))
+
+
+@pytest.mark.parametrize(("args", "threads"), [
+    ([], 1), (["--runs", "3", "x.txt"], 1), (["--threads", "1"], 1), (["--threads", "0", "a"], 0),
+    (["--threads", "2", "--threads", "1"], 1), (["--threads", "lots"], None),
+])
+def test_harness_threads_is_what_our_harness_runs_with(args: list[str], threads: int | None) -> None:
+    # decides the plugin's counting: inline adds (threads=1) only when the harness will run one thread
+    assert harness_threads(args) == threads
+
+
+def test_a_plugin_built_from_another_icount_c_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # this code passes the plugin arguments of this icount.c (threads=1): an older build would refuse them at
+    # every run, so the target says what to do once, up front
+    tools = tmp_path / "tools"
+    (tools / "include").mkdir(parents=True)
+    (tools / "libicount.so").write_bytes(b"an old build")
+    (tools / "include" / "qemu-plugin.h").write_text("/* a header */\n")
+    (tools / "libicount.so.stamp").write_text("the inputs' hash of another icount.c\n")
+    monkeypatch.setenv("RVTUNE_TOOLS_DIR", str(tools))
+    with pytest.raises(TargetSetupError, match=r"libicount.so is out of date .*run `rvtune setup`"):
+        QemuTarget()
+    QemuTarget(counters=False)  # no plugin, nothing to refuse

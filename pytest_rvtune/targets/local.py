@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import platform
 import selectors
@@ -32,6 +33,7 @@ from pytest_rvtune.targets.base import RunResult, Target, TimingSource, run_dir_
 from pytest_rvtune.targets.die_with_parent import with_parent_death
 from pytest_rvtune.targets.output_cap import CappedOutput
 from pytest_rvtune.toolchain import HOST_ISA, QEMU_CPU, RISCV_ISA, RISCV_VLEN, find_tool, tool_version
+from pytest_rvtune.tools import plugin_state
 
 #: Host events tried by default; used only if this machine's PMU really counts them (see perf_events_that_count).
 DEFAULT_HOST_PERF_EVENTS: tuple[str, ...] = ("cycles", "instructions")
@@ -169,12 +171,27 @@ def launcher_symbol(kernel_symbol: str) -> str:
     return f"{kernel_symbol}_wrap"
 
 
+def harness_threads(args: Sequence[str | Path]) -> int | None:
+    """The launcher threads our harness runs with: its ``--threads N`` (the last one wins, as in the harness), 1
+    when absent (its default, docs/contracts.md); None when the value is not a number."""
+    threads: int | None = 1
+    for flag, value in itertools.pairwise(args):
+        if flag == "--threads":
+            threads = int(value) if isinstance(value, str) and value.isdigit() else None
+    return threads
+
+
 def plugin_argument(plugin: Path, out: Path, kernel_symbol: str | None, blocks: Path,
-                    with_timing_model: bool = False) -> str:
+                    with_timing_model: bool = False, one_thread: bool = False) -> str:
     """QEMU's -plugin value: counts to ``out``; with a kernel, its launch window and the kernel's instructions
     (its own function and the compiler runtime's precompiled parts it calls); with the timing model, also the
-    per-block counts it needs (``blocks``) and the K1 data-cache model (timing_model.K1_L1D/K1_L2)."""
+    per-block counts it needs (``blocks``) and the K1 data-cache model (timing_model.K1_L1D/K1_L2).
+    ``one_thread``: the guest runs one thread, so the plugin may count with inline adds (``threads=1``: the same
+    counts in less QEMU time; a guest that starts a second thread anyway gets no counts). Without it the plugin
+    counts every guest thread exactly, with a callback per executed block."""
     argument = f"{plugin},out={out}"
+    if one_thread:
+        argument += ",threads=1"
     if kernel_symbol:
         argument += (f",symbol={kernel_symbol},launch={launcher_symbol(kernel_symbol)}"
                      f",helpers={KERNEL_HELPER_PREFIX}")
@@ -187,7 +204,9 @@ def plugin_argument(plugin: Path, out: Path, kernel_symbol: str | None, blocks: 
 class QemuTarget:
     """qemu-riscv64 user mode with VLEN 256; counters from our instruction-count plugin.
 
-    Counts are exact only with one guest thread (the plugin's inline counters are not atomic).
+    Counts are exact with any number of guest threads (the plugin keeps per-thread counters; with several, its line
+    also splits ``launch_insns`` per thread: counters.parse_hart_launch_insns); with our harness at ``--threads 1``
+    the plugin counts the one thread with inline adds, which costs less QEMU time.
     Emulated time is not performance, so runs need no exclusive use of the machine (targets/lock.py), and a
     run is deterministic, so its result can be reused (count_fingerprint, count_cache.py).
     """
@@ -207,6 +226,12 @@ class QemuTarget:
         if counters and not self.plugin.is_file():
             raise TargetSetupError(
                 f"QEMU instruction-count plugin {self.plugin} is missing: run `rvtune setup` to build it"
+            )
+        if counters and plugin is None and plugin_state() == "stale":
+            # built from another icount.c: it may not know the arguments this code passes (threads=1)
+            raise TargetSetupError(
+                f"QEMU instruction-count plugin {self.plugin} is out of date (built from another icount.c, "
+                "qemu-plugin.h or flags): run `rvtune setup` to rebuild it"
             )
 
     @functools.cache  # noqa: B019 (one target object per session: caching on self is intended)
@@ -241,7 +266,11 @@ class QemuTarget:
             icount, blocks = Path(tmp) / "icount.txt", Path(tmp) / "blocks.txt"
             cmd = [self.qemu, "-cpu", QEMU_CPU]
             if self.counters:
-                cmd += ["-plugin", plugin_argument(self.plugin, icount, kernel_symbol, blocks, self.with_timing_model)]
+                # Our harness (no output format) runs one guest thread at --threads 1; a user's harness may
+                # start any number, so it gets the per-thread counting.
+                one_thread = output_format is None and harness_threads(args) == 1
+                cmd += ["-plugin", plugin_argument(self.plugin, icount, kernel_symbol, blocks, self.with_timing_model,
+                                                   one_thread=one_thread)]
             done = run_process([*cmd, str(elf.resolve()), *_local_args(args)], timeout, run_dir)
             counters = read_icount_file(icount) if self.counters else {}
             if counters and kernel_symbol and self.with_timing_model:
