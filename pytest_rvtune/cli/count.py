@@ -7,7 +7,7 @@ The ELF runs once, as it is, with ARGS (everything after ``--``), in the current
 The launch window is every instruction, on any thread, from the entry of the launcher (``--launch``, by default
 ``KERNEL_wrap``, also a C++ one) to its return; the figures are per launch: ``launch_insns``, ``kernel_insns``
 (inside the function KERNEL), the vector share of the window and ``x60_cycles`` (the X60 model, when the package
-has it). Run the ELF single-threaded: the plugin's counts are exact with one guest thread.
+has it). The plugin's counts are exact with any number of guest threads.
 
 ``--compare-to RESULTS`` sets the figures beside our items of the same kernel and config in a results file of
 ours (pytest_rvtune/results/peer.py: the kernel by name, the config from ``--config`` or else from the ELF's

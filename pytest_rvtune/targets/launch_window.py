@@ -7,7 +7,7 @@ reads by relative path are), under ``qemu-riscv64 -cpu <QEMU_CPU>`` (VLEN 256) w
 of the window and the X60 model's input). Nothing here knows pytest or our kernel specs: a Triton_RVV user's
 triton-cpu ELF and a hand-written program are counted alike.
 
-Counts are exact with one guest thread (the plugin's adds are not atomic): run the ELF single-threaded.
+Counts are exact with any number of guest threads (the plugin counts each thread on its own).
 """
 
 from __future__ import annotations

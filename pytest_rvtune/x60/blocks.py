@@ -2,9 +2,9 @@
 guest thread (docs/contracts.md).
 
 One line per block: ``<vaddr hex> <count> <insn hex>:<insn hex>... [h=<n0>,<n1>,...]``: the block's address, its
-executions inside launches, its instructions' bytes (memory order), and, from a plugin that counts per guest
-thread, the executions on each vCPU (they sum to ``count``). A line without ``h=`` is one hart's. Nothing here
-knows pytest.
+executions inside launches, its instructions' bytes (memory order), and, when a launch ran more than one thread,
+the executions on each guest thread of the launches (they sum to ``count``). A line without ``h=`` is one hart's.
+Nothing here knows pytest.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ class ExecutedBlock:
     vaddr: int
     count: int
     insns: tuple[bytes, ...]
-    per_hart: tuple[int, ...]  # executions per guest thread (vCPU index order); (count,) for one hart
+    # executions per guest thread of the launches: 0 = the thread that called the launcher, then the threads it
+    # started, in creation order (the plugin's numbering, not QEMU's vCPU index); (count,) for one thread
+    per_hart: tuple[int, ...]
 
 
 def parse_blocks(text: str, source: str = "blocks file") -> list[ExecutedBlock]:
