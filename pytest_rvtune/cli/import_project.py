@@ -112,6 +112,36 @@ def _per_harness(case: dict[str, Any], configs: list[Any]) -> str:
                             for h, values in per.items())
 
 
+def _fixed_configs(result: Scan, name: str, entry: dict[str, Any]) -> str:
+    """A kernel without a config getter: its one config, from its launch's text or (computed values) from the
+    launch its import-time code makes."""
+    from pytest_rvtune.compat.fixed_configs import recorded_block_values
+    from pytest_rvtune.compat.module_reader import read_module
+    from pytest_rvtune.compat.triton_rvv_module import load_rvv_module
+
+    if not entry["configs"]:
+        function = entry["functions"][0]
+        names = [p for p, constexpr in read_module(result.root / entry["module"]).kernels[function] if constexpr]
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # their import-time code prints its results
+                module = load_rvv_module(result.root / entry["module"])
+        except Exception as exc:  # the module's own error: shown as a finding, the import goes on
+            result.problem(name, f"configs: {exc}")
+            return ""
+        values = recorded_block_values(module, function, names)
+        space = entry.get("space", {})
+        if values is None and names and all(n in space for n in names):
+            values = {n: space[n][0] for n in names}  # the space gives them (and widens them at collection)
+        if values is None:
+            result.problem(name, f"{entry['module']}: {function}'s block values ({', '.join(names)}) are computed "
+                                 "when its launch runs, and its module launches nothing on import: give them with "
+                                 f"--space '{name}:{';'.join(n + '=<value>' for n in names)}'")
+            return ""
+        entry["configs"] = [values]
+    shown = ", ".join(f"{k}={v}" for k, v in entry["configs"][0].items())
+    return f"1 config: {shown}, the block values its launch uses"
+
+
 def config_counts(result: Scan) -> dict[str, str]:
     """Per entry: how many configs its getter (and space) give for its first case, per harness when the data has
     variants (or why the getter cannot be called)."""
@@ -119,8 +149,13 @@ def config_counts(result: Scan) -> dict[str, str]:
     from pytest_rvtune.compat.triton_rvv_module import MissingGetterParameter, load_rvv_module, read_configs
 
     counts: dict[str, str] = {}
-    for name, entry in result.table.get("kernels", {}).items():
+    for name, entry in list(result.table.get("kernels", {}).items()):
         case_name, case = next(iter(entry["cases"].items()))
+        if not entry["config_getter"]:
+            counts[name] = _fixed_configs(result, name, entry)
+            if not entry["configs"]:  # no config to run: not written (the finding says what to give)
+                del result.table["kernels"][name]
+            continue
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # their getters print every config they make
                 module = load_rvv_module(result.root / entry["module"])
@@ -202,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
     counts = config_counts(result) if result.table.get("kernels") else {}
     print(f"rvtune import: {root}")
     for f in result.findings:
-        extra = f" ({counts[f.subject]})" if f.ok and f.subject in counts else ""
+        extra = f" ({counts[f.subject]})" if f.ok and counts.get(f.subject) else ""
         print(f"  {'ok ' if f.ok else 'FIX'}  {f.subject}: {f.message}{extra}")
     if not result.table.get("kernels"):
         print("nothing to import: no kernel module with a config getter and a harness", file=sys.stderr)

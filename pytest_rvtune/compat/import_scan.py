@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_rvtune.compat.checkout_layout import KNOWN_RUN, Layout, find_layout
+from pytest_rvtune.compat.fixed_configs import static_block_values
 from pytest_rvtune.compat.harness_reader import HarnessInfo, read_harness, strip_comments
 from pytest_rvtune.compat.harness_values import read_data
 from pytest_rvtune.compat.int_expr import IntExprError, names_in
@@ -170,9 +171,16 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path,
         result.problem(stem, f"{rel}: no function named *_kernel: nothing to tune")
         return None
     getter = next((g for g in info.getters if g.startswith(f"get_{stem}")), next(iter(info.getters), None))
-    if getter is None:
-        result.problem(stem, f"{rel}: no get_<name>_kernel_autotune_config(): add one returning triton.Configs")
-        return None
+    fixed: list[dict[str, int]] | None = None
+    if getter is None:  # fixed block sizes: one config, the values its launch uses (fixed_configs.py)
+        kernel = next((k for k in info.kernels if k in info.launches), None)
+        if kernel is None:
+            result.problem(stem, f"{rel}: no get_<name>_kernel_autotune_config() and no kernel[grid](...) launch "
+                                 "of its kernels: add a getter returning triton.Configs")
+            return None
+        names = [p for p, constexpr in info.kernels[kernel] if constexpr]
+        values = static_block_values(module, kernel, names)
+        fixed = [values] if values is not None else []  # [] : the import-time launch, read when loaded
     harness = _harness_for(root, layout, stem)
     if harness is None:
         result.problem(stem, f"no harness {layout.harness_dir or HARNESS_DIR}/{stem}_kernel.cpp: write one (their "
@@ -210,12 +218,13 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path,
                                       "sha256": _pin_data(result, root, layout, stem, case_name, hinfo, params)}
         else:  # the files are per value (the plans): the harness's own unprefixed paths are not what runs
             entry_cases[case_name] = {"params": params, "sha256": {}, **variants}
-    result.found(stem, f"{rel}: {len(functions)} kernel(s) ({', '.join(functions)}), configs from {getter}(), "
+    source = f"{getter}()" if getter else "its launch (no config getter: fixed block sizes, one config)"
+    result.found(stem, f"{rel}: {len(functions)} kernel(s) ({', '.join(functions)}), configs from {source}, "
                        f"harness {harness_rel}, {len(hinfo.data)} data file(s) per case")
     entry: dict[str, Any] = {
         "module": rel,
         "functions": functions,
-        "config_getter": getter,
+        "config_getter": getter or "",
         "harness": harness_rel,
         "argv": argv,
         "data": hinfo.data if variants is None else [],
@@ -223,6 +232,8 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path,
         "signature": signatures,
         "cases": entry_cases,
     }
+    if fixed is not None:
+        entry["configs"] = fixed
     if space:
         entry["space"] = space
     if variants is not None and any(v["harness"] == "generic" for v in variants["variants"].values()):
@@ -269,10 +280,10 @@ def _signatures(result: Scan, stem: str, functions: list[str], info: ModuleInfo,
     return signatures
 
 
-def _case_names(info: ModuleInfo, getter: str, hinfo: HarnessInfo) -> set[str]:
+def _case_names(info: ModuleInfo, getter: str | None, hinfo: HarnessInfo) -> set[str]:
     """Every name a case may give: the harness's argv fields, the getter's parameters (their attention getter
     takes DMODEL, no argv field) and the names the data paths use."""
-    names = set(hinfo.shape_names) | (set(info.getters.get(getter, [])) - {"num_threads"})
+    names = set(hinfo.shape_names) | (set(info.getters.get(getter or "", [])) - {"num_threads"})
     for template in hinfo.data:
         names |= _fields(template)
     return names - hinfo.config_names

@@ -168,7 +168,7 @@ class RvvEntry:
     name: str
     module: Path
     functions: tuple[str, ...]
-    config_getter: str
+    config_getter: str  # "" for a kernel without one: ``configs`` then lists its fixed block values
     harness: Path
     argv: tuple[str, ...]
     data: tuple[str, ...]
@@ -178,6 +178,7 @@ class RvvEntry:
     tolerance: dict[str, float] = field(default_factory=dict)  # their harness checks itself; ours uses these
     space: dict[str, tuple[int, ...]] = field(default_factory=dict)  # key -> the values to tune (replaces the getter's)
     launch: str | None = None  # their Python launch function (the generic harness runs its kernel[grid] call)
+    configs: tuple[dict[str, int], ...] = ()  # fixed block values of a kernel without a config getter
     where: str = ""  # "<file> [triton_rvv.kernels.<name>]", for messages
 
     def _format(self, template: str, case: RvvCase, key: str) -> str:
@@ -317,6 +318,20 @@ def _case(name: str, table: Any, where: str) -> RvvCase:
     return RvvCase(name, dict(params), _sha_table(table, where), key, variants)
 
 
+def _getter_or_configs(table: Mapping[str, Any], where: str) -> tuple[str, tuple[dict[str, int], ...]]:
+    """A config getter's name, or (a kernel with fixed block sizes) ``configs = [{ BLOCK_SIZE = 64 }]``."""
+    getter = table.get("config_getter", "")
+    configs = table.get("configs", [])
+    if not isinstance(configs, list) or not all(
+            isinstance(c, dict) and c and all(type(v) is int for v in c.values()) for c in configs):
+        raise ProjectError(f"{where}: configs must be a list of tables of integer block values, e.g. "
+                           f"[{{ BLOCK_SIZE = 64 }}], got {configs!r}")
+    if not isinstance(getter, str) or (not getter and not configs):
+        raise ProjectError(f"{where}: give config_getter (the module's get_<x>_kernel_autotune_config) or, for a "
+                           "kernel with fixed block sizes, configs = [{ BLOCK_SIZE = 64 }]")
+    return getter, tuple(dict(c) for c in configs)
+
+
 def _space(table: Mapping[str, Any], where: str) -> dict[str, tuple[int, ...]]:
     space = table.get("space", {})
     if not isinstance(space, dict):
@@ -359,7 +374,8 @@ def _entry(project_root: Path, path: Path, name: str, table: Any) -> RvvEntry:
         name=name,
         module=_existing(project_root, _str(table, "module", where), where, "module"),
         functions=functions,
-        config_getter=_str(table, "config_getter", where),
+        config_getter=_getter_or_configs(table, where)[0],
+        configs=_getter_or_configs(table, where)[1],
         harness=_existing(project_root, _str(table, "harness", where), where, "harness"),
         argv=_str_list(table, "argv", where),
         data=tuple(_relative_data(t, where) for t in _str_list(table, "data", where)),

@@ -58,6 +58,8 @@ def _loaded(path: Path) -> ModuleType:
 def entry_configs(entry: RvvEntry, case: RvvCase) -> list[RvvConfig]:
     """The entry's configs for a case: its getter called with the case's values (their getters take sizes),
     then its ``space`` applied."""
+    if not entry.config_getter:  # fixed block sizes: the values their launch uses (fixed_configs.py)
+        return apply_space([RvvConfig(dict(c), None) for c in entry.configs], entry.space, entry.where)
     module = _loaded(entry.module)
     return apply_space(load_configs(module, entry.config_getter, case.params, entry.num_threads), entry.space,
                        entry.where)

@@ -227,8 +227,9 @@ def load_rvv_module(path: Path) -> types.ModuleType:
     sys.modules[name] = module  # triton and inspect look functions' modules up by name
     entry = str(path.parent)
     sys.path.insert(0, entry)
+    launches: list[ImportLaunch] = []
     try:
-        with only_this_process():
+        with only_this_process(), _recording_launches(launches):
             exec(code, module.__dict__)
     except KeyboardInterrupt:
         sys.modules.pop(name, None)
@@ -243,7 +244,46 @@ def load_rvv_module(path: Path) -> types.ModuleType:
         with contextlib.suppress(ValueError):  # the module may have taken it out itself
             sys.path.remove(entry)  # the first occurrence: the one inserted above
         module.__dict__.pop(_MISSING_HOOK, None)
+    module.__dict__[IMPORT_LAUNCHES] = launches
     return module
+
+
+#: Module attribute: the kernel launches its import-time code made (recorded, not run).
+IMPORT_LAUNCHES = "__rvtune_import_launches__"
+
+
+@dataclass(frozen=True)
+class ImportLaunch:
+    """A ``kernel[grid](...)`` a module's import-time code made (their softmax.py runs its kernel at import)."""
+
+    kernel: str
+    grid: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+@contextlib.contextmanager
+def _recording_launches(launches: list[ImportLaunch]) -> Any:
+    """While a module executes, its kernel launches are recorded instead of run: with triton-cpu they ran on the
+    host, here there is no host driver (Triton would refuse with "0 active drivers"); the recorded call says
+    which block values a kernel without a config getter is launched with."""
+    from triton.runtime.jit import JITFunction
+
+    original = JITFunction.run
+
+    def record(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> None:
+        launches.append(ImportLaunch(getattr(self.fn, "__name__", "?"), grid, args, kwargs))
+
+    JITFunction.run = record
+    try:
+        yield
+    finally:
+        JITFunction.run = original
+
+
+def import_launches(module: types.ModuleType) -> list[ImportLaunch]:
+    """The launches ``module``'s import-time code made (see load_rvv_module)."""
+    return list(vars(module).get(IMPORT_LAUNCHES, []))
 
 
 # ------------------------------------------------------------------------------------------ kernels
