@@ -206,6 +206,17 @@ def test_our_elf_counts_as_our_item_records_it(ours: build.BuildArtifact, capsys
     assert 0 < figures["vector_share"] < 1
 
 
+def test_a_threaded_launch_counts_every_thread(ours: build.BuildArtifact, capsys: pytest.CaptureFixture[str]) -> None:
+    one = count_json(capsys, ours.elf, "--symbol", ours.kernel_symbol, "--", *RUN_OPTS, *map(str, ours.argv))
+    argv = [*RUN_OPTS[:-1], "2", *map(str, ours.argv)]  # --threads 2: the launcher starts two workers
+    two = count_json(capsys, ours.elf, "--symbol", ours.kernel_symbol, "--", *argv)
+    assert (one["harts"], two["harts"]) == (1, 3)  # the calling thread and its two workers
+    assert two["kernel_insns"] == one["kernel_insns"]  # the same grid, split over the workers
+    assert two["launch_insns"] > one["launch_insns"]  # plus starting and joining the threads
+    code, out, _ = count(capsys, ours.elf, "--symbol", ours.kernel_symbol, "--", *argv)
+    assert code == 0 and "threads" in out
+
+
 def _results_file(path: Path, config: dict, launch_insns: float, kernel_symbol: str = "fused_moe_kernel") -> Path:
     """A results file of ours with one passed fused_moe item (the fields results/writer.py writes)."""
     from pytest_rvtune.spec import config_id

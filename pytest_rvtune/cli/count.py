@@ -79,7 +79,8 @@ def figures(counts: WindowCounts) -> dict[str, Any]:
     out: dict[str, Any] = {
         "elf": str(counts.window.elf), "symbol": counts.window.symbol, "launch": counts.window.launcher,
         "launches": counts.launches, **per, "vector_share": counts.vector_share,
-        "insns_whole_process": counts.insns, "block_constants": counts.window.constants,
+        "insns_whole_process": counts.insns, "block_constants": counts.window.constants, "harts": counts.harts,
+        "hart_launch_insns": [n / counts.launches for n in counts.hart_launch_insns],
     }
     if not counts.x60:
         out["x60_missing"] = counts.x60_missing
@@ -94,6 +95,9 @@ def _text(counts: WindowCounts) -> str:
     if "kernel_insns" in per:
         rows.append(["kernel_insns", f"{per['kernel_insns']:,.0f}", f"per launch: inside {w.symbol}"])
     rows.append(["vector share", f"{100 * counts.vector_share:.1f} %", "RVV instructions in the window"])
+    if counts.harts > 1:
+        split = " + ".join(f"{n / counts.launches:,.0f}" for n in counts.hart_launch_insns)
+        rows.append(["threads", f"{counts.harts}", f"inside the launches; launch_insns per launch = {split}"])
     if counts.x60:
         rows += [_x60_row(name, per[name]) for name in sorted(counts.x60, key=lambda n: (n != "x60_cycles", n))]
     else:

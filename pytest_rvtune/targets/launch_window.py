@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pytest_rvtune import paths, timing_model
 from pytest_rvtune.compiler.runtime_object import KERNEL_HELPER_PREFIX
-from pytest_rvtune.counters import read_icount_file
+from pytest_rvtune.counters import parse_hart_launch_insns, read_icount_file
 from pytest_rvtune.elf_info import ElfError, ElfInfo, read_elf
 from pytest_rvtune.targets.local import launcher_symbol, run_process
 from pytest_rvtune.toolchain import QEMU_CPU, ToolchainError, find_tool
@@ -58,10 +58,16 @@ class WindowCounts:
     launch_insns: float
     kernel_insns: float | None
     insns: float                     # the whole process
+    hart_launch_insns: list[int]     # launch_insns per guest thread of the launches (0 = the caller's)
     window_vector_insns: float       # RVV instructions inside launch windows (from the blocks file)
     window_block_insns: float        # all instructions inside launch windows, from the same file
     x60: dict[str, float] = field(default_factory=dict)  # the X60 model's totals, when the model is installed
     x60_missing: str = ""            # why there is no X60 figure
+
+    @property
+    def harts(self) -> int:
+        """Guest threads that ran inside the launch windows (1 without threads)."""
+        return max(1, len(self.hart_launch_insns))
 
     @property
     def vector_share(self) -> float:
@@ -143,6 +149,7 @@ def count_window(window: LaunchWindow, args: Sequence[str], run_dir: Path, *, ti
             raise CountError(f"{what} failed under QEMU with exit code {done.returncode} (run in {run_dir}; data "
                              f"paths are relative to it, --run-dir DIR changes it). {_tails(done.stdout, done.stderr)}")
         counters = read_icount_file(out)
+        out_text = out.read_text() if out.is_file() else ""
         if "launch_insns" not in counters:
             raise CountError(f"the plugin did not find the launcher {window.launcher} in {window.elf}: rebuild it "
                              "with `rvtune setup`")
@@ -156,7 +163,8 @@ def count_window(window: LaunchWindow, args: Sequence[str], run_dir: Path, *, ti
     vector = sum(b.count * sum(is_vector_insn(i) for i in b.insns) for b in blocks)
     return WindowCounts(window=window, launches=launches, launch_insns=counters["launch_insns"],
                         kernel_insns=counters.get("kernel_insns") if window.symbol else None,
-                        insns=counters["insns"], window_vector_insns=float(vector),
+                        insns=counters["insns"], hart_launch_insns=parse_hart_launch_insns(out_text, str(out)),
+                        window_vector_insns=float(vector),
                         window_block_insns=float(sum(b.count * len(b.insns) for b in blocks)),
                         x60=x60, x60_missing=missing)
 
