@@ -58,7 +58,7 @@ class CacheLevel:
         return f"{self.size}:{self.ways}:{self.line}"
 
 
-#: SpacemiT K1 data caches, per core (one X60 core runs the launch; --threads 1 for exact counts).
+#: SpacemiT K1 data caches, per core (the plugin's model is one cache: with launcher threads, all harts share it).
 #: - L1D 32 KiB: "32K L1-Cache per core" (SpacemiT K1 datasheet, docs.banana-pi.org/en/BPI-F3/SpacemiT_K1_datasheet).
 #: - L2 512 KiB per 4-core cluster: "512K L2-Cache" per cluster (same datasheet).
 #: - line 64 B: the K1 device tree's `riscv,cbom-block-size = <64>` (Linux arch/riscv/boot/dts/spacemit/k1.dtsi).

@@ -292,3 +292,16 @@ def test_no_launch_count_without_the_launcher(launcher_programs: dict[str, Path]
     counts = count_launches(launcher_programs["jal"], tmp_path / "x.txt", n=64, launches=2, launch="no_such_wrap")
     assert "launch_insns" not in counts  # absent, never a zero that would rank first
     assert counts["launches"] == 0 and counts["kernel_insns"] > 0
+
+
+def test_cache_model_takes_every_threads_accesses(launcher_programs: dict[str, Path], tmp_path: Path) -> None:
+    """With several threads the cache model is shared under a lock: no access is lost. Each worker's loop loads and
+    stores `sink` once per iteration (a volatile), inside the launch."""
+    spin, workers = 50_000, 3
+    caches = ",l1d=32768:8:64,l2=524288:8:64"
+    alone = count_launches(launcher_programs["jal"], tmp_path / "0.txt", n=64, launches=1, more=caches)
+    busy = count_launches(launcher_programs["jal"], tmp_path / "3.txt", n=64, launches=1, worker_spin=spin,
+                          workers=workers, more=caches)
+    assert busy["l1d_accesses"] >= alone["l1d_accesses"] + 2 * spin * workers
+    # the loops touch one line over and over: the threads add almost no misses
+    assert busy["l1d_misses"] < alone["l1d_misses"] + 1_000
