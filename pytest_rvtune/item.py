@@ -321,7 +321,8 @@ def run_project_item(session: RvtuneSession, nodeid: str, info: ProjectItemInfo,
     try:
         artifact = build_project_item(info.project, info.entry, info.case, info.config, target.isa)
     except Exception as exc:  # compile, link, the module's own errors: this item's build fails, the rest go on
-        return build_failed(work, target, f"{work.what}: {exc}", time.perf_counter() - started)
+        return build_failed(work, target, f"{work.what}: {exc}", time.perf_counter() - started).with_fields(
+            harness="theirs")
     build_info = {"build_seconds": time.perf_counter() - started, "build_cache_hit": bool(artifact.cache_hit)}
     try:
         target.prepare([artifact.elf, *data.files.values()])
@@ -345,7 +346,8 @@ def run_generic_project_item(session: RvtuneSession, work: ItemWork, info: Proje
     try:
         artifact = build_generic_item(info.project, info.entry, info.config, variant, target.isa)
     except Exception as exc:  # their launch, compile, link: this item's build fails, the rest go on
-        return build_failed(work, target, f"{work.what} (generic harness): {exc}", time.perf_counter() - started)
+        return build_failed(work, target, f"{work.what} (generic harness): {exc}",
+                            time.perf_counter() - started).with_fields(harness="generic", harness_why=variant.why)
     build_info = {"build_seconds": time.perf_counter() - started, "build_cache_hit": bool(artifact.cache_hit)}
     try:
         target.prepare([artifact.elf, *(a for a in artifact.argv if isinstance(a, Path))])
