@@ -3,6 +3,7 @@ where their harness cannot serve a value: on an MoE-like kernel of ours in the T
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -192,3 +193,52 @@ def test_changed_variant_data_is_an_error(tmp_path, cache, capsys):
     proc, records = _pytest(root, cache, "--rvtune-target", "qemu", "-k", "moe")
     assert proc.returncode == 1
     assert "matrix_3x12_2.txt changed since it was pinned" in records[0]["message"]
+
+
+# ------------------------------------------------------------------------------------------ their launch, recorded
+def _generic_parts(root: Path, bm: int, bn: int):
+    from pytest_rvtune.compat.triton_rvv_module import RvvConfig, load_rvv_module
+
+    project = read_project(root / "rvtune.toml")
+    assert project is not None
+    entry = project.entries["moe"]
+    variant = entry.cases["default"].variants[bm]
+    config = RvvConfig({"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "top_k": 2}, 1)
+    return project, entry, variant, config, load_rvv_module(entry.module)
+
+
+def test_their_launch_gives_arguments_and_grid_per_config(tmp_path, capsys):
+    from pytest_rvtune.compat.generic_run import record_launch
+
+    root = make_moe_tree(tmp_path / "repo")
+    _import(root, capsys)
+    project, entry, variant, config, module = _generic_parts(root, 16, 8)
+    launch = record_launch(module, entry, "moe_kernel", variant, config, project.run_dir)
+    em = padded_size(16)
+    assert launch.grid == (em // 16, 2, 1)  # cdiv(EM, BLOCK_SIZE_M) x cdiv(N, BLOCK_SIZE_N), from their lambda
+    # sizes and strides as their code computes them from the files' shapes; strides of 1 left out (specialised)
+    assert launch.scalars == {"N": 12, "num_tokens_post_padded": em, "num_valid_tokens": 12, "stride_am": 12,
+                              "stride_we": 12, "stride_cm": 12}
+    assert [(a.name, a.ttype, a.role, a.shown) for a in launch.args if a.is_tensor] == [
+        ("a_ptr", "*fp32", "in", "a"), ("w_ptr", "*fp32", "in", "w"), ("c_ptr", "*fp32", "out", "c"),
+        ("sorted_token_ids_ptr", "*i32", "in", "sorted_token_ids"), ("expert_ids_ptr", "*i32", "in", "expert_ids")]
+    assert launch.expected["c_ptr"].name == "matrix_BLOCK_SIZE_M_16_6x2x12_3.txt"
+    # the kernel and triton are theirs again afterwards
+    assert callable(module.moe_kernel) and module.triton.jit.__module__.startswith("triton")
+
+
+def test_a_launch_that_cannot_be_bound_is_named(tmp_path, capsys):
+    from pytest_rvtune.compat.generic_run import GenericRunError, record_launch
+
+    root = make_moe_tree(tmp_path / "repo")
+    module_file = root / "benchmark/src/triton/moe.py"
+    # the output made inside the launch function: no data file is known for it
+    text = module_file.read_text().replace("    M, N = a.shape\n", "    M, N = a.shape\n    c = torch.empty_like(c)\n")
+    module_file.write_text(text)
+    _import(root, capsys)
+    project, entry, variant, config, module = _generic_parts(root, 8, 8)
+    with pytest.raises(GenericRunError, match="moe_kernel's c_ptr gets a tensor made inside benchmark_triton"):
+        record_launch(module, entry, "moe_kernel", variant, config, project.run_dir)
+    bad = dataclasses.replace(entry, launch="run_it")
+    with pytest.raises(GenericRunError, match="has no function run_it: set launch in"):
+        record_launch(module, bad, "moe_kernel", variant, config, project.run_dir)
