@@ -43,6 +43,7 @@ class Counts:
     launch_insns: float  # per launch (the whole call of <kernel>_wrap)
     vector_insns: float  # per run (whole process, like our kernels' vector share)
     insns: float
+    x60_cycles: float | None = None  # per launch, the X60 model's (None where the target does not give it)
 
     @property
     def vector_share(self) -> float:
@@ -68,7 +69,9 @@ def _run(elf: Path, args: list[str], symbol: str, what: str) -> Counts:
     launches = res.counters.get("launches", 0)
     if launches != REPS or "launch_insns" not in res.counters:
         raise YardstickError(f"{what}: the QEMU plugin saw {launches} launches of {symbol}_wrap, expected {REPS}")
-    return Counts(res.counters["launch_insns"] / launches, res.counters["vector_insns"], res.counters["insns"])
+    x60 = res.counters.get("x60_cycles")
+    return Counts(res.counters["launch_insns"] / launches, res.counters["vector_insns"], res.counters["insns"],
+                  None if x60 is None else x60 / launches)
 
 
 def _save(path: Path, array: np.ndarray) -> str:
@@ -201,6 +204,11 @@ def fused_moe(m: int, experts: int, k: int, n: int, top_k: int, block_m: int, wo
     return counts
 
 
+#: The X60's fp32 FMA peak per core: vfmacc.vf at e32m8 issues every 8 cycles (rvv-bench's X60 instruction table,
+#: camel-cdr/rvv-bench-results spacemit_x60/index.html at 6438d64) = 64 lanes x 2 FLOP / 8 = 16 FLOP per cycle.
+X60_PEAK_FLOP_PER_CYCLE = 16.0
+
+
 def moe_flops(m: int, k: int, n: int, top_k: int) -> float:
     """Multiply-adds x 2 of a fused MoE launch: every valid (token, k) slot times its expert's [n, k] weights."""
     return 2.0 * m * top_k * n * k
@@ -216,6 +224,7 @@ def gemm_floor_insns_per_flop(rows: int = 3, lanes: int = FLOATS_PER_M8) -> floa
 __all__ = [
     "FLOATS_PER_M8",
     "MATMUL_VARIANTS",
+    "X60_PEAK_FLOP_PER_CYCLE",
     "Counts",
     "YardstickError",
     "flash_attention",

@@ -16,6 +16,9 @@ One table, one row per measurement, each with the load average when it was taken
   floor (a computed figure, bench/yardsticks.py); flash attention (non-causal, emu shape) and fused MoE (emu
   shape, the routing padded per the best config's BLOCK_SIZE_M) per FLOP likewise.
   ``est_cycles`` is printed beside the counts when the plugin gives it.
+- where the target gives the X60 model's ``x60_cycles`` (pytest_rvtune/x60): modelled SpacemiT X60 cycles per
+  FLOP (or per element) of the config with the fewest of them, against each yardstick's and, per FLOP, the
+  chip's fp32 peak (vfmacc.vf e32m8 at 8 cycles: 16 FLOP/cycle, 1/16 cycle per FLOP).
 
 Every kernel run also checks its answer against the kernel module's reference (a wrong answer is an error).
 """
@@ -146,15 +149,22 @@ def launch_counts(spec: Any, case: str, config: dict[str, Any]) -> dict[str, flo
         raise BenchError(f"{spec.name} [{spec.config_id(config)}]: the QEMU plugin counted no whole launch "
                          f"(launches={launches}): rebuild the plugin (rvtune setup)")
     out = {"launch_insns": counters["launch_insns"] / launches}
-    if "est_cycles" in counters:
-        out["est_cycles"] = counters["est_cycles"] / launches
+    for name in ("est_cycles", "x60_cycles"):
+        if name in counters:
+            out[name] = counters[name] / launches
     return out
 
 
-def _best_qemu(spec: Any, case: str, configs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, float]]:
-    """(config, counts): the config whose whole launch takes the fewest instructions."""
+Best = tuple[dict[str, Any], dict[str, float]]
+
+
+def _best_qemu(spec: Any, case: str, configs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, float], Best]:
+    """(config, counts) of the config whose whole launch takes the fewest instructions, and the config with the
+    fewest X60 cycles (the same one again where the target gives no x60_cycles)."""
     scored = [(config, launch_counts(spec, case, config)) for config in configs]
-    return min(scored, key=lambda pair: pair[1]["launch_insns"])
+    config, counts = min(scored, key=lambda pair: pair[1]["launch_insns"])
+    x60 = min(scored, key=lambda pair: pair[1].get("x60_cycles", pair[1]["launch_insns"]))
+    return config, counts, x60
 
 
 # ---- references -----------------------------------------------------------------------------------------
@@ -324,6 +334,28 @@ def _cycles_note(counts: dict[str, float], per: float) -> str:
     return f"est_cycles {counts['est_cycles'] / per:.4f}"
 
 
+#: The peak as a reference row: cycles per FLOP at the X60's fp32 FMA peak.
+X60_PEAK = (f"{1 / yardsticks.X60_PEAK_FLOP_PER_CYCLE:.4f} (peak: fp32 vfmacc.vf e32m8, "
+            f"{yardsticks.X60_PEAK_FLOP_PER_CYCLE:g} FLOP/cycle, rvv-bench X60 table)")
+
+
+def x60_rows(what: str, config: str, ours: dict[str, float], per: float,
+             refs: Sequence[tuple[str, float | None]]) -> list[Row]:
+    """Rows of X60 cycles per FLOP or element (the X60 model's, pytest_rvtune/x60): ours against each reference
+    (its x60_cycles per launch, or None where it has none) and, for FLOP rows, the peak. None without the model."""
+    if "x60_cycles" not in ours:
+        return []
+    mine = ours["x60_cycles"] / per
+    rows = [Row(QEMU, what, config, f"{mine:.4f}", f"{cycles / per:.4f} ({description})",
+                f"{mine / (cycles / per):.2f}x", "X60 model cycles ours/ref")
+            for description, cycles in refs if cycles]
+    if what.endswith("/ FLOP"):
+        peak = 1 / yardsticks.X60_PEAK_FLOP_PER_CYCLE
+        rows.append(Row(QEMU, what, config, f"{mine:.4f}", X60_PEAK, f"{mine / peak:.2f}x",
+                        "X60 model cycles ours/peak"))
+    return rows
+
+
 def qemu_rows(args: argparse.Namespace, workdir: Path) -> list[Row]:
     rows: list[Row] = []
     for n in args.qemu_size:
@@ -343,24 +375,27 @@ def qemu_matmul_rows(args: argparse.Namespace, n: int, workdir: Path) -> list[Ro
     spec.cases[case] = dict(M=n, N=n, K=n)
     configs = [_mm_config(*c) for c in MATMUL_CANDIDATES if max(c[:2]) <= n][:args.max_configs]
     flops = 2.0 * n ** 3
-    config, ours = _best_qemu(spec, case, configs)
+    config, ours, (x60_config, x60_ours) = _best_qemu(spec, case, configs)
     ipf = ours["launch_insns"] / flops
     what = f"matmul {n}^3 fp32, launch insns / FLOP"
     rows = []
+    hands = {variant: yardsticks.matmul(n, variant, workdir) for variant in yardsticks.MATMUL_VARIANTS}
     for variant, (_, description) in yardsticks.MATMUL_VARIANTS.items():
-        hand = yardsticks.matmul(n, variant, workdir).launch_insns / flops
+        hand = hands[variant].launch_insns / flops
         rows.append(Row(QEMU, what, _short(config), f"{ipf:.4f}", f"{hand:.4f} ({description})",
                         f"{ipf / hand:.2f}x", f"insns ours/ref; {_cycles_note(ours, flops)}"))
     floor = yardsticks.gemm_floor_insns_per_flop()
     rows.append(Row(QEMU, what, _short(config), f"{ipf:.4f}", f"{floor:.4f} (floor: per K step 3 vfmacc.vf + "
                     f"3 flw + 1 vle32 + 1 add, LMUL8; computed)", f"{ipf / floor:.2f}x", "insns ours/floor"))
-    return rows
+    return rows + x60_rows(f"matmul {n}^3 fp32, X60 cycles / FLOP", _short(x60_config), x60_ours, flops,
+                           [(description, hands[variant].x60_cycles)
+                            for variant, (_, description) in yardsticks.MATMUL_VARIANTS.items()])
 
 
 def qemu_row_kernel_rows(args: argparse.Namespace, name: str, workdir: Path) -> list[Row]:
     """softmax / layer_norm at the module's emu shape: launch insns per element vs the hand-written kernel."""
     spec = _spec(args.kernels, name)
-    config, ours = _best_qemu(spec, "emu", _module_configs(spec)[:args.max_configs])
+    config, ours, (x60_config, x60_ours) = _best_qemu(spec, "emu", _module_configs(spec)[:args.max_configs])
     case = spec.case("emu", spec.variant_of(config))
     rows_, cols = (case["n_rows"], case["n_cols"]) if name == "softmax" else (case["M"], case["N"])
     elements = float(rows_ * cols)
@@ -369,7 +404,9 @@ def qemu_row_kernel_rows(args: argparse.Namespace, name: str, workdir: Path) -> 
     ipe, hand_ipe = ours["launch_insns"] / elements, hand.launch_insns / elements
     return [Row(QEMU, f"{name} {rows_}x{cols} fp32, launch insns / element", _short(config), f"{ipe:.3f}",
                 f"{hand_ipe:.3f} (hand-written RVV, LMUL8, vector reductions)", f"{ipe / hand_ipe:.2f}x",
-                f"insns ours/ref; {_cycles_note(ours, elements)}")]
+                f"insns ours/ref; {_cycles_note(ours, elements)}"),
+            *x60_rows(f"{name} {rows_}x{cols} fp32, X60 cycles / element", _short(x60_config), x60_ours, elements,
+                      [("hand-written RVV, LMUL8, vector reductions", hand.x60_cycles)])]
 
 
 def qemu_flash_rows(args: argparse.Namespace, workdir: Path) -> list[Row]:
@@ -377,31 +414,39 @@ def qemu_flash_rows(args: argparse.Namespace, workdir: Path) -> list[Row]:
     two matmuls) vs the hand-written RVV kernel."""
     spec = _spec(args.kernels, "flash_attention_fwd")
     configs = [{"BLOCK_SIZE_M": m, "BLOCK_SIZE_N": bn, "IS_CAUSAL": False} for m, bn in FLASH_CANDIDATES]
-    config, ours = _best_qemu(spec, "emu", configs[:args.max_configs])
+    config, ours, (x60_config, x60_ours) = _best_qemu(spec, "emu", configs[:args.max_configs])
     case = spec.case("emu", spec.variant_of(config))
     heads, n, d = case["Z"] * case["H"], case["N_CTX"], case["D_HEAD"]
     flops = 4.0 * heads * n * n * d
-    hand = yardsticks.flash_attention(heads, n, d, False, workdir).launch_insns / flops
+    counts = yardsticks.flash_attention(heads, n, d, False, workdir)
+    hand = counts.launch_insns / flops
     ipf = ours["launch_insns"] / flops
+    description = "hand-written RVV, K^T packed, 3 query rows x LMUL8, online softmax"
     return [Row(QEMU, f"flash attention fwd (Z*H={heads} N_CTX={n} D={d}), launch insns / FLOP", _short(config),
-                f"{ipf:.4f}", f"{hand:.4f} (hand-written RVV, K^T packed, 3 query rows x LMUL8, online softmax)",
-                f"{ipf / hand:.2f}x", f"insns ours/ref; {_cycles_note(ours, flops)}")]
+                f"{ipf:.4f}", f"{hand:.4f} ({description})",
+                f"{ipf / hand:.2f}x", f"insns ours/ref; {_cycles_note(ours, flops)}"),
+            *x60_rows(f"flash attention fwd (Z*H={heads} N_CTX={n} D={d}), X60 cycles / FLOP", _short(x60_config),
+                      x60_ours, flops, [(description, counts.x60_cycles)])]
 
 
 def qemu_moe_rows(args: argparse.Namespace, workdir: Path) -> list[Row]:
     """Fused MoE at the module's emu shape: launch insns per FLOP (2 x valid slots x N x K) vs the hand-written
     RVV kernel on the same routing (padding per the best config's BLOCK_SIZE_M)."""
     spec = _spec(args.kernels, "fused_moe")
-    config, ours = _best_qemu(spec, "emu", moe_configs(spec)[:args.max_configs])
+    config, ours, (x60_config, x60_ours) = _best_qemu(spec, "emu", moe_configs(spec)[:args.max_configs])
     case = spec.case("emu", spec.variant_of(config))
     m, e, k, n, top_k = (case[key] for key in ("M", "E", "K", "N", "top_k"))
     flops = yardsticks.moe_flops(m, k, n, top_k)
-    hand = yardsticks.fused_moe(m, e, k, n, top_k, config["BLOCK_SIZE_M"], workdir,
-                                idle_experts=tuple(case["idle_experts"])).launch_insns / flops
+    counts = yardsticks.fused_moe(m, e, k, n, top_k, config["BLOCK_SIZE_M"], workdir,
+                                  idle_experts=tuple(case["idle_experts"]))
+    hand = counts.launch_insns / flops
     ipf = ours["launch_insns"] / flops
+    description = "hand-written RVV, B^T packed per expert, 3 slots x LMUL8"
     return [Row(QEMU, f"fused MoE (M={m} E={e} K={k} N={n} top_k={top_k}), launch insns / FLOP", _short(config),
-                f"{ipf:.4f}", f"{hand:.4f} (hand-written RVV, B^T packed per expert, 3 slots x LMUL8)",
-                f"{ipf / hand:.2f}x", f"insns ours/ref; {_cycles_note(ours, flops)}")]
+                f"{ipf:.4f}", f"{hand:.4f} ({description})",
+                f"{ipf / hand:.2f}x", f"insns ours/ref; {_cycles_note(ours, flops)}"),
+            *x60_rows(f"fused MoE (M={m} E={e} K={k} N={n} top_k={top_k}), X60 cycles / FLOP", _short(x60_config),
+                      x60_ours, flops, [(description, counts.x60_cycles)])]
 
 
 def bench_rows(args: argparse.Namespace) -> list[Row]:
@@ -434,4 +479,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 __all__ = ["BenchError", "Row", "add_parser", "bench_rows", "launch_counts", "load_average", "moe_configs",
-           "numpy_matmul_seconds", "run", "torch_softmax"]
+           "numpy_matmul_seconds", "run", "torch_softmax", "x60_rows"]

@@ -134,3 +134,14 @@ def test_torch_flash_reference_computes_the_kernel_module_answer() -> None:
     got = bench_compiler.torch_flash_fn(inputs, case, float(spec.module.sm_scale(case)))()
     assert torch.allclose(got, want, atol=1e-4, rtol=1e-4)
     assert not math.isnan(float(got.sum()))
+
+
+def test_x60_rows_set_ours_beside_each_reference_and_the_peak() -> None:
+    ours = {"launch_insns": 1000.0, "x60_cycles": 500.0}
+    rows = bench_compiler.x60_rows("matmul 8^3 fp32, X60 cycles / FLOP", "M=8", ours, 1000.0,
+                                   [("hand A", 250.0), ("hand B", None)])
+    # hand B has no x60_cycles: no row; the peak (16 FLOP/cycle) is a row of its own for a per-FLOP measurement
+    assert [r.reference for r in rows] == ["0.2500 (hand A)", bench_compiler.X60_PEAK]
+    assert [r.ratio for r in rows] == ["2.00x", "8.00x"]  # 0.5 cycles/FLOP against 0.25 and 1/16
+    assert bench_compiler.x60_rows("softmax, X60 cycles / element", "N=8", ours, 10.0, []) == []  # no peak
+    assert bench_compiler.x60_rows("x, X60 cycles / FLOP", "c", {"launch_insns": 1.0}, 1.0, [("a", 1.0)]) == []
