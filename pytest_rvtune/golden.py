@@ -522,6 +522,7 @@ class _Tensor:
     shape: tuple[int, ...]
     dtype: str
     data: Any  # torch tensor (contents formatted lazily)
+    index: int  # 1-based position among the kernel's tensor arguments (the file name's idx)
 
 
 def _tensor_args(launch: Launch) -> list[tuple[str, KernelArg]]:
@@ -529,28 +530,57 @@ def _tensor_args(launch: Launch) -> list[tuple[str, KernelArg]]:
     return [(a.tensor, a) for a in launch.tensor_args if a.tensor is not None]  # a tensor argument has its name
 
 
-def _variant_tensors(spec: KernelSpec, case_name: str, variant: dict) -> list[_Tensor]:
-    """The kernel's tensor arguments of one variant, in argument order, with the data each file holds."""
+def read_tensors(spec: KernelSpec, launch: Launch) -> set[str]:
+    """The make_inputs tensors whose initial data the kernel reads (loaded or updated atomically before it
+    stores there), from its TTIR (compiler/reads.py).
+
+    A kernel our frontend refuses reads nothing here: its build fails anyway, naming the reason."""
+    from pytest_rvtune.compiler.frontend import kernel_to_ttir
+    from pytest_rvtune.compiler.reads import read_before_written
+
+    try:
+        params = read_before_written(kernel_to_ttir(spec.kernel, dict(launch.signature), dict(launch.constexprs)))
+    except Exception:
+        return set()
+    return {a.tensor for a in launch.tensor_args if a.name in params and a.tensor is not None}
+
+
+def _variant_tensors(spec: KernelSpec, case_name: str, variant: dict,
+                     inout: frozenset[str] = frozenset()) -> list[_Tensor]:
+    """The kernel's tensor arguments of one variant, in argument order, with the data each file holds.
+
+    An output whose initial data the kernel reads (inferred from its TTIR; or exactly the tensors the module's
+    INOUT names, when it has one) is updated in place: it gets an input file (make_inputs' data) and an expected
+    file, and the harness restores it from the input before every run."""
     inputs = spec.make_inputs(case_name, variant)
-    expected = spec.reference(inputs, case_name, variant)
+    # on copies: a reference that updates a tensor in place (as the kernel does) must not change its input data
+    expected = spec.reference({k: (v.clone() if hasattr(v, "clone") else v) for k, v in inputs.items()},
+                              case_name, variant)
     config = next(c for c in spec.configs if spec.variant_of(c) == variant)
     launch = spec.capture_launch(case_name, config, inputs)
-    unfed = sorted(set(expected) - {a.tensor for a in launch.tensor_args})
+    fed = {a.tensor for a in launch.tensor_args}
+    unfed = sorted(set(expected) - fed)
     if unfed:
         raise GoldenError(
             f"kernel module {spec.path}: reference output {unfed[0]!r} is not passed to the kernel by launch(): "
             "nothing would check it"
         )
+    stray = sorted((spec.inout or frozenset()) - set(expected))
+    if stray:
+        raise GoldenError(f"kernel module {spec.path}: INOUT names {stray[0]!r}, which reference() does not return: "
+                          "an in-place tensor is an output (return its expected value from reference())")
+    inout = inout | (read_tensors(spec, launch) & set(expected)) if spec.inout is None else spec.inout
     out = []
-    for tensor, a in _tensor_args(launch):
-        role = "expected" if tensor in expected else "input"
-        data = expected[tensor] if role == "expected" else inputs[tensor]
-        if role == "expected" and tuple(data.shape) != tuple(inputs[tensor].shape):
-            raise GoldenError(
-                f"kernel module {spec.path}: reference output {tensor!r} has shape {tuple(data.shape)}, its "
-                f"buffer {tuple(inputs[tensor].shape)}"
-            )
-        out.append(_Tensor(a.name, tensor, role, tuple(data.shape), dtype_name(data), data))
+    for index, (tensor, a) in enumerate(_tensor_args(launch), start=1):
+        roles = ("input", "expected") if tensor in inout else ("expected",) if tensor in expected else ("input",)
+        for role in roles:
+            data = expected[tensor] if role == "expected" else inputs[tensor]
+            if role == "expected" and tuple(data.shape) != tuple(inputs[tensor].shape):
+                raise GoldenError(
+                    f"kernel module {spec.path}: reference output {tensor!r} has shape {tuple(data.shape)}, its "
+                    f"buffer {tuple(inputs[tensor].shape)}"
+                )
+            out.append(_Tensor(a.name, tensor, role, tuple(data.shape), dtype_name(data), data, index))
     return out
 
 
@@ -564,6 +594,10 @@ def build_case(spec: KernelSpec, case_name: str) -> tuple[dict[str, Any], dict[s
 
     variants = spec.variants()
     per_variant = [_variant_tensors(spec, case_name, v) for v in variants]
+    inout = frozenset(t.tensor for tensors in per_variant for t in tensors if t.role == "input") & \
+        frozenset(t.tensor for tensors in per_variant for t in tensors if t.role == "expected")
+    if len({len(tensors) for tensors in per_variant}) > 1:  # one variant's config reads a tensor another's not
+        per_variant = [_variant_tensors(spec, case_name, v, inout) for v in variants]
     n_args = len(per_variant[0])
     contents: dict[str, bytes] = {}
     entry_variants: dict[str, Any] = {}
@@ -575,7 +609,10 @@ def build_case(spec: KernelSpec, case_name: str) -> tuple[dict[str, Any], dict[s
         for vi, (v, t) in enumerate(zip(variants, column, strict=True)):
             # The seeds' spelling: the tensor's own shape, 1-D as its TXT shape (1x2064).
             shape = "x".join(str(s) for s in (t.shape if len(t.shape) >= 2 else txt_shape(t.shape)))
-            name = f"matrix_{'' if shared else _prefix(v)}{shape}_{i + 1}.txt"
+            # an in-place tensor's expected file beside its input file: matrix_..._{idx}_expected.txt
+            tail = "_expected" if t.role == "expected" and any(
+                o.index == t.index and o.role == "input" for o in per_variant[vi]) else ""
+            name = f"matrix_{'' if shared else _prefix(v)}{shape}_{t.index}{tail}.txt"
             if name not in contents:
                 contents[name] = first_bytes if shared else format_txt(t.data)
             names[vi].append(name)

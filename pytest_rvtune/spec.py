@@ -259,6 +259,7 @@ class KernelSpec:
     variant_keys: tuple[str, ...]
     problem_keys: tuple[str, ...] = ()
     seed: int = DEFAULT_SEED
+    inout: frozenset[str] | None = None  # INOUT: outputs updated in place (None: inferred from the kernel)
     _inputs_cache: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     # ---- parameters of the kernel -------------------------------------------------------------
@@ -642,6 +643,7 @@ def load_kernel_module(path: str | Path) -> KernelSpec:
         variant_keys=_key_names(path, module, "VARIANT_KEYS"),
         problem_keys=_key_names(path, module, "PROBLEM_KEYS"),
         seed=int(getattr(module, "SEED", DEFAULT_SEED)),
+        inout=_inout_names(path, module),
     )
     from pytest_rvtune.compat.triton_config import accepting_num_threads
 
@@ -674,6 +676,19 @@ def _describe(exc: BaseException) -> str:
         line = f"\n    {exc.text.strip()}" if exc.text and exc.text.strip() else ""
         return f"{type(exc).__name__} at {exc.filename}:{exc.lineno}: {exc.msg}{line}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _inout_names(path: Path, module: Any) -> frozenset[str] | None:
+    """INOUT of a module: names of make_inputs tensors that are updated in place (input data and expected data);
+    None when the module has none (golden.py then infers them)."""
+    names = getattr(module, "INOUT", None)
+    if names is None:
+        return None
+    if isinstance(names, str) or not isinstance(names, set | frozenset | tuple | list) or \
+            not all(isinstance(n, str) for n in names):
+        raise KernelModuleError(f"kernel module {path}: INOUT must be a set of make_inputs tensor names, "
+                                f"e.g. {{\"x\"}}, got {names!r}")
+    return frozenset(names)
 
 
 def _key_names(path: Path, module: Any, attr: str) -> tuple[str, ...]:
