@@ -191,7 +191,7 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[st
             shutil.copyfile(_kernel_object(cache, tc, name, lowered.c_source), tmp / f"{name}.o")
         except Exception as e:
             raise _fail(name, constexprs, isa, "compiling the kernel C", e) from e
-        meta = {"params": [[p.name, p.c_type, p.triton_type] for p in lowered.params]}
+        meta = {"params": [[p.name, p.c_type, p.triton_type, p.source] for p in lowered.params]}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
 
     kernel_dir, kernel_hit = cache.get_or_build("kernel", kernel_key, build_kernel)

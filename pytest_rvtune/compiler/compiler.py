@@ -27,7 +27,7 @@ if "triton" not in sys.modules:
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
 from pytest_rvtune.compiler import options as rvtune_options
-from pytest_rvtune.compiler.options import BACKEND_NAME, RVTuneOptions, rvtune_target
+from pytest_rvtune.compiler.options import BACKEND_NAME, CPU_BACKEND_NAME, RVTuneOptions, rvtune_target
 from pytest_rvtune.toolchain import ISAS
 
 
@@ -38,7 +38,7 @@ class RVTuneBackend(BaseBackend):
 
     @staticmethod
     def supports_target(target: GPUTarget) -> bool:
-        return target.backend == BACKEND_NAME and target.arch in ISAS
+        return target.backend in (BACKEND_NAME, CPU_BACKEND_NAME) and target.arch in ISAS
 
     def __init__(self, target: GPUTarget) -> None:
         super().__init__(target)
@@ -88,7 +88,7 @@ class RVTuneBackend(BaseBackend):
         lowered = lower_ttir(generic_text(mod))
         metadata["name"] = lowered.name
         metadata["shared"] = 0
-        metadata["params"] = [[p.name, p.c_type, p.triton_type] for p in lowered.params]
+        metadata["params"] = [[p.name, p.c_type, p.triton_type, p.source] for p in lowered.params]
         return lowered.c_source.encode()
 
 

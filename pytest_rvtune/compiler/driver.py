@@ -23,6 +23,7 @@ if "triton" not in sys.modules:
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
+from pytest_rvtune.compiler.options import CPU_BACKEND_NAME
 from pytest_rvtune.cpu_driver.activation import HOST_MODE, QEMU_MODE, requested_mode
 from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA
 
@@ -117,8 +118,9 @@ class RVTuneDriver(DriverBase):
             raise ValueError(f"the rvtune backend has no C type for Triton type {ty!r}") from None
 
     def get_current_target(self) -> GPUTarget:
-        # The host mode compiles for this machine; the QEMU mode (and an inactive driver) for rv64gcv.
-        return GPUTarget("riscv", HOST_ISA if requested_mode() == HOST_MODE else RISCV_ISA, 1)
+        # The host mode compiles for this machine; the QEMU mode (and an inactive driver) for rv64gcv. The backend
+        # is named as triton-cpu names it: the tensors are torch CPU tensors in both modes.
+        return GPUTarget(CPU_BACKEND_NAME, HOST_ISA if requested_mode() == HOST_MODE else RISCV_ISA, 1)
 
     def get_active_torch_device(self) -> Any:
         import torch

@@ -51,9 +51,14 @@ class UnsupportedOpError(LoweringError):
 
 @dataclass(frozen=True)
 class Param:
-    name: str
+    name: str  # the C name (a kernel parameter named like a C keyword or a libm function is renamed: cos_v)
     c_type: str
     triton_type: str
+    source: str = ""  # the kernel's own parameter name ("" in metadata made before it was recorded)
+
+    @property
+    def user_name(self) -> str:
+        return self.source or self.name
 
 
 @dataclass(frozen=True)
@@ -410,7 +415,7 @@ class FuncEmitter:
         for ssa, t, loc in entry.args:
             name = self.cname(ssa)
             ct = self.signature_type(t, f"parameter {loc.name or ssa.lstrip('%')}")
-            params.append(Param(name, ct.replace(" *", "*"), _triton_type(t)))
+            params.append(Param(name, ct.replace(" *", "*"), _triton_type(t), loc.name or ssa.lstrip("%")))
             c_params.append(f"{ct}{'' if ct.endswith('*') else ' '}{name}")
             self.values[ssa] = Val(t, "scalar", name)
         c_params += ["int32_t pid_x", "int32_t pid_y", "int32_t pid_z",

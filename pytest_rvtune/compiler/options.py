@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 #: ``GPUTarget.backend`` of every rvtune target; ``arch`` is one of toolchain.ISAS, warp_size is 1 (a program
 #: is one CPU thread).
 BACKEND_NAME = "riscv"
+#: ``GPUTarget.backend`` the CPU driver reports (as triton-cpu's driver does): code that makes a torch device of it
+#: (Triton's grouped-GEMM tutorial: ``torch.device(driver.active.get_current_target().backend)``) gets the CPU,
+#: where the driver's tensors live. The backend accepts both names.
+CPU_BACKEND_NAME = "cpu"
 
 
 def rvtune_target(isa: str = RISCV_ISA) -> GPUTarget:
@@ -115,5 +119,5 @@ def module_map(block_pointers: bool = True) -> dict[str, ModuleType]:
     return {"triton.language.extra.libdevice": libdevice, **(block_ptr.module_map() if block_pointers else {})}
 
 
-__all__ = ["BACKEND_NAME", "RVTuneOptions", "codegen_functions", "min_dot_size", "module_map", "parse_options",
+__all__ = ["BACKEND_NAME", "CPU_BACKEND_NAME", "RVTuneOptions", "codegen_functions", "min_dot_size", "module_map", "parse_options",
            "rvtune_target"]

@@ -122,8 +122,8 @@ class KernelCall:
                 raise LaunchError(f"kernel {name}: parameter {arg.name!r} has type {arg.triton_type}; the rvtune "
                                   "CPU driver passes tensors and scalars only (no tuples, no tensor descriptors)")
         params = tuple(Param(*p) for p in metadata.params)
-        if [p.name for p in params] != [a.name for a in args]:
-            raise LaunchError(f"kernel {name}: the compiled kernel takes {[p.name for p in params]} but the "
+        if [p.user_name for p in params] != [a.name for a in args]:
+            raise LaunchError(f"kernel {name}: the compiled kernel takes {[p.user_name for p in params]} but the "
                               f"launch passes {[a.name for a in args]}")
         num_threads = int(getattr(metadata, "num_threads", 0))
         if num_threads < 0:  # the C wrapper would abort the whole process

@@ -105,8 +105,10 @@ def launch_add(n: int = 37, block: int = 16, **meta):
 def test_activate_makes_ours_the_active_driver():
     assert cpu_driver.is_active() and RVTuneDriver.is_active()
     assert isinstance(driver.active, RVTuneDriver)
-    assert driver.active.get_current_target() == triton.backends.compiler.GPUTarget("riscv", HOST_ISA, 1)
+    # named as triton-cpu names it: code that makes a torch device of it (Triton's grouped-GEMM tutorial) gets the CPU
+    assert driver.active.get_current_target() == triton.backends.compiler.GPUTarget("cpu", HOST_ISA, 1)
     assert driver.active.get_active_torch_device() == torch.device("cpu")
+    assert torch.device(driver.active.get_current_target().backend) == torch.device("cpu")
 
 
 def test_unknown_mode_refused():
@@ -204,6 +206,26 @@ def test_deactivate_restores_triton(tmp_path):
 
 
 # ---- launches ------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def c_names_kernel(cos, sin, exp, log, sqrt, floor, int, float, char, double, signed, n, BLOCK: tl.constexpr):
+    # parameters named like C keywords and libm functions (the C emitter renames them: cos_v, int_v, ...)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(cos + offs, mask=mask) + tl.load(sin + offs, mask=mask) * 2 + tl.load(exp + offs, mask=mask) * 4
+    v += tl.load(log + offs, mask=mask) * 8 + tl.load(sqrt + offs, mask=mask) * 16 + tl.load(floor + offs, mask=mask)
+    v += tl.load(int + offs, mask=mask) * 32 + tl.load(float + offs, mask=mask) * 64 + tl.load(char + offs, mask=mask)
+    tl.store(double + offs, v * signed, mask=mask)
+
+
+def test_parameters_named_like_c_keywords_and_libm_functions():
+    n = 11
+    ins = [torch.randn(n) for _ in range(9)]
+    out = torch.zeros(n)
+    c_names_kernel[(1,)](*ins[:6], ins[6], ins[7], ins[8], out, 3, n, BLOCK=16)
+    weights = (1, 2, 4, 8, 16, 1, 32, 64, 1)
+    torch.testing.assert_close(out, sum(w * t for w, t in zip(weights, ins, strict=True)) * 3)
 
 
 def test_vector_add_writes_tensor_in_place():
