@@ -119,5 +119,5 @@ def module_map(block_pointers: bool = True) -> dict[str, ModuleType]:
     return {"triton.language.extra.libdevice": libdevice, **(block_ptr.module_map() if block_pointers else {})}
 
 
-__all__ = ["BACKEND_NAME", "CPU_BACKEND_NAME", "RVTuneOptions", "codegen_functions", "min_dot_size", "module_map", "parse_options",
-           "rvtune_target"]
+__all__ = ["BACKEND_NAME", "CPU_BACKEND_NAME", "RVTuneOptions", "codegen_functions", "min_dot_size", "module_map",
+           "parse_options", "rvtune_target"]
