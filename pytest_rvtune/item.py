@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_rvtune import repairs
 from pytest_rvtune.counters import LAUNCH_COUNT_KEY, LAUNCH_WINDOW_COUNTERS
 from pytest_rvtune.harness.data_image import data_image
 from pytest_rvtune.harness.output_format import OutputFormat
@@ -22,6 +23,8 @@ from pytest_rvtune.targets.base import RunResult, Target
 from pytest_rvtune.targets.count_cache import count_key, fingerprint_of, measure_once
 from pytest_rvtune.targets.lock import exclusive
 from pytest_rvtune.verdict import ItemVerdict, judge
+from pytest_rvtune.verdict_key import RECORD_FIELD as VERDICT_KEY_FIELD
+from pytest_rvtune.verdict_key import fits_timeout, verdict_key
 
 if TYPE_CHECKING:
     from pytest_rvtune.build import BuildArtifact
@@ -182,7 +185,8 @@ def run_item(
         key = count_key(elf_sha256=elf_sha256, data_sha256=golden_sha256, fingerprint=fingerprint,
                         argv=run_argv, kernel_symbol=kernel_symbol, files=files,
                         output_format=output_format.name if output_format else None)
-        result, cached = measure_once(key, measure, about={"what": work.what, "elf": str(elf)})
+        result, cached = measure_once(key, measure, about={"what": work.what, "elf": str(elf)},
+                                      timeout=options.timeout)
     run_seconds = time.perf_counter() - started
     verdict = judge(result, what=work.what, timeout=options.timeout, check=options.check,
                     timeout_setting=options.timeout_setting,
@@ -205,6 +209,9 @@ def run_item(
         "counts_cached": cached,  # the result of an earlier identical run (count_cache.py): QEMU did not run
         "elf_sha256": elf_sha256,
         "golden_sha256": golden_sha256,
+        # what decided the verdict (verdict_key.py): --rvtune-resume reuses the record only when it is unchanged
+        VERDICT_KEY_FIELD: item_verdict_key(elf_sha256, golden_sha256, options, argv, kernel_symbol, external),
+        "wall_s": result.wall_s,  # the run's own time (also when counts_cached): a resume checks the timeout
         "rerun": rerun_field(elf, argv, kernel_symbol, external),
         "checks": [vars(c) for c in result.checks],
         "run_seconds": run_seconds,
@@ -214,6 +221,16 @@ def run_item(
     }
     return ItemOutcome(verdict, record, result, timings={"run": run_seconds,
                                                          "build": build_info.get("build_seconds", 0.0)})
+
+
+def item_verdict_key(elf_sha256: str, golden_sha256: str, options: RunOptions, argv: list[str | Path],
+                     kernel_symbol: str, external: ExternalRun | None = None) -> str:
+    """The verdict key (verdict_key.py) of an item run with ``options`` and its build's ``argv``."""
+    if external is None:
+        return verdict_key(elf_sha256=elf_sha256, golden_sha256=golden_sha256,
+                           argv=[*options.harness_args(), *argv], kernel_symbol=kernel_symbol)
+    return verdict_key(elf_sha256=elf_sha256, golden_sha256=golden_sha256, argv=argv, kernel_symbol=kernel_symbol,
+                       files=external.files, output_format=external.output_format.name)
 
 
 # ------------------------------------------------------------------------------------------ the pipeline
@@ -264,13 +281,15 @@ def run_kernel_item(session: RvtuneSession, nodeid: str, info: KernelItemInfo, t
 def run_or_resume(session: RvtuneSession, work: ItemWork, target: Target, artifact: BuildArtifact,
                   build_seconds: float, golden: GoldenSet, num_threads: int | None = None) -> ItemOutcome:
     build_info = {"build_seconds": build_seconds, "build_cache_hit": bool(artifact.cache_hit)}
-    resumed = resumed_record(session, artifact.elf_sha256, golden.sha256, target)
+    options = session.run_options(target, num_threads)
+    resumed = resumed_record(session, item_verdict_key(artifact.elf_sha256, golden.sha256, options,
+                                                       list(artifact.argv), artifact.kernel_symbol),
+                             target, options.timeout)
     if resumed is not None:
         record = dict(resumed) | {"nodeid": work.nodeid, "resumed_from": str(session.options.resume),
                                   "run_seconds": 0.0} | build_info
         verdict = ItemVerdict(resumed.outcome, resumed.message or f"{work.what}: resumed")
         return ItemOutcome(verdict, record, timings={"build": build_seconds})
-    options = session.run_options(target, num_threads)
     try:
         target.prepare([p for p in artifact.argv if isinstance(p, Path)] + [artifact.elf])
         with exclusive(target):
@@ -291,11 +310,14 @@ def run_or_resume(session: RvtuneSession, work: ItemWork, target: Target, artifa
         return item_error(work, target, f"{work.what}: {exc}")
 
 
-def resumed_record(session: RvtuneSession, elf_sha: str, golden_sha: str, target: Target) -> RunRecord | None:
+def resumed_record(session: RvtuneSession, key: str, target: Target, timeout: float) -> RunRecord | None:
+    """The earlier run's record of the same verdict key on the same target, unless it took longer than
+    ``timeout`` (run now, it would be killed)."""
     if not session.resume_index:
         return None
     from pytest_rvtune.results.runs import identity_key
-    return session.resume_index.get((elf_sha, golden_sha, identity_key(target.identity())))
+    record = session.resume_index.get((key, identity_key(target.identity())))
+    return record if record is not None and fits_timeout(record.raw.get("wall_s"), timeout) else None
 
 
 def run_project_item(session: RvtuneSession, nodeid: str, info: ProjectItemInfo, target: Target) -> ItemOutcome:
@@ -373,6 +395,9 @@ def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Target) ->
     """Compare with the base run (when there is one) and append the record to the results file at once."""
     from pytest_rvtune.results.writer import ResultsWriteError
     record = outcome.record | {"run_id": session.run_id}  # the session that wrote the line: rounds.py
+    repaired = repairs.drain()  # damaged cache entries this item met, removed and made again: the summary says
+    if repaired:
+        record["cache_repairs"] = repaired
     if session.shortlist is not None and "kernel" in record:  # where this item's shortlist was ranked
         from pytest_rvtune.results.ranked_at import RECORD_FIELD
         from pytest_rvtune.spec import config_id

@@ -67,13 +67,55 @@ def cache_dir() -> Path:
     Override with RVTUNE_CACHE_DIR (e.g. to share one cache between checkouts).
     """
     override = os.environ.get("RVTUNE_CACHE_DIR")
-    return Path(override) if override else state_dir() / "cache"
+    # absolute: its paths are handed to QEMU and harnesses that run in other directories
+    return Path(override).absolute() if override else state_dir() / "cache"
 
 
 def tools_dir() -> Path:
     """Built helper tools (the QEMU instruction-count plugin), one set per user. Override with RVTUNE_TOOLS_DIR."""
     override = os.environ.get("RVTUNE_TOOLS_DIR")
-    return Path(override) if override else platformdirs.user_cache_path(APP_NAME) / "tools"
+    return Path(override).absolute() if override else platformdirs.user_cache_path(APP_NAME) / "tools"
+
+
+#: The environment variables naming directories, and what each is for (in messages).
+ENV_DIRS = {
+    "RVTUNE_CACHE_DIR": "the build, data and count caches",
+    "RVTUNE_TOOLS_DIR": "the built QEMU plugin (`rvtune setup`)",
+    "RVTUNE_GOLDEN_DIR": "the committed golden data",
+}
+
+
+class EnvDirError(ValueError):
+    """An environment variable naming a directory that cannot be one; the message names the variable."""
+
+
+def settle_env_dirs() -> None:
+    """Check the ENV_DIRS that are set, once at start-up, and make each absolute in the environment (child
+    processes and xdist workers then see the same directory, whatever their working directory): a relative
+    RVTUNE_CACHE_DIR made every item "crash" (QEMU's wrapper not found from the run directory). Raises
+    EnvDirError naming the variable for a value that is a file, a symlink loop, or under a file."""
+    for name, purpose in ENV_DIRS.items():
+        value = os.environ.get(name)
+        if not value:
+            continue
+        where = f"{name}={value} ({purpose})"
+        try:
+            path = Path(value).expanduser().resolve()
+        except (OSError, RuntimeError) as exc:  # RuntimeError: Python 3.11's "Symlink loop"
+            raise EnvDirError(f"{where}: cannot be resolved ({exc}); point it at a directory") from None
+        existing = next((p for p in (path, *path.parents) if p.exists()), None)
+        if existing is not None and not existing.is_dir():
+            what = "is a file" if existing == path else f"is under {existing}, which is a file"
+            raise EnvDirError(f"{where}: {path} {what}, not a directory; point it at a directory (or unset it)")
+        if name == "RVTUNE_CACHE_DIR":  # written by every item: say now, not once per item, when it cannot be
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+                if not os.access(path, os.W_OK | os.X_OK):
+                    raise PermissionError("not writable")
+            except OSError as exc:
+                raise EnvDirError(f"{where}: cannot use {path} ({exc.strerror or exc}); point it at a "
+                                  "writable directory (or unset it)") from None
+        os.environ[name] = str(path)
 
 
 def icount_plugin() -> Path:

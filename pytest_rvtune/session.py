@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_rvtune import paths
+from pytest_rvtune import paths, repairs
 from pytest_rvtune.results.writer import ResultsWriter, new_run_id, unwritable_reason
 from pytest_rvtune.run_options import RunOptions, default_run_options
 from pytest_rvtune.verdict import OUTCOMES, Outcome
@@ -88,6 +88,10 @@ class RvtuneOptions:
             except ValueError as exc:
                 raise pytest.UsageError(f"--rvtune-config: {exc}") from None
         rootdir = Path(config.rootpath)
+        try:
+            paths.settle_env_dirs()
+        except paths.EnvDirError as exc:
+            raise pytest.UsageError(str(exc)) from None
         if config.getini(RENAMED_INI):
             raise pytest.UsageError(f"{config.inipath or '-o'}: the ini option {RENAMED_INI} is now "
                                     "rvtune_kernel_dirs: rename it there")
@@ -157,7 +161,10 @@ class RvtuneSession:
     """Per-process state: targets (opened once), results file, counters for the summary line."""
 
     def __init__(self, config: pytest.Config) -> None:
+        from pytest_rvtune.compiler.cache import forget_checks
         self.config = config
+        forget_checks()  # every cache entry is checked at its first use in each session
+        repairs.new_session()
         self.options = options = RvtuneOptions.from_config(config)
         self.rootdir = Path(config.rootpath)
         self.target_names: list[str] = list(options.target_names)
@@ -176,6 +183,7 @@ class RvtuneSession:
         # filter -> key -> values the kernels with its keys have, for a filter that matched no config at all
         self.filter_values: dict[str, dict[str, set[str]]] = {f: {} for f in self.config_filters}
         self.filters_matched: set[str] = set()
+        self.cache_repairs: dict[str, None] = {}  # damaged cache entries items met (repairs.py), in order
         self.unconfirmed: list[dict[str, Any]] = []  # records' confirmation fields: flagged, then refuted
         self.finished_records: list[dict[str, Any]] = []  # controller: for the ranking at the end
         self.kernel_modules = 0
@@ -352,6 +360,7 @@ class RvtuneSession:
             self.tally["counts_cached"] += 1
         if record.get("machine"):
             self.identities.setdefault(record["target"], record["machine"])
+        self.cache_repairs.update(dict.fromkeys(str(r) for r in record.get("cache_repairs") or ()))
         if record["outcome"] == "passed" and confirmation and not confirmation["confirmed"]:
             self.unconfirmed.append(confirmation)
         self.finished_records.append(record)
@@ -416,6 +425,7 @@ class RvtuneSession:
             f"rvtune: {counts}{resumed}; build cache {tally['cache_hit']} hits / {tally['cache_miss']} misses; "
             f"building {self.seconds['build']:.1f} s, running {self.seconds['run']:.1f} s; "
             f"results: {self.results_path}{lost}")
+        lines += repair_lines(list(self.cache_repairs))
         if self.unconfirmed:
             from pytest_rvtune.results.confirm import describe_unconfirmed
             lines.append(describe_unconfirmed(self.unconfirmed))
@@ -513,7 +523,7 @@ class RvtuneSession:
                                     "by; give a run whose items passed")
         return shortlist
 
-    def _load_resume_index(self) -> dict[tuple[str, str, str], RunRecord]:
+    def _load_resume_index(self) -> dict[tuple[str, str], RunRecord]:
         run = self._load_run_option(self.options.resume, "--rvtune-resume")
         if run is None:
             return {}
@@ -522,9 +532,26 @@ class RvtuneSession:
         if not done:
             self.config.issue_config_time_warning(pytest.PytestWarning(
                 f"--rvtune-resume {run.path}: none of its {len(run.records)} items can be resumed (only "
-                f"{' or '.join(sorted(RESUMABLE_OUTCOMES))} items with their ELF and golden hashes): every item "
-                "runs"), stacklevel=2)
+                f"{' or '.join(sorted(RESUMABLE_OUTCOMES))} items with a verdict key, which an older "
+                "pytest-rvtune did not write): every item runs"), stacklevel=2)
         return done
+
+
+#: Damaged cache entries named one by one in the summary; more are counted.
+REPAIRS_SHOWN = 5
+
+
+def repair_lines(repaired: list[str]) -> list[str]:
+    """The summary's lines on damaged cache entries that were removed and made again (never the kernel's fault)."""
+    if not repaired:
+        return []
+    lines = [f"rvtune: {len(repaired)} damaged cache entr{'y' if len(repaired) == 1 else 'ies'} found and replaced "
+             "(a disk fault or an edit under the cache; the items' verdicts are from fresh builds and runs; "
+             "`rvtune cache verify` checks the whole cache):"]
+    lines += [f"  {text}" for text in repaired[:REPAIRS_SHOWN]]
+    if len(repaired) > REPAIRS_SHOWN:
+        lines.append(f"  ... and {len(repaired) - REPAIRS_SHOWN} more (the records' cache_repairs field lists them)")
+    return lines
 
 
 SESSION_KEY = pytest.StashKey[RvtuneSession]()

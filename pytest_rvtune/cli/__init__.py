@@ -17,7 +17,7 @@ from pytest_rvtune import __version__
 #: Modules of pytest_rvtune.cli, each named after the `rvtune` command it defines, in --help order.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "compile", "report", "compare", "export_best", "correlate", "doctor", "golden", "bench_compiler", "noise",
-    "import_project", "count", "setup",
+    "import_project", "count", "setup", "cache",
 )
 
 
@@ -31,10 +31,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pytest_rvtune.paths import EnvDirError, settle_env_dirs
     from pytest_rvtune.results.records import RunFileError
     from pytest_rvtune.results.runs import MetricError, RunFileWarning
 
     args = build_parser().parse_args(argv)
+    try:
+        settle_env_dirs()
+    except EnvDirError as exc:  # names the variable: not one errno line per file later
+        print(f"rvtune {args.command}: {exc}", file=sys.stderr)
+        return 2
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: TextIO | None = None, line: str | None = None) -> None:

@@ -1,9 +1,17 @@
-"""A content-addressed on-disk build cache, safe under concurrent pytest-xdist workers.
+"""A content-addressed on-disk build cache, safe under concurrent pytest-xdist workers, that never serves a damaged
+entry.
 
 One entry is a directory named by a key (a hash of everything that changes its contents). An entry is built
 in a private temporary directory beside it and published with one atomic ``rename``, so readers never see a
-half-written entry and a killed build leaves only a stray temp dir. A per-key file lock makes concurrent
-workers that need the same entry wait for the first one instead of all doing the same compiler work.
+half-written entry and a killed build leaves only a stray temp dir (removed by the next build of that key, or by
+``rvtune cache verify``). A per-key file lock makes concurrent workers that need the same entry wait for the first
+one instead of all doing the same compiler work.
+
+Every entry holds a manifest (MANIFEST: each file's size and sha256), written into the temporary directory before
+the rename, so it is published with the entry. An entry is checked against it at its first use in a process (a
+truncated or zeroed ELF would otherwise run, and be reported as the kernel crashing, on every run); a damaged one
+is removed, built again and reported once (repairs.py). An entry without a manifest (an older pytest-rvtune made it)
+is built again without a report.
 """
 
 from __future__ import annotations
@@ -13,17 +21,97 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
+
+from pytest_rvtune import repairs
+
+#: The file in every entry listing its other files: {"version": 1, "files": {relative path: [size, sha256]}}.
+MANIFEST = ".rvtune-entry.json"
+MANIFEST_VERSION = 1
+#: What a temporary directory's name holds between the key and its random tail (also `.<key>.tmp-damaged-...`).
+TMP_MARK = ".tmp-"
+
+#: Entries found intact in this process (their path): checked once per process, not at every use.
+_verified: set[str] = set()
+
+
+def forget_checks() -> None:
+    """Check every entry again at its next use (a new session in the same process: pytester, a notebook)."""
+    _verified.clear()
 
 
 def cache_key(**parts: Any) -> str:
     """A stable hash of named parts (JSON with sorted keys; non-JSON values by ``str``)."""
     text = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _digest(path: Path) -> str:
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _files(entry: Path) -> Iterator[Path]:
+    for path in sorted(entry.rglob("*")):
+        if path.is_file() and path.name != MANIFEST:
+            yield path
+
+
+def write_manifest(entry: Path) -> None:
+    """List every file of ``entry`` (a directory not yet published) with its size and sha256."""
+    files = {p.relative_to(entry).as_posix(): [p.stat().st_size, _digest(p)] for p in _files(entry)}
+    (entry / MANIFEST).write_text(json.dumps({"version": MANIFEST_VERSION, "files": files}, sort_keys=True))
+
+
+def entry_problem(entry: Path) -> str | None:
+    """Why ``entry`` cannot be used as it is (None: intact). "no manifest" marks an entry of an older version."""
+    try:
+        manifest = json.loads((entry / MANIFEST).read_text())
+        listed = manifest["files"]
+        if manifest.get("version") != MANIFEST_VERSION or not isinstance(listed, dict):
+            raise ValueError("unknown manifest version")
+    except FileNotFoundError:
+        return "no manifest"
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        return f"its manifest {MANIFEST} is unreadable ({type(exc).__name__}: {exc})"
+    present = {p.relative_to(entry).as_posix(): p for p in _files(entry)}
+    for name, size_sha in listed.items():
+        path = present.pop(name, None)
+        try:
+            size, sha = size_sha
+        except (TypeError, ValueError):
+            return f"its manifest {MANIFEST} is unreadable (entry {name!r})"
+        if path is None:
+            return f"{name} is missing"
+        actual = path.stat().st_size
+        if actual != size:
+            return f"{name} has {actual} bytes, {size} when it was built"
+        if _digest(path) != sha:
+            return f"{name} has changed since it was built (sha256 differs)"
+    if present:
+        return f"{', '.join(sorted(present))} was added after it was built"
+    return None
+
+
+def remove_entry(entry: Path) -> None:
+    """Take ``entry`` out of the cache at once (one rename), then delete it."""
+    try:
+        doomed = Path(tempfile.mkdtemp(prefix=f".{entry.name}{TMP_MARK}damaged-", dir=entry.parent))
+        os.rename(entry, doomed / entry.name)
+    except OSError:
+        shutil.rmtree(entry, ignore_errors=True)
+        return
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+def remove_stale_temps(parent: Path, key: str) -> None:
+    """Temporary directories of ``key`` left by a killed build (the caller holds the key's lock, so none is live)."""
+    for stale in parent.glob(f".{key}{TMP_MARK}*"):
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 class BuildCache:
@@ -35,24 +123,44 @@ class BuildCache:
     def entry(self, kind: str, key: str) -> Path:
         return self.root / kind / key[:2] / key
 
-    def get_or_build(self, kind: str, key: str, build: Callable[[Path], None]) -> tuple[Path, bool]:
-        """The entry directory for ``key`` and whether it was already there (a hit).
-
-        On a miss ``build(tmp_dir)`` fills a fresh directory, which then becomes the entry. If ``build``
-        raises, nothing is published and the exception propagates.
-        """
-        final = self.entry(kind, key)
-        if final.is_dir():
-            return final, True
+    def lock(self, kind: str, key: str) -> FileLock:
         locks = self.root / "locks"
         locks.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(locks / f"{kind}-{key}.lock")):
-            if final.is_dir():  # another worker built it while we waited
-                return final, True
+        return FileLock(str(locks / f"{kind}-{key}.lock"))
+
+    def _usable(self, final: Path) -> tuple[bool, str | None]:
+        """(usable, why not) of an existing entry, checked once per process."""
+        if str(final) in _verified:
+            return True, None
+        problem = entry_problem(final)
+        if problem is None:
+            _verified.add(str(final))
+            return True, None
+        return False, problem
+
+    def get_or_build(self, kind: str, key: str, build: Callable[[Path], None]) -> tuple[Path, bool]:
+        """The entry directory for ``key`` and whether it was already there, intact (a hit).
+
+        On a miss ``build(tmp_dir)`` fills a fresh directory, which then becomes the entry. If ``build``
+        raises, nothing is published and the exception propagates. A damaged entry is a miss (and reported).
+        """
+        final = self.entry(kind, key)
+        if final.is_dir() and self._usable(final)[0]:
+            return final, True
+        with self.lock(kind, key):
+            if final.is_dir():  # another worker built (or repaired) it while we waited; or it is damaged
+                usable, problem = self._usable(final)
+                if usable:
+                    return final, True
+                remove_entry(final)
+                if problem != "no manifest":  # an older version's entry is simply made again
+                    repairs.note(f"cache entry {final} was damaged ({problem}): removed and rebuilt")
             final.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}.tmp-", dir=final.parent))
+            remove_stale_temps(final.parent, key)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{key}{TMP_MARK}", dir=final.parent))
             try:
                 build(tmp)
+                write_manifest(tmp)
                 os.rename(tmp, final)
             except BaseException as exc:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -60,4 +168,14 @@ class BuildCache:
                     raise OSError(exc.errno, f"{exc.strerror or exc} (writing build cache entry {final}; make room "
                                              "or set RVTUNE_CACHE_DIR to another disk)") from exc
                 raise
+        _verified.add(str(final))
         return final, False
+
+
+def try_lock(lock: FileLock) -> bool:
+    """Take ``lock`` if no one holds it (the caller releases it)."""
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return False
+    return True

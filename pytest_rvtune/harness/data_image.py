@@ -13,8 +13,9 @@ unusual (hex floats, an int beyond int64, ``-0`` in an integer file, a NUL byte,
 refuse, a count that does not match) keeps the TXT path, so the harness reads the text and reports the fault
 naming file and line, as before. The image carries the TXT's path: the harness's messages name the TXT.
 
-Images are content-addressed under ``cache_dir()/data-image`` (key: the TXT's sha256, its path, the format
-version), made once per file and shared by every config and worker. Nothing here knows pytest.
+Images are build-cache entries under ``cache_dir()/data-image/<key[:2]>/<key>/image.bin`` (key: the TXT's
+sha256, its path, the format version), made once per file, shared by every config and worker, and checked
+against the entry's manifest before use. Nothing here knows pytest.
 
 Format (little-endian): ``RVTIMG1\\0``, int64 rows, int64 cols, int32 kind (1 int64, 2 float64), int32 length
 of the TXT path, the path's bytes, zero padding to a multiple of 8, then rows*cols values.
@@ -22,16 +23,14 @@ of the TXT path, the path's bytes, zero padding to a multiple of 8, then rows*co
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 import sys
-import tempfile
 from array import array
 from pathlib import Path
 
 from pytest_rvtune import paths
-from pytest_rvtune.compiler.cache import cache_key
+from pytest_rvtune.compiler.cache import BuildCache, cache_key
 from pytest_rvtune.hashing import sha256_file
 
 MAGIC = b"RVTIMG1\0"
@@ -85,23 +84,25 @@ def image_bytes(txt: Path, rows: int, cols: int, kind: int, values: array) -> by
     return head + values.tobytes()
 
 
+#: The marker an entry holds instead of an image when the TXT has no exact one (the harness reads the text).
+TEXT_MARKER = "use-text"
+
+
 def data_image(txt: Path) -> Path:
-    """The binary image of golden file ``txt``, made on first use; ``txt`` itself when no exact image exists."""
+    """The binary image of golden file ``txt``, made on first use; ``txt`` itself when no exact image exists.
+
+    An image is a build-cache entry (compiler/cache.py): checked against its manifest before use, so an image
+    whose values changed on disk is made again (and reported), never read as the golden data."""
     txt = Path(txt)
     key = cache_key(kind="data-image", version=IMAGE_VERSION, sha256=sha256_file(txt), path=str(txt))
-    image = paths.cache_dir() / "data-image" / key[:2] / f"{key}.bin"
-    if image.is_file():
-        return image
-    parsed = image_values(txt.read_bytes())
-    if parsed is None:
-        return txt
-    image.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{image.name}.", dir=image.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(image_bytes(txt, *parsed))
-        os.replace(tmp, image)  # published whole: a concurrent worker writes the same bytes
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return image
+
+    def build(tmp: Path) -> None:
+        parsed = image_values(txt.read_bytes())
+        if parsed is None:
+            (tmp / TEXT_MARKER).write_text(f"{txt}: no exact image; the harness reads the text\n")
+        else:
+            (tmp / "image.bin").write_bytes(image_bytes(txt, *parsed))
+
+    entry, _ = BuildCache(paths.cache_dir()).get_or_build("data-image", key, build)
+    image = entry / "image.bin"
+    return image if image.is_file() else txt

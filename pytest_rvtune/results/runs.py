@@ -73,13 +73,16 @@ def identity_key(identity: dict[str, Any]) -> str:
 RESUMABLE_OUTCOMES: frozenset[Outcome] = frozenset({"passed", "wrong"})
 
 
-def completed_items(run: Run) -> dict[tuple[str, str, str], RunRecord]:
-    """Items a resumed run need not repeat, keyed by (ELF sha256, golden data sha256, identity_key of the
-    target's identity, i.e. the record's ``machine``)."""
-    done: dict[tuple[str, str, str], RunRecord] = {}
+def completed_items(run: Run) -> dict[tuple[str, str], RunRecord]:
+    """Items a resumed run need not repeat, keyed by (verdict key: everything that decided the verdict, see
+    verdict_key.py; identity_key of the target's identity, i.e. the record's ``machine``). A record without a
+    verdict key (written before it existed) is not resumable: what decided it is not known."""
+    from pytest_rvtune.verdict_key import RECORD_FIELD
+    done: dict[tuple[str, str], RunRecord] = {}
     for record in run.records:
-        if record.outcome in RESUMABLE_OUTCOMES and record.elf_sha256 and record.golden_sha256:
-            done[(record.elf_sha256, record.golden_sha256, identity_key(record.machine))] = record
+        key = record.raw.get(RECORD_FIELD)
+        if record.outcome in RESUMABLE_OUTCOMES and isinstance(key, str) and key:
+            done[(key, identity_key(record.machine))] = record
     return done
 
 

@@ -13,6 +13,7 @@ Only targets that say what decides their results (``count_fingerprint()``: QemuT
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import tempfile
@@ -22,14 +23,14 @@ from typing import Any
 
 from filelock import FileLock
 
-from pytest_rvtune import paths
+from pytest_rvtune import paths, repairs
 from pytest_rvtune.compiler.cache import cache_key
 from pytest_rvtune.counters import REQUIRED_ICOUNT_KEYS
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.targets.base import Check, RunResult
 
 #: Bump when the stored record's shape or meaning changes: older records are then never read.
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: the result's sha256 is stored with it and checked
 
 
 def fingerprint_of(target: Any) -> dict[str, str] | None:
@@ -63,21 +64,53 @@ def _entry(key: str) -> Path:
     return paths.cache_dir() / "counts" / key[:2] / f"{key}.json"
 
 
-def _load(path: Path) -> RunResult | None:
+def _result_sha(result: Mapping[str, Any]) -> str:
+    """The sha256 of a stored result, as canonical JSON: a record carries it and is checked against it."""
+    return hashlib.sha256(json.dumps(result, sort_keys=True).encode()).hexdigest()
+
+
+def _load(path: Path) -> tuple[RunResult | None, str | None]:
+    """(the stored result, None), (None, None) when there is none (or of an older version), or (None, why it is
+    damaged)."""
     try:
         data = json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None  # a record is published with one rename, so a torn one is not ours: measure again
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:  # a record is published with one rename: a torn one was damaged later
+        return None, f"unreadable ({type(exc).__name__}: {exc})"
+    if not isinstance(data, dict):
+        return None, f"a JSON {type(data).__name__}, not a record"
     if data.get("version") != RECORD_VERSION:
-        return None
-    fields = dict(data["result"])
-    fields["checks"] = [Check(**c) for c in fields.get("checks", [])]
-    return RunResult(**fields)
+        return None, None
+    stored = data.get("result")
+    if not isinstance(stored, dict) or data.get("sha256") != _result_sha(stored):
+        return None, "its result does not match the sha256 stored with it"
+    try:
+        fields = dict(stored)
+        fields["checks"] = [Check(**c) for c in fields.get("checks", [])]
+        return RunResult(**fields), None
+    except (TypeError, ValueError) as exc:
+        return None, f"its result has the wrong fields ({exc})"
+
+
+def record_problem(path: Path) -> str | None:
+    """Why the record at ``path`` cannot be used (None: intact, absent or of an older version)."""
+    return _load(path)[1]
+
+
+def load_checked(path: Path) -> RunResult | None:
+    """The result stored at ``path``; a damaged record is removed and reported (repairs.py), and None returned."""
+    result, problem = _load(path)
+    if problem is not None:
+        path.unlink(missing_ok=True)
+        repairs.note(f"count cache record {path} was damaged ({problem}): removed and measured again")
+    return result
 
 
 def _store(path: Path, result: RunResult, about: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"version": RECORD_VERSION, "about": dict(about), "result": dataclasses.asdict(result)}
+    stored = dataclasses.asdict(result)
+    record = {"version": RECORD_VERSION, "about": dict(about), "result": stored, "sha256": _result_sha(stored)}
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as fh:
@@ -88,18 +121,24 @@ def _store(path: Path, result: RunResult, about: Mapping[str, Any]) -> None:
         raise
 
 
-def measure_once(key: str, run: Callable[[], RunResult],
-                 about: Mapping[str, Any] | None = None) -> tuple[RunResult, bool]:
+def measure_once(key: str, run: Callable[[], RunResult], about: Mapping[str, Any] | None = None,
+                 timeout: float | None = None) -> tuple[RunResult, bool]:
     """``run()``'s result for ``key``, from the cache when it is there: (result, cache hit). ``about`` (what
-    was run, for a person reading the cache) is stored beside a new result."""
+    was run, for a person reading the cache) is stored beside a new result. A stored run that took ``timeout``
+    seconds or longer is not reused: run now, it would be killed (the timeout is no part of the key, so a
+    changed timeout that the run fits in still reuses it)."""
     path = _entry(key)
-    cached = _load(path)
+
+    def fits(result: RunResult | None) -> RunResult | None:
+        return result if result is not None and (timeout is None or result.wall_s < timeout) else None
+
+    cached = fits(load_checked(path))
     if cached is not None:
         return cached, True
     locks = paths.cache_dir() / "locks"
     locks.mkdir(parents=True, exist_ok=True)
     with FileLock(str(locks / f"counts-{key}.lock")):
-        cached = _load(path)  # measured by another worker while this one waited
+        cached = fits(load_checked(path))  # measured by another worker while this one waited
         if cached is not None:
             return cached, True
         result = run()

@@ -316,8 +316,8 @@ def test_resume_says_when_nothing_can_be_resumed(good_run: Path, tmp_path: Path)
                           [make_record("softmax", "small", {"BLOCK_SIZE_M": 1}, [], outcome="crashed")])
     done = _pytest(*SELECT, f"--rvtune-resume={crashed}", "--co")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert (f"--rvtune-resume {crashed}: none of its 1 items can be resumed (only passed or wrong items with "
-            "their ELF and golden hashes): every item runs") in done.stdout
+    assert (f"--rvtune-resume {crashed}: none of its 1 items can be resumed (only passed or wrong items with a "
+            "verdict key, which an older pytest-rvtune did not write): every item runs") in done.stdout
 
 
 def test_compare_says_how_many_items_it_compared(good_run: Path, tmp_path: Path,
