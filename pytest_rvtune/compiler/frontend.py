@@ -158,6 +158,26 @@ def _advice(err: Any) -> str:
     return ""
 
 
+def _causes(err: BaseException) -> str:
+    """What Triton's chained exceptions say that its message does not: its message stops at the caret of the
+    call into a helper (whose own error, a static_assert's, is the cause) or holds a bare ``str()`` of the
+    cause (a KeyError's key). Empty when there is no cause."""
+    from triton.compiler.errors import CompilationError
+
+    chain: list[BaseException] = []
+    cause = err.__cause__
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__
+    parts = []
+    inner = [c for c in chain if isinstance(c, CompilationError) and str(c) != str(err)]
+    if inner:  # the innermost error of Triton's: where in a helper, and what
+        parts.append(f"{type(inner[-1]).__name__}: {inner[-1]}")
+    if chain and not isinstance(chain[-1], CompilationError):  # the Python error under it all
+        parts.append(f"{type(chain[-1]).__name__}: {chain[-1]}")
+    return "".join(f"\ncaused by {p}" for p in parts)
+
+
 def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, object], *,
                    block_pointers: bool = True) -> str:
     """Generic-form TTIR text of ``fn`` specialised on ``constexprs``, with loc info (kernel lines).
@@ -178,6 +198,7 @@ def kernel_to_ttir(fn: Any, signature: dict[str, str], constexprs: dict[str, obj
         try:
             mod = src.make_ir(rvtune_target(), options, codegen_functions(options), module_map(block_pointers), ctx)
         except CompilationError as e:
-            raise FrontendError(f"{_where(fn, e)}in {getattr(fn, '__name__', 'kernel')}: {e}{_advice(e)}") from e
+            raise FrontendError(f"{_where(fn, e)}in {getattr(fn, '__name__', 'kernel')}: {e}{_causes(e)}"
+                                f"{_advice(e)}") from e
         run_ttir_passes(mod)
         return generic_text(mod)
