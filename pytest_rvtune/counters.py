@@ -15,8 +15,13 @@ from pathlib import Path
 #: plugin saw. Every count is exact with any number of guest threads (per-thread counters in the plugin).
 #: With the timing model (timing_model.py) also ``est_cycles`` (llvm-mca cycles per block x the block's executions
 #: inside launches) and the K1 data-cache model's ``l1d_accesses``, ``l1d_misses``, ``l2_misses`` (inside launches).
+#: The X60 model's counters (x60/model.py), computed from the plugin's per-block counts of the launch windows;
+#: ``x60_cycles`` is what ranks configs under emulation (results/runs.py).
+X60_CYCLES = "x60_cycles"
+X60_KEYS = ("x60_cycles", "x60_vector_cycles", "x60_scalar_cycles", "x60_memory_stall_cycles", "x60_standin_share",
+            "x60_harts")
 ICOUNT_KEYS = ("insns", "vector_insns", "kernel_insns", "launch_insns", "est_cycles", "l1d_accesses", "l1d_misses",
-               "l2_misses")
+               "l2_misses", *X60_KEYS)
 
 #: The plugin's own count of completed launches (calls of ``<kernel>_wrap``): what divides ``launch_insns``.
 LAUNCH_COUNT_KEY = "launches"
@@ -28,7 +33,11 @@ REQUIRED_ICOUNT_KEYS = ("insns", "vector_insns", "kernel_insns", LAUNCH_COUNT_KE
 LAUNCH_COUNTER = "launch_insns"
 
 #: Counters measured only inside launch windows: divided by the launches the plugin saw, so exact per launch.
-LAUNCH_WINDOW_COUNTERS = (LAUNCH_COUNTER, "est_cycles", "l1d_accesses", "l1d_misses", "l2_misses")
+LAUNCH_WINDOW_COUNTERS = (LAUNCH_COUNTER, "est_cycles", "l1d_accesses", "l1d_misses", "l2_misses", "x60_cycles",
+                          "x60_vector_cycles", "x60_scalar_cycles", "x60_memory_stall_cycles")
+
+#: Counters that describe the launches rather than add up over them (a share, a thread count): never divided.
+UNDIVIDED_COUNTERS = ("x60_standin_share", "x60_harts")
 
 #: The plugin's per-thread split of ``launch_insns`` (``harts=<n> hart_launch_insns=<n0>,<n1>,...``, when a launch had
 #: more than one thread): thread 0 called the launcher, 1.. are the threads it started, in creation order; summed

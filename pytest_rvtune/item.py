@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_rvtune import repairs
-from pytest_rvtune.counters import LAUNCH_COUNT_KEY, LAUNCH_WINDOW_COUNTERS
+from pytest_rvtune.counters import LAUNCH_COUNT_KEY, LAUNCH_WINDOW_COUNTERS, UNDIVIDED_COUNTERS
 from pytest_rvtune.harness.data_image import data_image
 from pytest_rvtune.harness.output_format import OutputFormat
 from pytest_rvtune.results.writer import RecordDict, now_iso
@@ -101,9 +101,10 @@ def per_launch_counters(counters: dict[str, float], launches: int,
     so the division is exact too up to the harness's own bookkeeping outside the kernel (``insns`` also holds
     reading the input files: it is not a per-launch cost). ``launch_insns``, ``est_cycles`` and the cache
     model's counts are taken only inside launches, so they are divided by the launches the QEMU plugin saw
-    (``counted_launches``): exact per launch.
+    (``counted_launches``): exact per launch. A share or a thread count (UNDIVIDED_COUNTERS) is not divided.
     """
-    per_launch = {name: value / launches for name, value in counters.items()} if launches > 0 else dict(counters)
+    per_launch = {name: value if name in UNDIVIDED_COUNTERS else value / launches
+                  for name, value in counters.items()} if launches > 0 else dict(counters)
     for name in LAUNCH_WINDOW_COUNTERS:
         if name not in counters:
             continue

@@ -68,11 +68,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rvtune-results", default=None, metavar="PATH",
                     help="results file (JSON lines) to append to; default .rvtune/results/<run id>.jsonl")
     group.addoption("--rvtune-rank-by", default=None, metavar="METRIC",
-                    help="rank the session-end summary by this metric where recorded (e.g. est_cycles, "
-                         "launch_insns, kernel_insns, l1d_misses); default: the emulated ranking metric")
+                    help="rank the session-end summary by this metric where recorded (e.g. launch_insns, "
+                         "x60_cycles, kernel_insns, l1d_misses); default: x60_cycles under emulation (the X60 "
+                         "model), time on real hardware")
     group.addoption("--rvtune-timing-model", action="store_true", default=False,
                     help="under QEMU also record est_cycles (llvm-mca per basic block x its count) and the K1 "
-                         "cache model's l1d/l2 misses; slower (about 1.5x QEMU time, llvm-mca per new block)")
+                         "cache model's l1d/l2 misses, which give x60_cycles its DRAM-bandwidth part; slower "
+                         "(about 1.5x QEMU time, llvm-mca per new block)")
     group.addoption("--rvtune-config-file", default=None, metavar="PATH",
                     help="target configuration file (default: rvtune.toml, then pyproject.toml)")
     group.addoption("--rvtune-compare", default=None, metavar="BASE",
@@ -94,7 +96,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="reuse results of RUN for items whose ELF, golden data and target are unchanged")
     group.addoption("--rvtune-shortlist", default=None, metavar="RUN",
                     help="run only the best configs of an earlier run RUN (results file or benchmark JSON), per "
-                         "kernel, case and problem by its ranking metric (launch_insns under emulation): rank on "
+                         "kernel, case and problem by its ranking metric (x60_cycles under emulation): rank on "
                          "QEMU, then time the shortlist on a board")
     group.addoption("--rvtune-shortlist-size", type=int, default=None, metavar="N",
                     help="with --rvtune-shortlist: distinct results kept per kernel, case and problem (default 3)")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_rvtune import paths, repairs
+from pytest_rvtune.benchmark_bridge import modelled_ns
 from pytest_rvtune.results.writer import ResultsWriter, new_run_id, unwritable_reason
 from pytest_rvtune.run_options import RunOptions, default_run_options
 from pytest_rvtune.verdict import OUTCOMES, Outcome
@@ -399,8 +400,11 @@ class RvtuneSession:
         if not ranking:
             return lines
         lines += [*ranking, f"  all configs: rvtune report {self.results_path}"]
-        if benchmark_tables and any(r.get("timing_source") == "emulated" and r.get("samples_ns")
-                                    for r in self.finished_records):
+        emulated = [r for r in self.finished_records if r.get("timing_source") == "emulated" and r.get("samples_ns")]
+        if benchmark_tables and any(modelled_ns(r) is not None for r in emulated):
+            lines.append("  (pytest-benchmark's tables below show the modelled SpacemiT X60 time of emulated items, "
+                         "x60_cycles at 1.6 GHz; --benchmark-json keeps every counter)")
+        elif benchmark_tables and emulated:
             lines.append("  (pytest-benchmark's tables below show QEMU's emulated times, which are not performance; "
                          "--benchmark-json keeps every counter)")
         return lines

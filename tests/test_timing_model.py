@@ -139,14 +139,17 @@ def test_the_qemu_target_records_the_models_per_launch(program: Path) -> None:
 
 
 def test_the_timing_model_is_asked_for_not_default(program: Path, tmp_path: Path) -> None:
-    # the model costs QEMU time and llvm-mca runs: a plain emulated run records counts only
+    # the model costs QEMU time and llvm-mca runs: a plain emulated run records counts and the X60 model's
+    # cycles (from the per-block counts, which are cheap) only; its cycles have no DRAM part without the cache model
     plain = QemuTarget().run(program, ["s", "4096", "2", "3"], 120, kernel_symbol="work")
     assert plain.returncode == 0, plain.stderr
     assert plain.counters["launches"] == 3 and plain.counters["launch_insns"] > 0
+    assert plain.counters["x60_cycles"] > 0 and plain.counters["x60_memory_stall_cycles"] == 0
     assert not {"est_cycles", "l1d_misses", "l2_misses", "l1d_accesses"} & set(plain.counters)
     plugin, out, blocks = Path("libicount.so"), tmp_path / "o.txt", tmp_path / "b.txt"
-    assert "blocks=" not in plugin_argument(plugin, out, "work", blocks)
-    assert f"blocks={blocks}" in plugin_argument(plugin, out, "work", blocks, with_timing_model=True)
+    assert f"blocks={blocks}" in plugin_argument(plugin, out, "work", blocks)
+    assert "l1d=" not in plugin_argument(plugin, out, "work", blocks)
+    assert "l1d=" in plugin_argument(plugin, out, "work", blocks, with_timing_model=True)
     # the pytest option reaches the target the session opens
     from pytest_rvtune.targets.config import TargetConfig
     from pytest_rvtune.targets.factory import make_target

@@ -16,9 +16,9 @@ from pytest_rvtune.results.runs import check_rank_by, load_run
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "report", help="rank configs per kernel and case; best configs, perf_stats.csv, plots",
-        description="Configs per kernel and case sorted by median time (by launch_insns under QEMU), with IQR, "
-                    "samples, counters and speed-ups; the best config per case; perf_stats.csv in the seeds' "
-                    "columns; heatmaps and counter scatter plots.")
+        description="Configs per kernel and case sorted by median time (by x60_cycles, the X60 model, under "
+                    "QEMU), with IQR, samples, counters and speed-ups; the best config per case; perf_stats.csv "
+                    "in the seeds' columns; heatmaps and counter scatter plots.")
     p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
     p.add_argument("--format", choices=FORMATS, default="table", help="printed format (default table)")
     p.add_argument("--out", type=Path, default=None,

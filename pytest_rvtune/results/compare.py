@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pytest_rvtune.results.noise import NoiseFloors
 from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunRecord
 from pytest_rvtune.results.report import format_metric
-from pytest_rvtune.results.runs import DETERMINISTIC_COUNTERS, Run
+from pytest_rvtune.results.runs import DETERMINISTIC_COUNTERS, EMULATED_RANK_COUNTERS, Run
 
 DEFAULT_THRESHOLD_PCT = 5.0
 #: Significance level. asv uses 0.002 with many samples; 0.01 keeps the false-alarm rate low at 10-30 samples.
@@ -37,11 +37,12 @@ DEFAULT_MIN_SAMPLES = 5
 DEFAULT_CONFIRM_TRIALS = 15
 
 COUNTER_GATES = ("deterministic", "all", "none")
-#: Of the exact QEMU counts, only the launch's instructions are a cost: the whole launch (``launch_insns``, what
-#: configs are ranked by) and the kernel's own part of it. More vector instructions can mean fewer in all (better
-#: vectorised code), and the whole-program count includes the harness reading its files.
+#: Of the exact QEMU counts, only a launch's cost gates: the emulated ranking metric, i.e. the first of
+#: EMULATED_RANK_COUNTERS both records have (``x60_cycles``, the X60 model's cycles; ``launch_insns`` for runs
+#: recorded before it; ``kernel_insns`` before launches were counted). More vector instructions can mean fewer in
+#: all (better vectorised code), and the whole-program count includes the harness reading its files.
 #: The others are shown when they change, and gate only with ``--counters all``.
-GATED_EMULATED_COUNTERS = frozenset({"launch_insns", "kernel_insns"})
+GATED_EMULATED_COUNTERS = frozenset(EMULATED_RANK_COUNTERS)
 
 
 @dataclass(frozen=True)
@@ -190,8 +191,12 @@ def _counter_change(name: str, base: RunRecord, new: RunRecord, threshold: float
         change.status = "only in one run"
         return change
     deterministic = name in DETERMINISTIC_COUNTERS and base.emulated and new.emulated
-    change.gated = t.counters == "all" or (t.counters == "deterministic" and deterministic
-                                           and name in t.gated_counters)
+    if t.gated_counters == GATED_EMULATED_COUNTERS:  # the default: the ranking metric both records have
+        shared = next((c for c in EMULATED_RANK_COUNTERS if c in base.counters and c in new.counters), None)
+        ranked = name == shared
+    else:  # --rank-by named the metric
+        ranked = name in t.gated_counters
+    change.gated = t.counters == "all" or (t.counters == "deterministic" and deterministic and ranked)
     pct = change.change_pct
     if pct is None:  # base 0: any new count is an increase of unknown size
         pct = 0.0 if n == 0 else math.inf

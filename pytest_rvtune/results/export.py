@@ -1,6 +1,6 @@
 """``rvtune export-best RUN``: the tuned configs, as JSON (or a C header) per target and kernel.
 
-Per case the winner (smallest median time; smallest launch_insns under QEMU), its runner-up, and whether the
+Per case the winner (smallest median time; smallest x60_cycles under QEMU), its runner-up, and whether the
 win is real: a one-sided Mann-Whitney test of winner vs each other config; not significant -> ``"tie": true``
 with the configs it ties with (exact counts tie only when equal). A win smaller than ``--min-gain`` (1 %, the
 change LNT ignores) is a tie too: with many samples a 0.3 % difference is significant yet says nothing about

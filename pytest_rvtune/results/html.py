@@ -302,6 +302,10 @@ def ranking_note(rep: CaseReport) -> str:
     if rep.metric == "time":
         return ("Ranked by median time" + (": emulated by QEMU, not performance (no instruction counts were "
                                             "recorded)." if rep.emulated else " of the timed samples."))
+    if rep.metric == "x60_cycles":
+        return ("Ranked by x60_cycles (modelled SpacemiT X60 cycles per launch: every instruction QEMU executed, "
+                "priced by the chip's measured cost at its SEW/LMUL). QEMU's wall time is not performance; the "
+                "times are shown for reference.")
     what = ("guest instructions per launch: the grid walk, the kernel and the libc calls it makes"
             if rep.metric == "launch_insns" else "guest instructions inside the kernel symbol")
     return (f"Ranked by {rep.metric} ({what}). QEMU's wall time is not performance, so configs are ranked by "

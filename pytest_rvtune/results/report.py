@@ -3,10 +3,11 @@
 Everything is per group: target, kernel, case and problem (the values of the kernel's PROBLEM_KEYS, e.g.
 IS_CAUSAL; see runs.py). A kernel with problem keys gets one ranking, one winner and one default per problem.
 
-Ranking: by median time on real hardware; under QEMU (timing_source "emulated") by ``launch_insns``, the guest
-instructions executed per launch (grid walk, kernel and the libc calls it makes, such as memset), because
-emulated wall time is not performance; ``kernel_insns`` (inside the kernel symbol only) stays a column, and ranks
-results recorded before launches were counted. The output says which.
+Ranking: by median time on real hardware; under QEMU (timing_source "emulated") by ``x60_cycles``, the X60
+model's cycles per launch (x60/model.py: each executed instruction priced by the chip's measured cost), because
+emulated wall time is not performance; ``launch_insns`` (guest instructions per launch: grid walk, kernel and the
+libc calls it makes, such as memset) stays a column and ranks results recorded before the model, ``kernel_insns``
+(inside the kernel symbol only) those recorded before launches were counted. The output says which.
 
 "Default config" (the speed-up column "vs default") is the kernel's most common winner across its cases on that
 target (per problem), the same config ``rvtune export-best`` writes as the default: the column says what per-case tuning
@@ -153,6 +154,7 @@ def mean_slowdown(config_id: str, cases: Sequence[Sequence[RunRecord]], rank_by:
 
 #: What each emulated ranking metric counts, for report headings.
 EMULATED_METRIC_MEANINGS = {
+    "x60_cycles": "modelled SpacemiT X60 cycles per launch: the chip's measured instruction costs at each SEW/LMUL",
     "launch_insns": "guest instructions per launch: grid walk, kernel and the libc calls it makes",
     "kernel_insns": "guest instructions inside the kernel",
     "est_cycles": "estimated cycles per launch: llvm-mca cycles of each executed basic block x its executions",
@@ -191,7 +193,7 @@ class CaseReport:
         text = f"{self.kernel} / {self.label} on {self.target}: ranked by {metric_title(self.metric)}"
         if self.metric in EMULATED_METRIC_MEANINGS:
             text += (f" ({EMULATED_METRIC_MEANINGS[self.metric]}; timing is emulated by QEMU, not performance, so "
-                     "configs are ranked by a count)")
+                     f"configs are ranked by {'a model' if self.metric == 'x60_cycles' else 'a count'})")
         elif self.emulated:
             text += " (timing is emulated by QEMU and no instruction counter was recorded: not performance)"
         return text

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNTER
+from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNTER, X60_CYCLES
 from pytest_rvtune.results.records import (
     REQUIRED_FIELDS,
     GroupKey,
@@ -32,11 +32,14 @@ from pytest_rvtune.verdict import Outcome
 #: Instruction counts from our QEMU plugin: deterministic, so any change between runs is real.
 DETERMINISTIC_COUNTERS: frozenset[str] = frozenset(ICOUNT_KEYS)
 
-#: What ranks configs under emulation, in order of preference: QEMU wall time is not performance, instruction
-#: counts are. ``launch_insns`` (the whole launch: grid walk, kernel and the libc calls it makes, e.g. memset)
-#: first; ``kernel_insns`` (inside the kernel symbol only) for results recorded before the plugin counted
-#: launches. In-kernel counts alone can flip a ranking: a config whose work moves into memset looks cheaper.
-EMULATED_RANK_COUNTERS: tuple[str, ...] = (LAUNCH_COUNTER, "kernel_insns")
+#: What ranks configs under emulation, in order of preference: QEMU wall time is not performance. ``x60_cycles``
+#: first: the X60 model's cycles of the whole launch (x60/model.py: every executed instruction priced by the chip's
+#: measured cost at its SEW/LMUL, in-order dual issue, a vector unit beside the scalar pipe, DRAM bandwidth).
+#: Then ``launch_insns`` (every guest instruction of the launch: grid walk, kernel and the libc calls it makes, e.g.
+#: memset, each counting 1) for results recorded before the model, and ``kernel_insns`` (inside the kernel symbol
+#: only) for results recorded before the plugin counted launches. In-kernel counts alone can flip a ranking: a
+#: config whose work moves into memset looks cheaper.
+EMULATED_RANK_COUNTERS: tuple[str, ...] = (X60_CYCLES, LAUNCH_COUNTER, "kernel_insns")
 EMULATED_RANK_COUNTER = EMULATED_RANK_COUNTERS[0]
 
 

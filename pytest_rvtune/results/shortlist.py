@@ -4,7 +4,7 @@ Instruction counts prune well but do not pick (issue 19: on the host, the top 3 
 within 1 % of the best, the count's own #1 was up to 18 % slower). So a board's time goes where it decides
 something: ``--rvtune-shortlist RUN`` keeps, per (kernel, case, problem), the configs of the best
 ``--rvtune-shortlist-size`` results of the earlier run RUN (a results file or pytest-benchmark JSON) by its
-ranking metric (``launch_insns`` under emulation, runs.rank_metric). Configs that ran the same run in RUN
+ranking metric (``x60_cycles`` under emulation, runs.rank_metric). Configs that ran the same run in RUN
 (summary.distinct_results: identical builds) are one result, timed once.
 
 When RUN ranked a kernel at another case (an emulation-sized problem, then the board's bench size), its

@@ -1,11 +1,11 @@
 """The few lines a session ends with: per (kernel, case, problem), the best configs by the ranking metric, the
 best-to-worst spread and where the default config stands.
 
-Under QEMU configs are ranked by instruction counts (``launch_insns``, runs.py), never by emulated time, which
-is not performance (a group with no counts is left out); on real targets by median time. ``rvtune report``
-has the full tables. The default is the config ``rvtune export-best`` would write as the kernel's default (the
-most common winner across the session's cases, report.default_configs), so its place says what tuning per
-case would gain.
+Under QEMU configs are ranked by the X60 model's cycles (``x60_cycles``; ``launch_insns`` for runs recorded before
+it, runs.py), never by emulated time, which is not performance (a group with no counts is left out); on real
+targets by median time. ``rvtune report`` has the full tables. The default is the config ``rvtune export-best``
+would write as the kernel's default (the most common winner across the session's cases, report.default_configs),
+so its place says what tuning per case would gain.
 
 Configs whose runs are the same run (the same ELF, data and arguments: a constexpr the kernel ignores builds
 identical code, build.py) are one result: listed once, the others as its aliases ``(= CONFIG, ...)``, and the
@@ -96,8 +96,13 @@ def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP, rank
     title = f"rvtune ranking, by {what}"
     counted = metrics - {"time"}
     if counted:
-        what_counted = "instructions per launch" if counted <= {"launch_insns", "kernel_insns"} else "per launch"
-        title += f" ({what_counted}, counted under emulation; QEMU time is not performance)"
+        if counted <= {"launch_insns", "kernel_insns"}:
+            title += " (instructions per launch, counted under emulation; QEMU time is not performance)"
+        elif counted == {"x60_cycles"}:
+            title += (" (modelled SpacemiT X60 cycles per launch, from the instructions QEMU executed and the chip's "
+                      "measured costs; QEMU time is not performance)")
+        else:
+            title += " (per launch, counted under emulation; QEMU time is not performance)"
     if "time" in metrics:
         title += " (median time on the target)"
     note = ["  (emulated groups without instruction counts are not ranked)"] if emulated_time else []

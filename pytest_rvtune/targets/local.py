@@ -34,6 +34,7 @@ from pytest_rvtune.targets.die_with_parent import with_parent_death
 from pytest_rvtune.targets.output_cap import CappedOutput
 from pytest_rvtune.toolchain import HOST_ISA, QEMU_CPU, RISCV_ISA, RISCV_VLEN, find_tool, tool_version
 from pytest_rvtune.tools import plugin_state
+from pytest_rvtune.x60 import model as x60_model
 
 #: Host events tried by default; used only if this machine's PMU really counts them (see perf_events_that_count).
 DEFAULT_HOST_PERF_EVENTS: tuple[str, ...] = ("cycles", "instructions")
@@ -183,21 +184,21 @@ def harness_threads(args: Sequence[str | Path]) -> int | None:
 
 def plugin_argument(plugin: Path, out: Path, kernel_symbol: str | None, blocks: Path,
                     with_timing_model: bool = False, one_thread: bool = False) -> str:
-    """QEMU's -plugin value: counts to ``out``; with a kernel, its launch window and the kernel's instructions
-    (its own function and the compiler runtime's precompiled parts it calls); with the timing model, also the
-    per-block counts it needs (``blocks``) and the K1 data-cache model (timing_model.K1_L1D/K1_L2).
-    ``one_thread``: the guest runs one thread, so the plugin may count with inline adds (``threads=1``: the same
-    counts in less QEMU time; a guest that starts a second thread anyway gets no counts). Without it the plugin
-    counts every guest thread exactly, with a callback per executed block."""
+    """QEMU's -plugin value: counts to ``out``; with a kernel, its launch window, the kernel's instructions
+    (its own function and the compiler runtime's precompiled parts it calls) and the per-block counts of the
+    window the X60 model prices (``blocks``: a TB-level inline add per block, see benchmarks/x60_overhead.py);
+    with the timing model, also the K1 data-cache model (timing_model.K1_L1D/K1_L2: a helper call per memory
+    access). ``one_thread``: the guest runs one thread, so the plugin may count with inline adds (``threads=1``:
+    the same counts in less QEMU time; a guest that starts a second thread anyway gets no counts). Without it the
+    plugin counts every guest thread exactly, with a callback per executed block."""
     argument = f"{plugin},out={out}"
     if one_thread:
         argument += ",threads=1"
     if kernel_symbol:
         argument += (f",symbol={kernel_symbol},launch={launcher_symbol(kernel_symbol)}"
-                     f",helpers={KERNEL_HELPER_PREFIX}")
+                     f",helpers={KERNEL_HELPER_PREFIX},blocks={blocks}")
         if with_timing_model:
-            argument += (f",blocks={blocks}"
-                         f",l1d={timing_model.K1_L1D.plugin_arg()},l2={timing_model.K1_L2.plugin_arg()}")
+            argument += f",l1d={timing_model.K1_L1D.plugin_arg()},l2={timing_model.K1_L2.plugin_arg()}"
     return argument
 
 
@@ -208,7 +209,8 @@ class QemuTarget:
     also splits ``launch_insns`` per thread: counters.parse_hart_launch_insns); with our harness at ``--threads 1``
     the plugin counts the one thread with inline adds, which costs less QEMU time.
     Emulated time is not performance, so runs need no exclusive use of the machine (targets/lock.py), and a
-    run is deterministic, so its result can be reused (count_fingerprint, count_cache.py).
+    run is deterministic, so its result can be reused (count_fingerprint, count_cache.py). With a kernel the
+    X60 model's counters (x60/model.py: ``x60_cycles`` and its parts) are added from the plugin's per-block counts.
     """
 
     name = "qemu"
@@ -220,8 +222,9 @@ class QemuTarget:
         self.qemu = find_tool("qemu-riscv64")
         self.plugin = plugin or paths.icount_plugin()
         self.counters = counters
-        # est_cycles and the cache-model misses cost ~1.5x QEMU time plus llvm-mca per new block, and they rank
-        # configs no better than launch_insns on the host (benchmarks/ranking_fidelity.py): asked for, not default
+        # est_cycles and the cache-model misses cost ~1.5x QEMU time plus llvm-mca per new block, and est_cycles
+        # ranks configs no better than launch_insns on the host (benchmarks/ranking_fidelity.py): asked for, not
+        # default. The X60 model runs always (its per-block counts are cheap); with this it also gets the misses.
         self.with_timing_model = counters and with_timing_model
         if counters and not self.plugin.is_file():
             raise TargetSetupError(
@@ -251,6 +254,7 @@ class QemuTarget:
         build, its CPU model and the plugin's code (a rebuilt plugin may count differently)."""
         return {"target": self.name, "qemu": self.identity()["qemu"], "cpu": QEMU_CPU,
                 "plugin": sha256_file(self.plugin) if self.counters else "none",
+                **(x60_model.identity() if self.counters else {}),
                 **(timing_model.riscv_core_model().identity() if self.with_timing_model else {})}
 
     def prepare(self, files: Sequence[Path]) -> None:
@@ -273,6 +277,9 @@ class QemuTarget:
                                                    one_thread=one_thread)]
             done = run_process([*cmd, str(elf.resolve()), *_local_args(args)], timeout, run_dir)
             counters = read_icount_file(icount) if self.counters else {}
+            if counters and kernel_symbol and blocks.is_file():
+                counters.update(x60_model.x60_counters(
+                    blocks, elf, cache={k: counters[k] for k in timing_model.CACHE_COUNTERS if k in counters}))
             if counters and kernel_symbol and self.with_timing_model:
                 counters.update(timing_model.est_cycles_of(blocks, timing_model.riscv_core_model()))
         return _result(done, counters, output_format=output_format)

@@ -1,24 +1,28 @@
-"""The instructions of a static rv64 ELF, read once: address, size, mnemonic, operands, and the (SEW, LMUL) each
-vector instruction runs under (vtype.py), cached per ELF content.
+"""The instructions of a static rv64 ELF's executed functions: address, size, mnemonic, operands, and the (SEW, LMUL)
+each vector instruction runs under (vtype.py), cached per ELF content.
 
 The X60 model prices every instruction a launch executed. The QEMU plugin says which blocks ran and how often
 (their addresses and bytes); this module says what the instructions at those addresses are. A static ELF's code
 does not change while it runs, so the disassembly of the file (llvm-objdump-19, the toolchain's disassembler) is
-the disassembly of what ran; an address that is not in the file's code (a signal trampoline QEMU made) is decoded
-from the block's own bytes by the caller.
+the disassembly of what ran. Only the functions (the symbol table's) holding executed addresses are read: the
+vtype dataflow is local to a function (unknown at its entry and after calls), and a launch runs a few dozen of a
+static ELF's thousand-odd functions (disassembling and analysing them all took 3-6 s an ELF, these 0.3 s).
 
-The record is cached under ``<cache>/x60/code/<sha256[:2]>/<sha256>.json`` (an ELF is read once, whatever
-config, case or run uses it); CODE_VERSION is part of the record, so a change in how it is made is never mixed
-with an old one. Nothing here knows pytest.
+What was read is cached under ``<cache>/x60/code/<sha256[:2]>/<sha256>.json`` per function, and extended when a
+later run of the same ELF executes more of it; CODE_VERSION and the disassembler's version are part of the record,
+so a change in how it is made is never mixed with an old one. Nothing here knows pytest.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
+import struct
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
@@ -32,45 +36,82 @@ from pytest_rvtune.x60.insn import Insn, VType, parse_objdump
 from pytest_rvtune.x60.vtype import attribute_vtypes
 
 #: Bump when the record's content or the vtype analysis changes: older records are then not read.
-CODE_VERSION = 1
+CODE_VERSION = 2
 
 #: Every extension the toolchain's -march can emit (rv64gcv and the bit-manipulation ones clang may use).
 DISASSEMBLE_MATTR = "+v,+c,+m,+a,+f,+d,+zfh,+zvfh,+zba,+zbb,+zbs,+zicond"
-
 
 
 class CodeError(RuntimeError):
     """The ELF cannot be read or disassembled; the message names the file."""
 
 
+@dataclass(frozen=True)
+class Function:
+    start: int
+    end: int  # its symbol's size, or up to the next function when the symbol has none
+    name: str
+
+
 @dataclass
 class ElfCode:
-    """An ELF's instructions by address, its function entries, and each vector instruction's vtype (None:
+    """An ELF's instructions by address (of the functions read so far) and each vector instruction's vtype (None:
     not known statically, see vtype.py)."""
 
     sha256: str
-    insns: dict[int, Insn]
-    entries: frozenset[int]
-    vtypes: dict[int, VType | None]
+    insns: dict[int, Insn] = field(default_factory=dict)
+    vtypes: dict[int, VType | None] = field(default_factory=dict)
+    functions: list[Function] = field(default_factory=list)  # every function of the ELF, by address
+    read: set[int] = field(default_factory=set)  # starts of the functions whose code is in insns
+    _starts: list[int] = field(default_factory=list, repr=False)
+
+    def function_at(self, addr: int) -> Function | None:
+        if len(self._starts) != len(self.functions):
+            self._starts = [f.start for f in self.functions]
+        k = bisect.bisect_right(self._starts, addr) - 1
+        if k >= 0 and self.functions[k].start <= addr < self.functions[k].end:
+            return self.functions[k]
+        return None
 
 
-def function_entries(elf: Path) -> frozenset[int]:
-    """Addresses of the ELF's functions (its symbol table's STT_FUNC symbols)."""
+_SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym: st_name, st_info, st_other, st_shndx, st_value, st_size
+_STT_FUNC = 2
+
+
+def function_table(elf: Path) -> list[Function]:
+    """The ELF's functions (symbol table STT_FUNC symbols), by address, one per address. The table is read with
+    struct, not symbol by symbol through pyelftools (0.8 s for a static ELF's 2,500 symbols)."""
     try:
         with elf.open("rb") as f:
-            table = ELFFile(f).get_section_by_name(".symtab")
+            reader = ELFFile(f)
+            table = reader.get_section_by_name(".symtab")
             if not isinstance(table, SymbolTableSection):
-                return frozenset()
-            return frozenset(s["st_value"] for s in table.iter_symbols()
-                             if s["st_info"]["type"] == "STT_FUNC" and s["st_shndx"] != "SHN_UNDEF")
+                return []
+            data = table.data()
+            names = reader.get_section(table["sh_link"]).data()
     except (OSError, ELFError) as exc:
         raise CodeError(f"reading the symbols of {elf} failed: {exc}") from exc
+    found = set()
+    for name, info, _other, shndx, value, size in _SYMBOL.iter_unpack(data[:len(data) // _SYMBOL.size * _SYMBOL.size]):
+        if info & 0xF == _STT_FUNC and shndx != 0 and name:
+            found.add((value, size, names[name:names.index(b"\0", name)].decode(errors="replace")))
+    symbols = sorted(found)
+    functions: list[Function] = []
+    for k, (start, size, name) in enumerate(symbols):
+        if functions and functions[-1].start == start:
+            continue  # an alias (memcpy / __memcpy): one function
+        following = next((s for s, _, _ in symbols[k + 1:] if s > start), start + max(size, 2))
+        functions.append(Function(start, start + size if size else following, name))
+    return functions
 
 
-def disassemble(elf: Path) -> list[Insn]:
+def disassemble(elf: Path, functions: Iterable[Function]) -> list[Insn]:
+    names = sorted({f.name for f in functions})
+    if not names:
+        return []
     objdump = find_tool("llvm-objdump-19")
-    proc = subprocess.run([objdump, "-d", f"--mattr={DISASSEMBLE_MATTR}", str(elf)], capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run([objdump, "-d", f"--mattr={DISASSEMBLE_MATTR}", f"--disassemble-symbols={','.join(names)}",
+                           str(elf)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise CodeError(f"disassembling {elf} failed (llvm-objdump-19 -d): {proc.stderr.strip()[:500]}")
     return parse_objdump(proc.stdout)
@@ -84,36 +125,47 @@ def _version() -> str:
     return f"{CODE_VERSION}/{tool_version(find_tool('llvm-objdump-19'))}"
 
 
-def _load(sha: str) -> ElfCode | None:
+def _load(code: ElfCode) -> None:
+    """Add the cached functions of the ELF to ``code``."""
     try:
-        data = json.loads(_entry(sha).read_text())
+        data = json.loads(_entry(code.sha256).read_text())
     except (FileNotFoundError, json.JSONDecodeError):
-        return None
+        return
     if data.get("version") != _version():
-        return None
-    insns: dict[int, Insn] = {}
-    vtypes: dict[int, VType | None] = {}
-    for addr, size, mnemonic, operands, sew, lmul in data["insns"]:
-        insns[addr] = Insn(addr, size, mnemonic, operands)
+        return
+    for start, rows in data["functions"].items():
+        _add_rows(code, rows)
+        code.read.add(int(start))
+
+
+def _add_rows(code: ElfCode, rows: list[list]) -> None:
+    for addr, size, mnemonic, operands, sew, lmul in rows:
+        code.insns[addr] = Insn(addr, size, mnemonic, operands)
         if sew >= 0:
-            vtypes[addr] = (sew, lmul) if sew else None
-    return ElfCode(sha, insns, frozenset(data["entries"]), vtypes)
+            code.vtypes[addr] = (sew, lmul) if sew else None
+
+
+def _rows(code: ElfCode, function: Function) -> list[list]:
+    rows = []
+    for addr in sorted(a for a in code.insns if function.start <= a < function.end):
+        insn = code.insns[addr]
+        vtype = code.vtypes.get(addr)
+        sew, lmul = vtype if vtype is not None else (0 if addr in code.vtypes else -1, "")
+        rows.append([addr, insn.size, insn.mnemonic, insn.operands, sew, lmul])
+    return rows
 
 
 def _store(code: ElfCode) -> None:
-    rows = []
-    for insn in code.insns.values():
-        vtype = code.vtypes.get(insn.addr, None)
-        sew, lmul = (vtype if vtype is not None else (0 if insn.addr in code.vtypes else -1, ""))
-        rows.append([insn.addr, insn.size, insn.mnemonic, insn.operands, sew, lmul])
+    functions = {f.start: f for f in code.functions}
+    record = {"version": _version(),
+              "functions": {str(start): _rows(code, functions[start]) for start in sorted(code.read)}}
     entry = _entry(code.sha256)
     entry.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump({"version": _version(), "entries": sorted(code.entries), "insns": rows}, f,
-                      separators=(",", ":"))
-        os.replace(tmp, entry)  # published whole: a reader never sees half a record
+            json.dump(record, f, separators=(",", ":"))
+        os.replace(tmp, entry)  # published whole: a reader never sees half a record (the last writer's is kept)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -123,18 +175,23 @@ def _store(code: ElfCode) -> None:
 _memo: dict[str, ElfCode] = {}
 
 
-def elf_code(elf: Path) -> ElfCode:
-    """The ELF's instructions and vector types, from the cache when it has them."""
+def elf_code(elf: Path, addresses: Iterable[int], *, reuse: bool = True) -> ElfCode:
+    """The ELF's code covering ``addresses`` (the functions holding them, read, analysed and cached if they were
+    not yet). ``reuse``: also from this process's memory, where an ELF read once stays."""
     if not elf.is_file():
         raise CodeError(f"{elf}: no such ELF")
     sha = sha256_file(elf)
-    if sha in _memo:
-        return _memo[sha]
-    code = _load(sha)
+    code = _memo.get(sha) if reuse else None
     if code is None:
-        insns = disassemble(elf)
-        entries = function_entries(elf)
-        code = ElfCode(sha, {i.addr: i for i in insns}, entries, attribute_vtypes(insns, entries))
+        code = ElfCode(sha, functions=function_table(elf))
+        _load(code)
+        _memo[sha] = code
+    found = (code.function_at(a) for a in addresses)
+    needed = {f.start: f for f in found if f is not None and f.start not in code.read}
+    if needed:
+        insns = [i for i in disassemble(elf, needed.values()) if code.function_at(i.addr) in needed.values()]
+        code.insns.update((i.addr, i) for i in insns)
+        code.vtypes.update(attribute_vtypes(insns, needed))
+        code.read.update(needed)
         _store(code)
-    _memo[sha] = code
     return code

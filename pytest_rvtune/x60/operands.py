@@ -28,6 +28,7 @@ _LMUL_REGS = {"mf8": 1, "mf4": 1, "mf2": 1, "m1": 1, "m2": 2, "m4": 4, "m8": 8}
 class RegUse:
     reads: tuple[str, ...]
     writes: tuple[str, ...]
+    accumulator: tuple[str, ...] = ()  # of reads: the destination a multiply-accumulate also reads
 
 
 def _group(reg: str, lmul: str | None, whole: int | None) -> list[str]:
@@ -57,6 +58,7 @@ def register_use(mnemonic: str, operands: str, lmul: str | None = None) -> RegUs
     reduction = vector and (".vs" in mnemonic)  # vredsum.vs vd, vs2, vs1: vd and vs1 are one register
     writes: list[str] = []
     reads: list[str] = []
+    accumulator: list[str] = []
     if mnemonic in ("jal", "jalr") and (not names or names[0] not in ("zero",)):
         # jal <target> / jalr a5 write ra (LLVM prints the link register only when it is not ra)
         link = names[0] if mnemonic == "jal" and names else "ra"
@@ -69,6 +71,7 @@ def register_use(mnemonic: str, operands: str, lmul: str | None = None) -> RegUs
         writes, reads = names[:1], names[1:]
         if vector and _ACCUMULATES.match(mnemonic):
             reads = [*reads, names[0]]
+            accumulator = _group(names[0], lmul, whole)
     if masked:
         reads.append("v0")
     expanded_reads: list[str] = []
@@ -79,4 +82,33 @@ def register_use(mnemonic: str, operands: str, lmul: str | None = None) -> RegUs
     for reg in writes:
         expanded_writes += _group(reg, lmul, 1 if reduction else whole)
     return RegUse(tuple(r for r in expanded_reads if r not in ("zero", "x0")),
-                  tuple(r for r in expanded_writes if r not in ("zero", "x0")))
+                  tuple(r for r in expanded_writes if r not in ("zero", "x0")), tuple(accumulator))
+
+
+_SCALAR_STORE = re.compile(r"^(sb|sh|sw|sd|fsh|fsw|fsd|sc\.[wd])\b")
+_MEMORY = re.compile(r"^(l[bhwd]u?|fl[hwd]|s[bhwd]|fs[hwd]|lr\.|sc\.|amo)")
+
+
+def scalar_unit(mnemonic: str) -> str:
+    """The unit class of a scalar instruction (pipeline.UNITS): branch, mem, fp, muldiv, vset or alu."""
+    if _BRANCH.match(mnemonic) or mnemonic in ("jal", "jalr"):
+        return "branch"
+    if _MEMORY.match(mnemonic):
+        return "mem"
+    if mnemonic.startswith("vset"):
+        return "vset"
+    if mnemonic.startswith("f") and not mnemonic.startswith("fence"):
+        return "fp"
+    if mnemonic.startswith(("mul", "div", "rem")):
+        return "muldiv"
+    return "alu"
+
+
+def issue_reads(mnemonic: str, use: RegUse) -> tuple[str, ...]:
+    """The registers a scalar instruction waits for at issue: a branch waits for none (it is predicted), a store
+    not for its data (read late in an in-order pipe), only for its address."""
+    if scalar_unit(mnemonic) == "branch":
+        return ()
+    if _SCALAR_STORE.match(mnemonic) and not mnemonic.startswith("sc."):
+        return use.reads[1:]
+    return use.reads

@@ -32,9 +32,11 @@ def test_benchmark_output_resume_and_compare(project: pytest.Pytester, add_kerne
     bench = benches["pb_bench[small-BLOCK=16]"]
     record = records["pb_bench[BLOCK=16]"]
     assert bench["fullname"] == "kernels/pb_bench.py::pb_bench[small-BLOCK=16]"
-    # the stats are the target's samples, exactly (seconds in pytest-benchmark)
+    # under emulation the stats are the modelled X60's time of one launch, x60_cycles at 1.6 GHz, one value per
+    # sample the target took (seconds in pytest-benchmark), not QEMU's wall time
     assert bench["stats"]["rounds"] == 1 and bench["stats"]["iterations"] == 1  # one launch under emulation
-    assert bench["stats"]["data"] == pytest.approx([s * 1e-9 for s in record["samples_ns"]])
+    assert bench["stats"]["data"] == pytest.approx([record["counters"]["x60_cycles"] / 1.6e9])
+    assert bench["group"].endswith("(modelled SpacemiT X60 time: x60_cycles at 1.6 GHz, not measured)")
     assert bench["params"] == {"case": "small", "BLOCK": 16, "target": "qemu"}
     extra = bench["extra_info"]
     assert extra["config"] == {"BLOCK": 16} and extra["case"] == "small" and extra["target"] == "qemu"
@@ -68,7 +70,7 @@ def test_benchmark_output_resume_and_compare(project: pytest.Pytester, add_kerne
     assert cli.returncode == 0, cli.stderr
     assert "pb_bench[small-BLOCK=16] (0001_" in cli.stdout and "pb_bench[small-BLOCK=16] (0002_" in cli.stdout
 
-    # -- 3: --rvtune-compare: a base run whose BLOCK=16 item took half the instructions -> that item fails
+    # -- 3: --rvtune-compare: a base run whose BLOCK=16 item took half the cycles -> that item fails
     base = [json.loads(line) for line in (project.path / "run1.jsonl").read_text().splitlines()]
     for r in base:
         if r["config_id"] == "BLOCK=16":
@@ -78,7 +80,7 @@ def test_benchmark_output_resume_and_compare(project: pytest.Pytester, add_kerne
                               "--benchmark-disable")
     third.assert_outcomes(passed=1, failed=1)
     third.stdout.fnmatch_lines([
-        "*pb_bench[[]small-BLOCK=16[]] on qemu: regression: *kernel_insns * -> * (+100.0%, threshold 5%*",
+        "*pb_bench[[]small-BLOCK=16[]] on qemu: regression: *x60_cycles * -> * (+100.0%, threshold 5%*",
         "*(base run base.jsonl)*",
     ])
     after = by_kernel(read_results(project.path / "run3.jsonl"))

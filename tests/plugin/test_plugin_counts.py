@@ -125,7 +125,7 @@ def launch(kernel, inputs, case):
 def test_a_ranking_follows_the_whole_launch_where_the_kernel_count_disagrees(project: pytest.Pytester) -> None:
     (project.path / "kernels" / "pc_flip.py").write_text(FLIP_KERNEL)
     result = project.runpytest("-n", "2", "--rvtune-case", "emu", "--rvtune-results", "run.jsonl",
-                               "--benchmark-disable")
+                               "--benchmark-disable", "--rvtune-rank-by", "launch_insns")
     result.assert_outcomes(passed=2)
     run = load_run(project.path / "run.jsonl")
     [group] = group_by_problem(run.records).values()
@@ -137,13 +137,15 @@ def test_a_ranking_follows_the_whole_launch_where_the_kernel_count_disagrees(pro
     # The counts disagree (if they did not, this test could not tell the metrics apart).
     assert by("kernel_insns") == ["BLOCK=64-LIBM=1", "BLOCK=64-LIBM=0"]
     assert by("launch_insns") == ["BLOCK=64-LIBM=0", "BLOCK=64-LIBM=1"]
-    report = case_report(group, default_id=None)
+    # by default the X60 model's cycles rank them, also a figure of the whole launch
+    assert case_report(group, default_id=None).metric == "x60_cycles"
+    report = case_report(group, default_id=None, rank_by="launch_insns")
     assert report.metric == "launch_insns"
     assert [row["config"] for row in report.rows] == by("launch_insns")
-    winner = case_winner(group)
+    winner = case_winner(group, rank_by="launch_insns")
     assert winner is not None and winner["ranked_by"] == "launch_insns"
     assert winner["config_id"] == "BLOCK=64-LIBM=0"
-    # the session ends with the same ranking, then says where the rest is
+    # the session ends with the ranking --rvtune-rank-by asked for, then says where the rest is
     result.stdout.fnmatch_lines([
         "rvtune ranking, by launch_insns (instructions per launch, counted under emulation*",
         "  pc_flip / emu on qemu: 1. BLOCK=64-LIBM=0 *  2. BLOCK=64-LIBM=1 *; worst/best *x over 2 configs",
@@ -242,12 +244,21 @@ def test_session_ends_with_the_ranking_then_the_labelled_emulated_table(project:
                                "--benchmark-json=bench.json")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
-        "rvtune ranking, by launch_insns (instructions per launch, counted under emulation*",
+        "rvtune ranking, by x60_cycles (modelled SpacemiT X60 cycles per launch*",
         "  pc_table / small on qemu: 1. BLOCK=* *  2. BLOCK=* *; worst/best *x over 2 configs",
         "  all configs: rvtune report *run.jsonl",
-        "  (pytest-benchmark's tables below show QEMU's emulated times, which are not performance;*",
-        "*benchmark 'pc_table-small (QEMU: emulated time, not performance)': 2 tests*",
+        "  (pytest-benchmark's tables below show the modelled SpacemiT X60 time of emulated items*",
+        "*benchmark 'pc_table-small (modelled SpacemiT X60 time: x60_cycles at 1.6 GHz, not measured)': 2 tests*",
         "rvtune: 2 passed, *",
     ])
     saved = json.loads((project.path / "bench.json").read_text())["benchmarks"]
     assert all(b["extra_info"]["counters"]["launch_insns"] > 0 for b in saved)  # the JSON keeps every counter
+    # pytest-benchmark's samples are the modelled chip's time of one launch: x60_cycles at 1.6 GHz
+    for bench in saved:
+        modelled_s = bench["extra_info"]["counters"]["x60_cycles"] / 1.6e9
+        assert bench["stats"]["min"] == pytest.approx(modelled_s) == bench["stats"]["max"]
+    # and the session-end ranking is pytest-benchmark's order
+    ranked = sorted(saved, key=lambda b: b["stats"]["median"])
+    assert [b["extra_info"]["config_id"] for b in ranked] == [
+        r["config_id"] for r in sorted(read_results(project.path / "run.jsonl"),
+                                       key=lambda r: r["counters"]["x60_cycles"])]

@@ -19,7 +19,7 @@ from pytest_rvtune.results.summary import distinct_results
 
 def _ranked_configs(path: Path) -> list[str]:
     run = load_run(path)
-    return [result[0].config_id for result in distinct_results(ranked(run.records, "launch_insns"))]
+    return [result[0].config_id for result in distinct_results(ranked(run.records, "x60_cycles"))]
 
 
 def test_the_host_times_only_the_best_configs_of_the_emulated_run(project: pytest.Pytester,
@@ -40,7 +40,7 @@ def test_the_host_times_only_the_best_configs_of_the_emulated_run(project: pytes
     assert all(r["target"] == "host" and r["timing_source"] == "real" for r in records)
     timed.stdout.fnmatch_lines([
         "rvtune shortlist (--rvtune-shortlist emu.jsonl):",
-        f"  ps_short / small: 2 of 5 configs (5 distinct) by launch_insns: {order[0]}, {order[1]}",
+        f"  ps_short / small: 2 of 5 configs (5 distinct) by x60_cycles: {order[0]}, {order[1]}",
         "rvtune ranking, by time (median time on the target):",
     ])
 
@@ -48,14 +48,14 @@ def test_the_host_times_only_the_best_configs_of_the_emulated_run(project: pytes
     other = project.runpytest("--rvtune-target", "host", "--rvtune-case", "emu", "--rvtune-shortlist", "emu.jsonl",
                               "--rvtune-results", "host-emu.jsonl", "--benchmark-disable", "--rvtune-max-time", "0")
     other.assert_outcomes(passed=3, deselected=2)
-    other.stdout.fnmatch_lines(["  ps_short / emu: 3 of 5 configs (5 distinct) by launch_insns (ranked at case small, "
+    other.stdout.fnmatch_lines(["  ps_short / emu: 3 of 5 configs (5 distinct) by x60_cycles (ranked at case small, "
                                 "not emu: winners move with size): *"])
 
     # ... and said again long after the session, by report and export-best, naming both sizes
     shortlisted = read_results(project.path / "host-emu.jsonl")
     assert all(r["shortlisted_by"]["case"] == "small" and r["shortlisted_by"]["case_params"] == {"n": 75}
                for r in shortlisted)
-    note = ("note: ps_short / emu (n=300): ranked among 3 of 5 configs shortlisted by launch_insns at case small "
+    note = ("note: ps_short / emu (n=300): ranked among 3 of 5 configs shortlisted by x60_cycles at case small "
             "(n=75) in emu.jsonl: a ranking made at another size*")
     out = project.path / "out"
     for command in (["report", "host-emu.jsonl", "--no-plots", "--out", str(out / "r")],
