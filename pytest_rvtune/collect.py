@@ -75,10 +75,15 @@ class KernelModule(pytest.File):
                     session.filter_values[config_filter].setdefault(key, set()).update(values)
         for marker in (spec.name, *spec.cases):  # per kernel and case, registered so --strict-markers works
             self.config.addinivalue_line("markers", f"{marker}: pytest-rvtune kernel or case {marker}")
+        if session.cases:  # asked for: a module without one is left out of it, with a note (plugin.py)
+            session.cases_found.update(c for c in session.cases if c in spec.cases)
+            lacking = [c for c in session.cases if c not in spec.cases]
+            if lacking:
+                session.cases_left_out.append((self.nodeid, str(self.path), spec.name, lacking, list(spec.cases)))
         for target in session.target_names:
-            cases = session.cases or [session.default_case(target)]
+            cases = [c for c in session.cases if c in spec.cases] if session.cases else [session.default_case(target)]
             unknown = [c for c in cases if c not in spec.cases]
-            if unknown:
+            if unknown:  # the target's default case
                 self.config.option.continue_on_collection_errors = True
                 raise self.CollectError(f"kernel module {self.path}: no case {', '.join(unknown)}; "
                                         f"it has {', '.join(spec.cases)}")
@@ -199,6 +204,7 @@ class ProjectFile(pytest.File):
         self.config.addinivalue_line("markers", "triton_rvv: an item of a Triton_RVV project (rvtune import)")
         for entry in project.entries.values():
             cases = [c for c in entry.cases.values() if not session.cases or c.name in session.cases]
+            session.cases_found.update(c.name for c in cases)
             for case in cases:
                 try:
                     configs = entry_configs(entry, case)

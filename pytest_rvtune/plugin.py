@@ -20,7 +20,7 @@ from pytest_rvtune.fixtures import rvtune_build, rvtune_golden, rvtune_item, rvt
 from pytest_rvtune.progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_INTERVAL
 from pytest_rvtune.progress import ProgressReporter
 from pytest_rvtune.run_options import DEFAULT_MAX_TIME
-from pytest_rvtune.selection import filter_errors, rewrite_keyword
+from pytest_rvtune.selection import case_notes, filter_errors, rewrite_keyword
 from pytest_rvtune.session import (
     RECORD_KEY,
     RENAMED_INI,
@@ -181,6 +181,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # shows it (a UsageError raised in a worker is lost and the run just "collects nothing").
         config.hook.pytest_collectreport(report=pytest.CollectReport(
             nodeid="rvtune-config", outcome="failed", longrepr=message, result=[]))
+    notes, errors = case_notes(session.cases, session.cases_found, session.cases_left_out)
+    for message in errors:
+        config.hook.pytest_collectreport(report=pytest.CollectReport(
+            nodeid="rvtune-case", outcome="failed", longrepr=message, result=[]))
+    if not errors:
+        # Skipped collection reports: counted in pytest's summary, the text under -rs; xdist forwards them from
+        # its workers and shows each text once.
+        for (nodeid, message), (_, path, *_) in zip(notes, session.cases_left_out, strict=True):
+            config.hook.pytest_collectreport(report=pytest.CollectReport(
+                nodeid=nodeid, outcome="skipped", longrepr=(path, 1, message), result=[]))
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:

@@ -5,7 +5,7 @@ messages for --rvtune-config filters that select nothing. Knows nothing of pytes
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # pytest's -k grammar has no '=': a user's `-k "BLOCK_SIZE_M=16"` is rewritten to the keyword
@@ -51,3 +51,19 @@ def filter_errors(filter_keys_unknown: Mapping[str, int], kernel_modules: int,
         messages.append(f"--rvtune-config {config_filter}: no config of any kernel matches it; the values that "
                         f"exist are {existing}")
     return messages
+
+
+def case_notes(asked: Sequence[str], found: set[str], left_out: Sequence[tuple[str, str, str, list[str], list[str]]]
+               ) -> tuple[list[tuple[str, str]], list[str]]:
+    """--rvtune-case over modules with different case sets: (notes, errors). A note per module that lacks an
+    asked case (node id, text: it is left out of that case); an error per asked case no module has."""
+    notes = [(nodeid, f"kernel {kernel} has no case {', '.join(lacking)} (its cases: {', '.join(cases)}): left out "
+                      f"of {'it' if len(lacking) == 1 else 'them'}")
+             for nodeid, _, kernel, lacking, cases in left_out]
+    nowhere = [c for c in asked if c not in found]
+    errors = []
+    if nowhere and (found or left_out):
+        known = sorted({c for *_, cases in left_out for c in cases} | found)
+        errors.append(f"--rvtune-case {', '.join(nowhere)}: no kernel has {'it' if len(nowhere) == 1 else 'them'}; "
+                      f"the cases that exist are {', '.join(known)}")
+    return notes, errors

@@ -188,6 +188,10 @@ class RvtuneSession:
         self.unconfirmed: list[dict[str, Any]] = []  # records' confirmation fields: flagged, then refuted
         self.finished_records: list[dict[str, Any]] = []  # controller: for the ranking at the end
         self.kernel_modules = 0
+        # --rvtune-case over modules with different case sets: the cases some module has, and per module that
+        # lacks one (node id, path, kernel, its missing cases, its cases) to be left out with a note
+        self.cases_found: set[str] = set()
+        self.cases_left_out: list[tuple[str, str, str, list[str], list[str]]] = []
         workerinput = getattr(config, "workerinput", None)
         self.run_id: str = workerinput["rvtune_run_id"] if workerinput else new_run_id()
         self.results_path = (Path(options.results).resolve() if options.results
