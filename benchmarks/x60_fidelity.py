@@ -14,6 +14,10 @@ and turns the X60 model's ``x60_cycles`` per launch into the page's unit:
 - instruction streams (vlse32 stride 12, vfredusum, vfmacc.vf; e32, m1..m8): cycles per instruction of a loop of
   64 copies per trip, as rvv-bench's instruction table measured them.
 
+The instruction streams are not an independent check: the model's cost table was built from the same
+instruction table (pytest_rvtune/x60/x60_costs.json); they test that a loop of them is priced as the table says
+(vtype attribution, lookup, loop overhead). The kernels are the independent check.
+
 Per variant: measured, predicted, ratio = predicted cycles / measured cycles (> 1: the model is slow). Per
 family: Spearman rho of predicted against measured figures. Goals (issue 27): rho >= 0.95 in every family, median
 |ratio - 1| <= 20 %, no ratio beyond 1.5x either way; each printed MET or MISSED with the variants that miss.
@@ -192,8 +196,15 @@ def report(rows: list[Row], peak: dict[str, float | None]) -> dict[str, Any]:
     print("\nSpearman rho per family (predicted vs measured figures):")
     print(tabulate(family_rows, headers=["family", "variants", "rho x60 model", "rho 1 cycle/insn"],
                    tablefmt="github"))
-    ratios = [r.ratio for r in rows if r.ratio is not None]
-    print("\nGoals (issue 27):")
+    streams = [f for f in families if any(r.family == f and r.unit == "cycles/instruction" for r in rows)]
+    if streams:
+        print(f"  note: {', '.join(streams)}: the model's cost table holds these very cells (rvv-bench's instruction "
+              "table), so these rows check the plumbing (each instruction's vtype, the lookup, loop overhead), not "
+              "the model's timing; the kernels above are the independent check")
+    # the goals are judged on the kernels: the instruction streams repeat the cost table's own cells
+    kernels = [r for r in rows if r.unit != "cycles/instruction"]
+    ratios = [r.ratio for r in kernels if r.ratio is not None]
+    print(f"\nGoals (issue 27), on the {len(kernels)} kernel variants (not the instruction streams: see the note):")
     if not ratios:
         print(f"  no x60_cycles ({rows[0].why_no_cycles if rows else 'no rows'}); only the baseline is shown")
         base = [r.baseline_ratio for r in rows]
@@ -201,11 +212,13 @@ def report(rows: list[Row], peak: dict[str, float | None]) -> dict[str, Any]:
               f"worst {max(map(off, base)):.2f}x off")
         summary["goals"] = None
         return summary
-    low_rho = [f for f in families if (summary["families"][f]["rho"] or -1) < RHO_GOAL
+    kernel_families = list(dict.fromkeys(r.family for r in kernels))
+    low_rho = [f for f in kernel_families if (summary["families"][f]["rho"] or -1) < RHO_GOAL
                and summary["families"][f]["n"] > 1]
     median_error = statistics.median(abs(x - 1) for x in ratios)
-    worst = max(rows, key=lambda r: off(r.ratio) if r.ratio else 0)
-    beyond = [f"{r.variant} {r.ratio:.2f}x" for r in rows if r.ratio and off(r.ratio) > MAX_RATIO_GOAL]
+    worst = max(kernels, key=lambda r: off(r.ratio) if r.ratio else 0)
+    beyond = [f"{r.variant} {r.ratio:.2f}x" for r in kernels if r.ratio and off(r.ratio) > MAX_RATIO_GOAL]
+    streams = [r.ratio for r in rows if r.unit == "cycles/instruction" and r.ratio is not None]
     goals = {
         f"rho >= {RHO_GOAL} in every family": (not low_rho, "below: " + ", ".join(
             f"{f} ({fmt(summary['families'][f]['rho'], 3)})" for f in low_rho)),
@@ -216,6 +229,8 @@ def report(rows: list[Row], peak: dict[str, float | None]) -> dict[str, Any]:
     for goal, (met, detail) in goals.items():
         print(f"  {'MET   ' if met else 'MISSED'} {goal}" + ("" if met else f"  ({detail})"))
     print(f"  median |pred/meas - 1| {median_error:.1%}; worst {worst.variant} {worst.ratio:.2f}x")
+    if streams:
+        print(f"  instruction streams: {len(streams)} variants, worst {max(map(off, streams)):.3f}x off")
     summary["goals"] = {goal: met for goal, (met, _) in goals.items()}
     summary["median_error"] = median_error
     if peak.get("flop_per_cycle"):

@@ -110,6 +110,23 @@ def test_hand_written_elf_counts_follow_from_its_code(foo: dict[str, Path], caps
     assert figures["insns_whole_process"] > reps * (8 + 3 * n)  # libc start-up, the file read, printf
 
 
+def test_x60_cycles_grow_with_the_loop_as_its_blocks_do(foo: dict[str, Path],
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # the model prices each block once and multiplies by its executions: x60_cycles is affine in the trip count
+    cycles = {}
+    try:
+        for n in (250, 500, 1000):
+            (foo["run"] / "data" / "n.txt").write_text(f"{n}\n")
+            figures = count_json(capsys, foo["elf"], "--symbol", "foo", "--run-dir", foo["run"], "--", "1")
+            assert "x60_cycles" in figures, figures.get("x60_missing")
+            cycles[n] = figures["x60_cycles"]
+    finally:
+        (foo["run"] / "data" / "n.txt").write_text("1000\n")
+    assert 0 < cycles[250] < cycles[500] < cycles[1000]
+    assert cycles[1000] - cycles[500] == pytest.approx(2 * (cycles[500] - cycles[250]))
+    assert figures["x60_standin_share"] == 0.0  # addi, vsetvli, bne, jal, sd, ld, ret: all in the chip's table
+
+
 def test_text_output_and_an_explicit_launcher(foo: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = count(capsys, foo["elf"], "--symbol", "foo", "--run-dir", foo["run"], "--", "2")
     assert code == 0
