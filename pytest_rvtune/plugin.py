@@ -20,7 +20,7 @@ from pytest_rvtune.fixtures import rvtune_build, rvtune_golden, rvtune_item, rvt
 from pytest_rvtune.progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_INTERVAL
 from pytest_rvtune.progress import ProgressReporter
 from pytest_rvtune.run_options import DEFAULT_MAX_TIME
-from pytest_rvtune.selection import case_notes, filter_errors, rewrite_keyword
+from pytest_rvtune.selection import case_notes, filter_errors, keyword_hint, rewrite_keyword
 from pytest_rvtune.session import (
     RECORD_KEY,
     RENAMED_INI,
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 FIXTURES = (rvtune_item, rvtune_targets, rvtune_target, rvtune_build, rvtune_golden)
 #: The project root that was in force before this session set its own (paths.set_project_root).
 _OUTER_ROOT_KEY = pytest.StashKey["Path | None"]()
+#: The -k expression as typed (config.option.keyword holds it rewritten: selection.rewrite_keyword).
+_KEYWORD_KEY = pytest.StashKey[str]()
 
 
 # --------------------------------------------------------------------------------------------- options
@@ -122,6 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
     keyword = config.getoption("keyword", default="")
     if keyword:
         config.option.keyword = rewrite_keyword(keyword)
+        config.stash[_KEYWORD_KEY] = keyword
     # The project's state (.rvtune/: results, caches) lives under pytest's rootdir, whatever the working directory.
     config.stash[_OUTER_ROOT_KEY] = paths.set_project_root(Path(config.rootpath))
     session = config.stash[SESSION_KEY] = RvtuneSession(config)
@@ -196,6 +199,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     if any(ITEM_KEY in item.stash for item in items):
         return []
+    keyword = config.stash.get(_KEYWORD_KEY, "")
+    if "=" in keyword and session_of(config).kernel_modules:  # KEY=VALUE terms that matched no kernel item
+        return [keyword_hint(keyword, config.option.keyword)]
     return collect.unimported_checkout_hint(Path(config.rootpath), Path(config.invocation_params.dir))
 
 

@@ -12,11 +12,29 @@ from typing import Any
 # `:BLOCK_SIZE_M:16:`, which every item carries for each of its config values. -k matches substrings; the
 # colons around make it exact (BLOCK_SIZE_M=16 must not select BLOCK_SIZE_M=160 or XBLOCK_SIZE_M=16).
 KEY_EQ_VALUE = re.compile(r"\b([A-Za-z_]\w*)=([\w.]+)")
+#: A pasted item name, ``matmul[small-BLOCK_SIZE_M=16-BLOCK_SIZE_N=32]``: the kernel, then its parameters.
+PASTED_NAME = re.compile(r"(?:[\w./-]+::)*\b(\w+)\[([^\]\s()]*=[^\]\s()]*)\]")  # a node id's path:: too
+#: The ``-`` joining the parts of a pasted config id (``small-BLOCK_SIZE_M=16-BLOCK_SIZE_N=32``): before a KEY=.
+ID_JOIN = re.compile(r"(?<=[\w.])-(?=[A-Za-z_]\w*=)")
 
 
 def rewrite_keyword(keyword: str) -> str:
-    """A -k expression with every ``KEY=VALUE`` turned into the item keyword ``:KEY:VALUE:``."""
-    return KEY_EQ_VALUE.sub(r":\1:\2:", keyword) if "=" in keyword else keyword
+    """A -k expression with every ``KEY=VALUE`` turned into the item keyword ``:KEY:VALUE:``; a pasted config id
+    (``BLOCK_SIZE_M=16-BLOCK_SIZE_N=32``, as `pytest --collect-only -q` and the ranking print it) or item name
+    (``matmul[small-BLOCK_SIZE_M=16-...]``) becomes its parts joined with ``and``."""
+    if "=" not in keyword:
+        return keyword
+    keyword = PASTED_NAME.sub(r"(\1 and \2)", keyword)
+    keyword = ID_JOIN.sub(" and ", keyword)
+    return KEY_EQ_VALUE.sub(r":\1:\2:", keyword)
+
+
+def keyword_hint(keyword: str, rewritten: str) -> str:
+    """What to say when a -k with KEY=VALUE selected no kernel item."""
+    return (f"rvtune: -k {keyword!r} (read as {rewritten!r}) selected no kernel item. Config values are matched as "
+            "KEY=VALUE terms (exact values), joined by and/or/not with kernel and case names, e.g. "
+            "-k 'matmul and small and BLOCK_SIZE_M=16'; a pasted config id or item name is split into such terms. "
+            "`pytest --collect-only -q` lists the items")
 
 
 def config_keywords(config: Mapping[str, Any]) -> set[str]:

@@ -194,7 +194,7 @@ class RvtuneSession:
         self.cases_left_out: list[tuple[str, str, str, list[str], list[str]]] = []
         workerinput = getattr(config, "workerinput", None)
         self.run_id: str = workerinput["rvtune_run_id"] if workerinput else new_run_id()
-        self.results_path = (Path(options.results).resolve() if options.results
+        self.results_path = (results_file_path(options.results) if options.results
                              else paths.results_dir(self.rootdir) / f"{self.run_id}.jsonl")
         self._writer: ResultsWriter | None = None
         self.results_errors: list[str] = []  # the cause, per record not written (controller: of all workers)
@@ -543,6 +543,23 @@ class RvtuneSession:
                 f"{' or '.join(sorted(RESUMABLE_OUTCOMES))} items with a verdict key, which an older "
                 "pytest-rvtune did not write): every item runs"), stacklevel=2)
         return done
+
+
+def results_file_path(value: str) -> Path:
+    """--rvtune-results PATH made absolute; a path that cannot be a file (a symlink loop, a directory, a path under a
+    file) is a usage error naming the option, before anything runs (a loop was an INTERNALERROR traceback)."""
+    try:
+        path = Path(value).expanduser().resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: Python 3.11's "Symlink loop"
+        raise pytest.UsageError(f"--rvtune-results {value}: cannot be resolved ({exc}); give a file path") from None
+    if path.is_dir():
+        raise pytest.UsageError(f"--rvtune-results {value}: {path} is a directory; give a file path (e.g. "
+                                f"{path / 'run.jsonl'})")
+    under = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if under is not None:
+        raise pytest.UsageError(f"--rvtune-results {value}: {under} is a file, so it cannot hold {path.name}; give "
+                                "another file path")
+    return path
 
 
 #: Damaged cache entries named one by one in the summary; more are counted.
