@@ -40,12 +40,18 @@ def test_bench_compiler_prints_one_table(tmp_path: Path, capsys: pytest.CaptureF
         assert min(refs) == pytest.approx(yardsticks.gemm_floor_insns_per_flop(), abs=1e-4)  # the floor is lowest
         for row, ref in zip(mm, refs, strict=True):
             assert float(row["ratio"].rstrip("x")) == pytest.approx(ours / ref, rel=0.01, abs=0.006)  # printed rounded
+    for n in (32, 24):  # the X60 model's cycles: ours beside each yardstick's and the peak (1/16 cycle per FLOP)
+        x60 = [r for r in qemu if r["what"] == f"matmul {n}^3 fp32, X60 cycles / FLOP"]
+        assert len(x60) == len(yardsticks.MATMUL_VARIANTS) + 1 and x60[-1]["reference"] == bench_compiler.X60_PEAK
+        assert float(x60[-1]["ratio"].rstrip("x")) == pytest.approx(float(x60[0]["ours"]) * 16, rel=0.01)
+        assert all(float(r["reference"].split()[0]) >= 1 / 16 for r in x60)  # nothing beats the chip's peak
     for name in ("softmax", "layer_norm"):
-        (row,) = [r for r in qemu if r["what"].startswith(f"{name} 256x512")]
+        assert [r for r in qemu if r["what"] == f"{name} 256x512 fp32, X60 cycles / element"]
+        (row,) = [r for r in qemu if r["what"].startswith(f"{name} 256x512") and "launch insns" in r["what"]]
         assert 0.1 < float(row["reference"].split()[0]) < float(row["ours"])
-    (flash,) = [r for r in qemu if r["what"].startswith("flash attention")]
+    (flash,) = [r for r in qemu if r["what"].startswith("flash attention") and "launch insns" in r["what"]]
     assert 1 / 64 < float(flash["reference"].split()[0]) < 10 and float(flash["ours"]) > 1 / 64
-    (moe,) = [r for r in qemu if r["what"].startswith("fused MoE (M=128 E=8 K=64 N=128 top_k=2)")]
+    (moe,) = [r for r in qemu if r["what"] == "fused MoE (M=128 E=8 K=64 N=128 top_k=2), launch insns / FLOP"]
     # no hand-written GEMM beats the floor; ours is a whole launch too
     assert yardsticks.gemm_floor_insns_per_flop() < float(moe["reference"].split()[0]) < 1
     assert float(moe["ours"]) > yardsticks.gemm_floor_insns_per_flop()
