@@ -321,9 +321,18 @@ class Store:
         """Committed cases and imported ones (which nothing could regenerate) in the tree, others in the cache."""
         return (self.root if case in COMMITTED_CASES or imported else self.cache) / kernel / case
 
-    def load_manifest(self, kernel: str) -> dict[str, Any]:
+    def load_manifest(self, kernel: str, writing: bool = False) -> dict[str, Any]:
+        """The kernel's manifest; an empty one for a kernel with no golden data yet. A manifest missing beside
+        golden files is an error (unless ``writing``: generate and import make it again): the data would otherwise
+        be generated afresh into the cache and used unchecked, hiding the loss."""
         p = self.manifest_path(kernel)
         if not p.exists():
+            orphans = [] if writing else sorted(self.root.joinpath(kernel).glob("*/matrix_*.txt"))
+            if orphans:
+                raise GoldenError(
+                    f"golden manifest {p} is missing, but {p.parent} holds {len(orphans)} golden file(s) (e.g. "
+                    f"{orphans[0].relative_to(p.parent)}): restore it from git (`git checkout -- {p}`), or "
+                    f"regenerate it with `rvtune golden generate --kernel {kernel}`")
             return {"kernel": kernel, "format": FORMAT_VERSION, "cases": {}}
         if not p.is_file():  # a FIFO would block the read forever
             raise GoldenError(f"golden manifest {p}: not a regular file (a FIFO, a device or a directory); "
@@ -649,7 +658,7 @@ def generate_case(
     spec: KernelSpec, case_name: str, store: Store, location: Path | None = None, record: bool = True
 ) -> dict[str, Any]:
     """Write one case's files (unchanged files are not rewritten) and, with ``record``, its manifest entry."""
-    if record and is_imported(store.load_manifest(spec.name)["cases"].get(case_name)):
+    if record and is_imported(store.load_manifest(spec.name, writing=True)["cases"].get(case_name)):
         raise GoldenError(
             f"kernel {spec.name} case {case_name} holds imported golden data, which is never regenerated; to "
             f"generate it instead, delete the case's entry from {store.manifest_path(spec.name)}"
@@ -660,7 +669,7 @@ def generate_case(
         if _file_sha(base / name) != hashlib.sha256(data).hexdigest():
             _atomic_write(base / name, data)
     if record:
-        manifest = store.load_manifest(spec.name)
+        manifest = store.load_manifest(spec.name, writing=True)
         manifest["cases"][case_name] = entry
         manifest["cases"] = {c: manifest["cases"][c] for c in sorted(manifest["cases"], key=_case_order(spec))}
         store.save_manifest(spec.name, manifest)
@@ -846,7 +855,7 @@ def import_files(
             "imported_from": path.name,
         })
 
-    manifest = store.load_manifest(kernel)
+    manifest = store.load_manifest(kernel, writing=True)
     entry = manifest["cases"].get(case)
     if not is_imported(entry):
         entry = {"source": IMPORTED, "params": None, "committed": True, "variants": {}}

@@ -93,3 +93,23 @@ def test_a_real_build_on_a_full_disk_names_the_cache_entry(full_disk: Path, monk
     assert message.startswith("kernel softmax [case small, config ") and f"ISA {RISCV_ISA}]" in message
     assert "No space left on device (writing build cache entry " + str(full_disk / "cache") in message
     assert _leftovers(full_disk) == []
+
+
+def test_a_link_on_a_full_disk_says_the_disk_is_full_not_only_that_lld_crashed(full_disk: Path, tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """lld writes its output through a memory map: on a full tmpfs it dies of SIGBUS ("PLEASE submit a bug report",
+    issue 28) with no word of space. The objects are built on a roomy disk; only the link writes to the full one."""
+    from pytest_rvtune.toolchain import Toolchain
+    source = tmp_path / "tiny.c"
+    source.write_text("int main(void) { return 0; }\n")
+    tc = Toolchain.for_isa(RISCV_ISA)
+    tc.compile(source, tmp_path / "tiny.o")
+    monkeypatch.setenv("RVTUNE_CACHE_DIR", str(full_disk / "cache"))
+    with pytest.raises(OSError) as full:
+        build.link_elf(tc, [tmp_path / "tiny.o"], "tiny", cxx=False)
+    message = str(full.value)
+    assert full.value.errno == 28 and message.startswith("[Errno 28] No space left on device: ")
+    assert f"KiB free on the disk of build cache entry {full_disk / 'cache' / 'elf'}" in message
+    assert message.endswith("a full disk makes clang and lld fail or crash; make room or set RVTUNE_CACHE_DIR to "
+                            "another disk")
+    assert _leftovers(full_disk) == []

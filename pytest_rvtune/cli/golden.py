@@ -88,7 +88,7 @@ def _generate(args: argparse.Namespace) -> int:
     try:
         store = _store(args)
         for spec in _specs(args):
-            recorded = store.load_manifest(spec.name)["cases"]
+            recorded = store.load_manifest(spec.name, writing=True)["cases"]
             for case in _cases(spec, args):
                 if is_imported(recorded.get(case)):
                     print(f"{spec.name} {case}: imported data, kept (`rvtune golden import` replaces it)")

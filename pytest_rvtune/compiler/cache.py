@@ -16,6 +16,7 @@ is built again without a report.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -114,6 +115,26 @@ def remove_stale_temps(parent: Path, key: str) -> None:
         shutil.rmtree(stale, ignore_errors=True)
 
 
+#: Below this much free space on the cache's disk, a failed build is blamed on the disk (a static rv64 ELF is
+#: about 1 MB; clang's objects and PCH a few MB).
+LOW_SPACE_BYTES = 16 << 20
+
+
+def full_disk_error(final: Path, exc: Exception) -> OSError | None:
+    """An ENOSPC error naming the entry when ``exc`` (a build's failure) happened on a full disk: lld writing its
+    output into a full tmpfs dies of SIGBUS ("PLEASE submit a bug report"), with no word of space."""
+    try:
+        free = shutil.disk_usage(final.parent).free
+    except OSError:
+        return None
+    if free >= LOW_SPACE_BYTES:
+        return None
+    first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+    return OSError(errno.ENOSPC, f"No space left on device: {free // 1024} KiB free on the disk of build cache "
+                                 f"entry {final}, and the build failed there ({first} ...): a full disk makes clang "
+                                 "and lld fail or crash; make room or set RVTUNE_CACHE_DIR to another disk")
+
+
 class BuildCache:
     """Entries under ``root/<kind>/<key[:2]>/<key>``; locks under ``root/locks``."""
 
@@ -167,6 +188,9 @@ class BuildCache:
                 if isinstance(exc, OSError) and exc.filename is None:  # write() errors name no file: say where
                     raise OSError(exc.errno, f"{exc.strerror or exc} (writing build cache entry {final}; make room "
                                              "or set RVTUNE_CACHE_DIR to another disk)") from exc
+                full = full_disk_error(final, exc) if isinstance(exc, Exception) else None
+                if full is not None:
+                    raise full from exc
                 raise
         _verified.add(str(final))
         return final, False

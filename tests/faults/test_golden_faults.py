@@ -1,0 +1,37 @@
+"""Committed golden data that lost its manifest (issue 28, a weak case): before, the data was silently generated
+afresh into the cache and used unchecked (a kernel module that drifted since would pass against itself); now every
+item of the kernel is an error naming the missing manifest and how to restore it, and `rvtune golden verify` says
+the same. Real parts: a tiny kernel module, `rvtune golden generate`, our compiler and QEMU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_rvtune.cli import main
+
+
+def test_a_deleted_manifest_beside_golden_files_is_an_error_naming_it(project: pytest.Pytester,
+                                                                      add_kernel: Callable[..., Path],
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    add_kernel("fgo_manifest", configs=(16,))
+    kernels = str(project.path / "kernels")
+    assert main(["golden", "generate", "--kernel", "fgo_manifest", "--case", "small", "--kernels-dir", kernels]) == 0
+    manifest = project.path / "golden" / "fgo_manifest" / "manifest.json"
+    project.runpytest("--rvtune-case", "small", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    manifest.unlink()
+    result = project.runpytest("--rvtune-case", "small", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)  # before: passed, on data generated again into the cache
+    says = (f"golden manifest {manifest} is missing, but {manifest.parent} holds 2 golden file(s) (e.g. "
+            f"small/matrix_1x75_1.txt): restore it from git (`git checkout -- {manifest}`), or regenerate it with "
+            "`rvtune golden generate --kernel fgo_manifest`")
+    assert says in result.stdout.str()
+    capsys.readouterr()
+    assert main(["golden", "verify", "--kernel", "fgo_manifest", "--kernels-dir", kernels, "--quick"]) == 1
+    assert f"PROBLEM {says}" in capsys.readouterr().err
+    assert main(["golden", "generate", "--kernel", "fgo_manifest", "--case", "small", "--kernels-dir", kernels]) == 0
+    assert manifest.is_file()  # generate makes it again, as the message says
+    project.runpytest("--rvtune-case", "small", "-p", "no:cacheprovider").assert_outcomes(passed=1)
