@@ -178,8 +178,9 @@ class CostTable:
         if value is not None:
             return value, None
         move = re.fullmatch(r"vmv(\d)r\.v", m)  # rule 1: a whole-register move, measured at LMUL = its count
-        if move is not None and self._cell(m, sew, f"m{move.group(1)}", masked) is not None:
-            return self._cell(m, sew, f"m{move.group(1)}", masked) or 0.0, f"measured at e{sew}m{move.group(1)}"
+        moved = None if move is None else self._cell(m, sew, f"m{move.group(1)}", masked)
+        if moved is not None and move is not None:
+            return moved, f"measured at e{sew}m{move.group(1)}"
         if m in self._rows:
             found = self._same_emul(m, sew, lmul, masked)  # rule 2
             if found is not None:
