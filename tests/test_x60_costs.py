@@ -109,8 +109,9 @@ def test_stand_ins_say_what_stood_in():
     assert spill.cycles == 16 and "WriteVLD8R" in spill.stand_in
     store = v("vs8r.v", 16, "m2")
     assert store.cycles == 16 and "WriteVST8R" in store.stand_in
-    blank = v("vfnmsac.vf", 32, "m8")  # blank on the page: its family at the same vtype
-    assert blank.cycles == v("vfmacc.vf", 32, "m8").cycles and "vfmacc" in blank.stand_in
+    blank = v("vfnmsac.vf", 32, "m8")  # blank on the page: its family at the same vtype, times the rows' ratio
+    assert v("vfnmsac.vf", 32, "m4").cycles / v("vfmacc.vf", 32, "m4").cycles == 1.25
+    assert blank.cycles == 1.25 * v("vfmacc.vf", 32, "m8").cycles and "vfmacc.vf x 1.25" in blank.stand_in
     emul = v("vle32.v", 8, "m1")  # EMUL m4: the page measured it at e32m4
     assert emul.cycles == v("vle32.v", 32, "m4").cycles and "e32m4" in emul.stand_in
     indexed = v("vluxei32.v", 32, "m4")  # no indexed rows on the page: LLVM's class (VLMAX/2 cycles)

@@ -15,7 +15,8 @@ Stand-in rules, tried in this order for a vector instruction (each says so in ``
    with the same EMUL (EEW/SEW x LMUL: the same registers and bytes), SEW = EEW preferred.
 3. A blank cell, or a mnemonic the page lacks: the same operation in another operand form (.vf <-> .vv,
    .vx <-> .vv <-> .vi, .wx <-> .wv), then its family (e.g. every FP multiply-add costs as ``vfmacc``), at the
-   same vtype and masking.
+   same vtype and masking; for a blank cell, times the two rows' ratio at the nearest LMUL where both are
+   measured (``vfnmsac.vf`` e32m8: ``vfmacc.vf``'s 8.0 x 1.25 = 10.0).
 4. A masked form with no figure: the unmasked figure x 2 (the page's masked forms cost about twice).
 5. A vtype the row does not measure: the nearest measured LMUL of the same SEW, scaled linearly by the LMUL
    ratio (never below the measured figure for a fractional LMUL: below m1 the unit is not faster), then another
@@ -188,7 +189,7 @@ class CostTable:
             for alt in self._alternatives(m):  # rule 3: a measured cell of the same form's kin
                 alt_value = self._cell(alt, sew, lmul, masked)
                 if alt_value is not None:
-                    return alt_value, f"{alt} stood in (blank cell)"
+                    return self._kin_scaled(m, alt, alt_value, sew, lmul, masked)
             if masked:  # rule 4
                 unmasked = self._cell(m, sew, lmul, False)
                 if unmasked is not None:
@@ -212,6 +213,20 @@ class CostTable:
                     f" ({alt_note})" if alt_note else "")
         registers = max(LMUL_VALUE[lmul], 1.0)
         return registers, f"no figure: {registers:g} cycle(s), one per register of LMUL"
+
+    def _kin_scaled(self, m: str, alt: str, alt_value: float, sew: int, lmul: str,
+                    masked: bool) -> tuple[float, str]:
+        """A blank cell from its kin's cell at the same vtype, times the two rows' ratio at the nearest LMUL where
+        both are measured (``vfnmsac.vf`` runs 1.25x ``vfmacc.vf`` at e32 m1-m4, so its blank m8 is 1.25 x 8)."""
+        target = LMUL_VALUE[lmul]
+        for other in sorted(LMULS, key=lambda n: (abs(LMUL_VALUE[n] - target), -LMUL_VALUE[n])):
+            own, kin = self._cell(m, sew, other, masked), self._cell(alt, sew, other, masked)
+            if own is not None and kin:
+                ratio = own / kin
+                if ratio == 1:
+                    break
+                return alt_value * ratio, f"{alt} x {ratio:.3g} (rows' ratio at e{sew}{other}) stood in (blank cell)"
+        return alt_value, f"{alt} stood in (blank cell)"
 
     @staticmethod
     def _whole_register(m: str) -> tuple[str, int, int] | None:
