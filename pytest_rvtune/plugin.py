@@ -30,6 +30,7 @@ from pytest_rvtune.session import (
     is_controller,
     session_of,
 )
+from pytest_rvtune.stop_signals import StopOnSignal
 
 if TYPE_CHECKING:
     from pytest_benchmark.session import BenchmarkSession
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 FIXTURES = (rvtune_item, rvtune_targets, rvtune_target, rvtune_build, rvtune_golden)
 #: The project root that was in force before this session set its own (paths.set_project_root).
 _OUTER_ROOT_KEY = pytest.StashKey["Path | None"]()
+#: The SIGTERM/SIGHUP handlers of this session (stop_signals.py), restored at unconfigure.
+_STOP_KEY = pytest.StashKey[StopOnSignal]()
 #: The -k expression as typed (config.option.keyword holds it rewritten: selection.rewrite_keyword).
 _KEYWORD_KEY = pytest.StashKey[str]()
 
@@ -127,6 +130,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_KEYWORD_KEY] = keyword
     # The project's state (.rvtune/: results, caches) lives under pytest's rootdir, whatever the working directory.
     config.stash[_OUTER_ROOT_KEY] = paths.set_project_root(Path(config.rootpath))
+    stop = config.stash[_STOP_KEY] = StopOnSignal()  # SIGTERM/SIGHUP: as Ctrl-C, passed on to the workers
+    stop.install()
     session = config.stash[SESSION_KEY] = RvtuneSession(config)
     config.pluginmanager.register(ReportHooks(config), "rvtune-session")
     if is_controller(config):
@@ -140,6 +145,9 @@ def pytest_configure_node(node: WorkerController) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    stop = config.stash.get(_STOP_KEY, None)
+    if stop is not None:
+        stop.restore()
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         session.close()

@@ -78,7 +78,11 @@ def run_process(cmd: Sequence[str], timeout: float, cwd: Path) -> _Completed:
     with proc:  # closes the pipes at the end, also those a grandchild that left the session still holds
         streams = {proc.stdout: out, proc.stderr: err}
         pipes = {os.fstat(stream.fileno()).st_ino for stream in streams}
-        finished = _pump(streams, start + timeout, proc)
+        try:
+            finished = _pump(streams, start + timeout, proc)
+        except BaseException:  # interrupted (Ctrl-C, or SIGTERM made one: stop_signals.py): the run goes too
+            _kill_group(proc.pid)
+            raise
         timed_out = not finished and proc.poll() is None
         if timed_out:
             _kill_group(proc.pid)
