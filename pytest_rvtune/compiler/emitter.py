@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-from . import lower_ops
+from . import libdevice, lower_ops
 from .lower_ops import OpSemanticsError, c_type, scalar_expr
 from .ttir import Block, Op, Region, TTIRParseError, Type
 
@@ -77,8 +77,9 @@ volatile while _Bool _Complex _Imaginary _Alignas _Alignof _Atomic _Generic _Nor
 _Static_assert _Thread_local bool true false NULL main
 """.splitlines()).split())
 _ABI_NAMES = {"pid_x", "pid_y", "pid_z", "grid_x", "grid_y", "grid_z"}
-_LIBM = {n + s for n in (*lower_ops.LIBM_TWINS, "trunc", "isnan", "isinf", "isfinite", "signbit", "memcpy")
-         for s in ("", "f")}
+_LIBM = {n + s for n in ("trunc", "isnan", "isinf", "isfinite", "signbit", "memcpy", "fmod",
+                         *lower_ops.FLOAT_CALL1.values(), *lower_ops.FLOAT_CALL2.values())
+         for s in ("", "f")} | libdevice.C_NAMES
 
 
 def arena_type(ct: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .libdevice import LibdeviceError, libdevice_expr
 from .ttir import Op, Type
 
 INT_WIDTH = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
@@ -105,10 +106,10 @@ _CMPF: dict[int, Callable[[str, str], str]] = {
 }
 _FLOAT_BIN = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/",
               "tt.precise_divf": "/"}
-_FLOAT_CALL2 = {"arith.remf": "rv_fmod",  # rv_fmod: see rvtune_rt.h (QEMU 7.2 and vfcvt.rtz)
+FLOAT_CALL2 = {"arith.remf": "rv_fmod",  # rv_fmod: see rvtune_rt.h (QEMU 7.2 and vfcvt.rtz)
                 "arith.maxnumf": "fmax", "arith.minnumf": "fmin",
                 "math.copysign": "copysign", "math.powf": "pow", "math.atan2": "atan2"}
-_FLOAT_CALL1 = {"math.exp": "exp", "math.exp2": "exp2", "math.log": "log", "math.log2": "log2",
+FLOAT_CALL1 = {"math.exp": "exp", "math.exp2": "exp2", "math.log": "log", "math.log2": "log2",
                 "math.log10": "log10", "math.log1p": "log1p", "math.expm1": "expm1", "math.sqrt": "sqrt",
                 "tt.precise_sqrt": "sqrt", "math.absf": "fabs", "math.floor": "floor", "math.ceil": "ceil",
                 "math.round": "round", "math.roundeven": "rint", "math.sin": "sin",
@@ -260,12 +261,12 @@ def _float_op(op: Op, ft: str, a: list[str], rt: str) -> str:
         e = f"({a[0]} {_FLOAT_BIN[name]} {a[1]})"
     elif name == "arith.negf":
         e = f"(-{a[0]})"
-    elif name in _FLOAT_CALL2:
-        e = f"{_fn(_FLOAT_CALL2[name], ft)}({a[0]}, {a[1]})"
+    elif name in FLOAT_CALL2:
+        e = f"{_fn(FLOAT_CALL2[name], ft)}({a[0]}, {a[1]})"
     elif name in ("arith.maximumf", "arith.minimumf"):
         e = f"rv_{name[6:13]}{'' if ft == 'f64' else 'f'}({a[0]}, {a[1]})"
-    elif name in _FLOAT_CALL1:
-        e = f"{_fn(_FLOAT_CALL1[name], ft)}({a[0]})"
+    elif name in FLOAT_CALL1:
+        e = f"{_fn(FLOAT_CALL1[name], ft)}({a[0]})"
     elif name == "math.trunc":  # not libm truncf: see rv_truncf in rvtune_rt.h (QEMU 7.2 and vfcvt.rtz)
         e = f"rv_trunc{'' if ft == 'f64' else 'f'}({a[0]})"
     elif name == "math.rsqrt":
@@ -285,23 +286,16 @@ def _float_op(op: Op, ft: str, a: list[str], rt: str) -> str:
     return from_float(e, rt if rt in FLOAT_TYPES else ft)
 
 
-#: libdevice symbols (tl.extra.cuda.libdevice) with a libm twin: ``__nv_tanhf`` -> ``tanhf``.
-LIBM_TWINS = frozenset((
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos",
-    "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "pow", "fmod", "hypot",
-    "floor", "ceil", "round", "rint", "nearbyint", "fabs", "copysign", "fmax", "fmin", "fma", "lgamma", "tgamma",
-    "remainder"))
-
-
 def _extern(op: Op, args: list[str], ty: list[Type], rt: Type) -> str:
+    """A libdevice function (compiler/libdevice.py): its overloads take and give fp32 / fp64 / i32 / i64."""
     symbol = (op.attr("symbol") or "").strip('"')
-    base = symbol.removeprefix("__nv_")
-    ft = rt.elem or ""
-    libm = base[:-1] if base.endswith("f") and base[:-1] in LIBM_TWINS else base
-    if libm not in LIBM_TWINS or ft not in FLOAT_TYPES or any(t.elem != ft for t in ty):
-        raise OpSemanticsError(f"tt.extern_elementwise {symbol} (a libdevice function without a C equivalent here)")
-    function = "rv_fmod" if libm == "fmod" else libm  # see rv_fmodf in rvtune_rt.h
-    return from_float(f"{_fn(function, ft)}({', '.join(to_float(a, ft) for a in args)})", ft)
+    if any(t.elem not in ("f32", "f64", "i32", "i64") for t in (*ty, rt)):
+        raise OpSemanticsError(f"tt.extern_elementwise {symbol} on {', '.join(str(t) for t in ty)}: libdevice "
+                               "functions take fp32, fp64, int32 and int64 values")
+    try:
+        return libdevice_expr(symbol, args)
+    except LibdeviceError as e:
+        raise OpSemanticsError(str(e)) from None
 
 
 def _int_cast(name: str, src: Type, dst: Type, a: str) -> str:
@@ -347,7 +341,7 @@ def _bitcast(src: Type, dst: Type, a: str) -> str:
 
 def is_elementwise(name: str) -> bool:
     return (name in _INT_BIN or name in _BIT_BIN or name in _INT_HELPER or name in _CAST_SI
-            or name in _FLOAT_BIN or name in _FLOAT_CALL1 or name in _FLOAT_CALL2 or name in {
+            or name in _FLOAT_BIN or name in FLOAT_CALL1 or name in FLOAT_CALL2 or name in {
                 "arith.minsi", "arith.maxsi", "arith.minui", "arith.maxui", "arith.cmpi", "arith.cmpf",
                 "arith.select", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui", "arith.extf",
                 "arith.truncf", "tt.fp_to_fp", "arith.bitcast", "tt.bitcast", "tt.int_to_ptr",

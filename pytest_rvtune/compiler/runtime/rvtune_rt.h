@@ -454,4 +454,6 @@ RV_INLINE int64_t rv_atomic_cas_i64(int64_t *p, int64_t cmp, int64_t v) {
     return cmp;
 }
 
+#include "rvtune_libdevice.h" /* Triton's libdevice functions without a libm twin (compiler/libdevice.py) */
+
 #endif /* RVTUNE_RT_H */
