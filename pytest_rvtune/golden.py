@@ -589,8 +589,28 @@ def _variant_tensors(spec: KernelSpec, case_name: str, variant: dict,
                     f"kernel module {spec.path}: reference output {tensor!r} has shape {tuple(data.shape)}, its "
                     f"buffer {tuple(inputs[tensor].shape)}"
                 )
+            if role == "expected" and not spec.expect_nan:
+                _refuse_nan(spec, case_name, tensor, data)
             out.append(_Tensor(a.name, tensor, role, tuple(data.shape), dtype_name(data), data, index))
     return out
+
+
+def _refuse_nan(spec: KernelSpec, case_name: str, tensor: str, data: Any) -> None:
+    """A NaN in reference()'s output is nearly always its own bug (a log or sqrt of a negative input, 0/0); the
+    harness then fails every kernel that computes a number there with "max abs error inf"."""
+    import torch
+
+    if not (torch.is_tensor(data) and data.is_floating_point()):
+        return
+    nans = torch.isnan(data.reshape(-1))
+    count = int(nans.sum())
+    if count:
+        first = int(nans.nonzero()[0, 0])
+        raise GoldenError(
+            f"kernel module {spec.path}: reference() output {tensor!r} of case {case_name} holds {count} NaN "
+            f"value(s) of {data.numel()}, the first at flat index {first}: check reference() (a log or sqrt of a "
+            "negative input, 0/0); if the kernel must make NaN there, set EXPECT_NAN = True in the module (a NaN "
+            "then matches only a NaN)")
 
 
 def _prefix(variant: Mapping[str, Any]) -> str:

@@ -260,6 +260,7 @@ class KernelSpec:
     problem_keys: tuple[str, ...] = ()
     seed: int = DEFAULT_SEED
     inout: frozenset[str] | None = None  # INOUT: outputs updated in place (None: inferred from the kernel)
+    expect_nan: bool = False  # EXPECT_NAN: reference() may put NaN into an output (the kernel must match it)
     _inputs_cache: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     # ---- parameters of the kernel -------------------------------------------------------------
@@ -644,6 +645,7 @@ def load_kernel_module(path: str | Path) -> KernelSpec:
         problem_keys=_key_names(path, module, "PROBLEM_KEYS"),
         seed=int(getattr(module, "SEED", DEFAULT_SEED)),
         inout=_inout_names(path, module),
+        expect_nan=getattr(module, "EXPECT_NAN", False) is True,
     )
     from pytest_rvtune.compat.triton_config import accepting_num_threads
 

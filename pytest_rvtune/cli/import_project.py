@@ -218,7 +218,12 @@ def _document(path: Path, table: dict[str, Any]) -> tomlkit.TOMLDocument:
 
 
 def run(args: argparse.Namespace) -> int:
-    root = args.path.resolve()
+    try:
+        root = args.path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: Python 3.11's "Symlink loop" (was a traceback)
+        print(f"rvtune import: {args.path}: cannot be resolved ({exc}); give the checkout's directory",
+              file=sys.stderr)
+        return 2
     if not root.is_dir():
         print(f"rvtune import: {args.path}: no such directory", file=sys.stderr)
         return 2

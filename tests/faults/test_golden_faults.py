@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from plugin_helpers import kernel_source
 
 from pytest_rvtune.cli import main
 
@@ -35,3 +36,20 @@ def test_a_deleted_manifest_beside_golden_files_is_an_error_naming_it(project: p
     assert main(["golden", "generate", "--kernel", "fgo_manifest", "--case", "small", "--kernels-dir", kernels]) == 0
     assert manifest.is_file()  # generate makes it again, as the message says
     project.runpytest("--rvtune-case", "small", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_a_reference_that_makes_nan_is_refused_naming_the_output_and_index(project: pytest.Pytester,
+                                                                           add_kernel: Callable[..., Path]) -> None:
+    source = kernel_source("fgo_nan", configs=(16,)).replace('return {"y": x + 1.0}',
+                                                             'return {"y": torch.log(x) + 1.0}')  # log of randn < 0
+    module = add_kernel("fgo_nan", source=source)
+    result = project.runpytest("--rvtune-case", "small", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=0, failed=1)  # before: accepted, then "max abs error inf" for a right kernel
+    result.stdout.fnmatch_lines([
+        f"*kernel module {module}: reference() output 'y' of case small holds * NaN value(s) of 75, the first at flat "
+        "index *: check reference() (a log or sqrt of a negative input, 0/0); if the kernel must make NaN there, set "
+        "EXPECT_NAN = True in the module*"])
+    module.write_text(source + "\nEXPECT_NAN = True\n")
+    allowed = project.runpytest("--rvtune-case", "small", "-p", "no:cacheprovider")
+    allowed.assert_outcomes(failed=1)  # data made; the kernel's numbers are not the NaNs: a wrong answer
+    allowed.stdout.fnmatch_lines(["*wrong answer*"])

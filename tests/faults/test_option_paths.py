@@ -42,3 +42,12 @@ def test_an_earlier_run_that_is_a_symlink_loop_is_a_usage_error(project: pytest.
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {option}: *loop-a*"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_import_of_a_symlink_loop_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_rvtune.cli import main
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+    assert main(["import", str(tmp_path / "loop-a")]) == 2  # before: a RuntimeError traceback
+    assert capsys.readouterr().err == (f"rvtune import: {tmp_path / 'loop-a'}: cannot be resolved (Symlink loop from "
+                                       f"'{tmp_path / 'loop-a'}'); give the checkout's directory\n")
