@@ -57,7 +57,8 @@ def main() -> int:
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="x60-overhead-") as tmp:
         work = Path(tmp)
-        base = (f"{plugin},out={work / 'icount.txt'},symbol={symbol},launch={launcher_symbol(symbol)}"
+        # as QemuTarget runs our harness at --threads 1: one guest thread, inline counts (threads=1)
+        base = (f"{plugin},out={work / 'icount.txt'},threads=1,symbol={symbol},launch={launcher_symbol(symbol)}"
                 f",helpers={KERNEL_HELPER_PREFIX}")
         blocks = work / "blocks.txt"
         for name, plugin_arg in (("counts", base), ("counts + blocks=", f"{base},blocks={blocks}")):

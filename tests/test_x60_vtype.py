@@ -9,24 +9,19 @@ vector instructions run under the flags its line shows. Real clang-19 builds, re
 
 from __future__ import annotations
 
-import re
-import subprocess
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from pytest_rvtune import build
 from pytest_rvtune.spec import load_kernel_module
-from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, qemu_command
-from pytest_rvtune.x60.code import ElfCode, elf_code
-from pytest_rvtune.x60.insn import Insn, parse_objdump
-from pytest_rvtune.x60.vtype import attribute_vtypes, whole_register_vtype
+from pytest_rvtune.toolchain import RISCV_ISA, Toolchain
+from pytest_rvtune.x60.code import elf_code
+from pytest_rvtune.x60.insn import parse_objdump
+from pytest_rvtune.x60.qemu_vtype import compare, qemu_block_vtypes
+from pytest_rvtune.x60.vtype import attribute_vtypes
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-_LMUL = {0: "m1", 1: "m2", 2: "m4", 3: "m8", 5: "mf8", 6: "mf4", 7: "mf2"}
-_TRACE = re.compile(r"^Trace \d+: \S+ \[[0-9a-f]+/([0-9a-f]+)/([0-9a-f]+)/")
 
 # Loops with several vtypes each, a call inside a vector loop (vtype unknown after it: the compiler sets it
 # again), an if/else whose arms set different types, and a loop whose body is split by a vsetvli.
@@ -77,50 +72,6 @@ int main(void) {
   return 0;
 }
 """
-
-
-def qemu_block_vtypes(elf: Path, argv: list[str], log: Path) -> list[tuple[int, tuple[int, str] | None]]:
-    """(block address, the vtype QEMU ran it under, None if vill) of every executed block."""
-    proc = subprocess.run([*qemu_command(), "-d", "exec,nochain", "-D", str(log), str(elf), *argv],
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    seen: list[tuple[int, tuple[int, str] | None]] = []
-    with log.open() as f:
-        for line in f:
-            match = _TRACE.match(line)
-            if match:
-                flags = int(match.group(2), 16)
-                vtype = None if (flags >> 12) & 1 else (8 << ((flags >> 6) & 7), _LMUL[(flags >> 3) & 7])
-                seen.append((int(match.group(1), 16), vtype))
-    return seen
-
-
-def _ends_block(insn: Insn) -> bool:
-    return insn.is_vset or insn.mnemonic in ("j", "jal", "jalr", "jr", "ret", "ecall") or (
-        insn.mnemonic.startswith("b") and insn.operands.count(",") >= 1 and "0x" in insn.operands)
-
-
-def compare(code: ElfCode, seen: list[tuple[int, tuple[int, str] | None]]) -> tuple[Counter, list[str]]:
-    """(executed vector instructions per vtype that agree, the disagreements), walking each executed block from
-    its start to the first instruction that ends a translation block."""
-    order = sorted(code.insns)
-    position = {addr: k for k, addr in enumerate(order)}
-    agree: Counter = Counter()
-    wrong: list[str] = []
-    for pc, vtype in set(seen):
-        k = position.get(pc)
-        while k is not None and k < len(order):
-            insn = code.insns[order[k]]
-            if _ends_block(insn):
-                break
-            if insn.is_vector and whole_register_vtype(insn.mnemonic) is None:  # those run under any vtype
-                ours = code.vtypes.get(insn.addr)
-                if ours is not None and ours == vtype:
-                    agree[ours] += 1
-                else:
-                    wrong.append(f"{insn.addr:#x} {insn.mnemonic} {insn.operands}: ours {ours}, QEMU {vtype}")
-            k += 1
-    return agree, wrong
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ vector-unit busy cycles and its scalar instructions' table cycles: they overlap,
 x60_cycles),
 ``x60_memory_stall_cycles``, ``x60_standin_share`` (share of the busy cycles priced by a stand-in: an instruction
 or vtype the table lacks, a vector instruction whose vtype the dataflow could not tell), ``x60_harts`` (guest
-threads that executed inside the launches). Nothing here knows pytest.
+threads that executed inside the launches, the launching thread included). Nothing here knows pytest.
 """
 
 from __future__ import annotations
