@@ -14,7 +14,7 @@ from pytest_rvtune import build
 from pytest_rvtune.cli import main
 from pytest_rvtune.spec import load_kernel_module
 from pytest_rvtune.targets.local import QemuTarget
-from pytest_rvtune.toolchain import RISCV_ISA, Toolchain
+from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, find_tool
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,7 +78,10 @@ def foo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     run_dir = tmp / "run"
     (run_dir / "data").mkdir(parents=True)
     (run_dir / "data" / "n.txt").write_text("1000\n")
-    return {"elf": tmp / "foo.elf", "dyn": tmp / "foo_dyn.elf", "cxx": tmp / "foo_cxx.elf", "run": run_dir, "src": src}
+    subprocess.run([find_tool("llvm-strip-19"), str(tmp / "foo.elf"), "-o", str(tmp / "foo_stripped.elf")],
+                   check=True, capture_output=True)  # llvm-19: the toolchain's package
+    return {"elf": tmp / "foo.elf", "dyn": tmp / "foo_dyn.elf", "cxx": tmp / "foo_cxx.elf", "run": run_dir, "src": src,
+            "obj": tmp / "foo.o", "stripped": tmp / "foo_stripped.elf"}
 
 
 def count(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
@@ -166,6 +169,8 @@ def test_program_arguments_after_the_separator_are_not_ours(foo: dict[str, Path]
 @pytest.mark.parametrize(("which", "extra", "message"), [
     ("src", [], "is not an ELF file"),
     ("dyn", ["--symbol", "foo"], "is dynamically linked"),
+    ("obj", ["--symbol", "foo"], "is not an executable"),
+    ("stripped", ["--symbol", "foo"], "has no symbol table (stripped?)"),
     ("elf", ["--symbol", "bar"], "has no function 'bar'"),
     ("elf", [], "no --symbol (the kernel function) and no --launch"),
     ("elf", ["--launch", "nope_wrap"], "has no launcher function 'nope_wrap'"),
