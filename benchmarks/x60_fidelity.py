@@ -9,8 +9,9 @@ measured variant (read from rvv-bench's sources at the page's revision: same loo
 buffers and sizes) under QEMU with our plugin, exactly as `rvtune count` does (pytest_rvtune/targets/launch_window.py),
 and turns the X60 model's ``x60_cycles`` per launch into the page's unit:
 
-- kernels (memcpy / memset at vl=VLMAX and vl=16, mandelbrot, scalar byte loops): SIZE / cycles, bytes or pixels
-  per cycle at the page's size nearest 8 KiB (16 Ki pixels for mandelbrot);
+- kernels (memcpy at vl=VLMAX and vl=16, memset at vl=VLMAX, mandelbrot, scalar byte loops): SIZE / cycles, bytes
+  or pixels per cycle at the page's size nearest 8 KiB (16 Ki pixels for mandelbrot); rvv-bench measured no vl=16
+  memset (its memset.S at e1b462f has no such variant), so there is none here;
 - instruction streams (vlse32 stride 12, vfredusum, vfmacc.vf; e32, m1..m8): cycles per instruction of a loop of
   64 copies per trip, as rvv-bench's instruction table measured them.
 
