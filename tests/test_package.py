@@ -5,8 +5,11 @@ import fail, so the test runs the real modules in an environment that lacks them
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +51,36 @@ def test_a_board_without_asyncssh_names_the_boards_extra() -> None:
 def test_plots_without_matplotlib_name_the_plots_extra() -> None:
     proc = without(("matplotlib",), "import pytest_rvtune.results.plots")
     assert proc.returncode == 1 and "pip install 'pytest-rvtune[plots]'" in proc.stderr
+
+
+def _install_section(text: str) -> str:
+    return text.split("## Install", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_install_block_is_what_works_today() -> None:
+    """The README's install commands: torch pinned to the minor pyproject.toml requires, from PyTorch's CPU index
+    (pip took 2.14 with CUDA's libraries from PyPI), and the package from a path, as it is not on PyPI yet."""
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    (torch_req,) = [d for d in project["dependencies"] if d.startswith("torch")]
+    lower = re.fullmatch(r"torch>=(\d+)\.(\d+),<(\d+)\.(\d+)", torch_req)
+    assert lower, torch_req
+    pin = f"torch=={lower[1]}.{lower[2]}.*"
+    for doc in ("README.md", "docs/usage.md"):
+        section = _install_section((root / doc).read_text())
+        commands = [line.split("#")[0].strip() for line in section.splitlines() if line.startswith("pip install")]
+        assert f"pip install '{pin}' --index-url https://download.pytorch.org/whl/cpu" in commands, (doc, commands)
+        assert "pip install pytest-rvtune" not in commands, f"{doc}: the package is not on PyPI yet"
+        assert any(c.startswith("pip install /path/to/pytest-rvtune") for c in commands), (doc, commands)
+
+
+def test_license_and_classifiers_match_what_is_declared_and_tested() -> None:
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    text = (root / "LICENSE").read_text()
+    assert text.startswith("MIT License") and "Copyright (c) 2026 the pytest-rvtune authors" in text
+    classifiers = project["classifiers"]
+    assert f"Programming Language :: Python :: {sys.version_info.major}.{sys.version_info.minor}" in classifiers
+    assert any(c.startswith("Development Status :: ") for c in classifiers)
+    assert not any(c.startswith("License ::") for c in classifiers)  # PEP 639: the expression says it

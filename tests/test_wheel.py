@@ -36,7 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout these tests belo
 BORROWED = ("torch", "triton")
 #: What the wheel is built from: the package and the files pyproject.toml names (copied, so the checkout gets
 #: no build/ or egg-info, and a file the package needs but does not declare is missing from the wheel).
-SOURCES = ("pyproject.toml", "README.md", "pytest_rvtune")
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "pytest_rvtune")
 #: Files the installed package needs besides its Python modules.
 PACKAGE_DATA = (
     "pytest_rvtune/py.typed",
@@ -195,8 +195,16 @@ def test_the_wheel_ships_the_non_python_files(installed: Installed) -> None:
         names = set(whl.namelist())
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         entry_text = whl.read(entry_points).decode()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata_text = whl.read(metadata).decode()
+        (license_file,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        license_text = whl.read(license_file).decode()
     missing = [f for f in PACKAGE_DATA if f not in names]
     assert not missing, f"not in the wheel: {missing}"
+    assert license_text.startswith("MIT License") and "the pytest-rvtune authors" in license_text
+    assert "License-Expression: MIT" in metadata_text
+    python = f"Classifier: Programming Language :: Python :: {sys.version_info.major}.{sys.version_info.minor}"
+    assert python in metadata_text and "Classifier: Development Status :: " in metadata_text
     assert "rvtune = pytest_rvtune.plugin" in entry_text and "rvtune = pytest_rvtune.cli:main" in entry_text
 
 
