@@ -370,9 +370,9 @@ class KernelSpec:
                 f"{where}: launch() must call kernel[grid](...) exactly once, it did {len(recorder.calls)}"
             )
         grid, args, kwargs = recorder.calls[0]
-        return self._bind(where, grid, args, kwargs, config, inputs)
+        return self._bind(where, grid, args, kwargs, config, inputs, f"kernel module {self.path} (case {case_name})")
 
-    def _bind(self, where, grid, args, kwargs, config, inputs) -> Launch:
+    def _bind(self, where, grid, args, kwargs, config, inputs, case_where: str = "") -> Launch:
         clash = sorted(set(kwargs) & set(config))
         if clash:
             raise LaunchError(
@@ -401,8 +401,11 @@ class KernelSpec:
                         f"{where}: argument {name} is a tensor that is not one of make_inputs' tensors "
                         f"({sorted(inputs)}); pass inputs[...] itself, not a view or a copy"
                     )
-                if not value.is_contiguous():
-                    raise LaunchError(f"{where}: tensor {tensor_name!r} (argument {name}) must be contiguous")
+                if not value.is_contiguous():  # make_inputs' fault, the same for every config: name none
+                    raise LaunchError(
+                        f"{case_where or where}: make_inputs() tensor {tensor_name!r} (argument {name}) is not "
+                        f"contiguous (shape {tuple(value.shape)}, strides {tuple(value.stride())}): the kernel "
+                        "reads it as one dense block; return a contiguous tensor (e.g. .contiguous())")
                 kernel_args.append(
                     KernelArg(name, _tensor_type(value, f"{where}: argument {name}"), tensor=tensor_name)
                 )

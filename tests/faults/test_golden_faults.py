@@ -53,3 +53,18 @@ def test_a_reference_that_makes_nan_is_refused_naming_the_output_and_index(proje
     allowed = project.runpytest("--rvtune-case", "small", "-p", "no:cacheprovider")
     allowed.assert_outcomes(failed=1)  # data made; the kernel's numbers are not the NaNs: a wrong answer
     allowed.stdout.fnmatch_lines(["*wrong answer*"])
+
+
+def test_a_non_contiguous_input_is_named_without_another_configs_id(project: pytest.Pytester,
+                                                                    add_kernel: Callable[..., Path]) -> None:
+    source = kernel_source("fgo_strided", configs=(16, 32)).replace(
+        '"x": torch.randn(case["n"], generator=g)', '"x": torch.randn(2 * case["n"], generator=g)[::2]')
+    module = add_kernel("fgo_strided", source=source)
+    result = project.runpytest("--rvtune-case", "small", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    says = (f"kernel module {module} (case small): make_inputs() tensor 'x' (argument x_ptr) is not contiguous "
+            "(shape (75,), strides (2,)): the kernel reads it as one dense block; return a contiguous tensor")
+    out = result.stdout.str()
+    assert out.count(says) >= 2, out
+    # before: the BLOCK=32 item's message said "(case small, config BLOCK=16)": the config golden data was made for
+    assert "config BLOCK=16)" not in out
