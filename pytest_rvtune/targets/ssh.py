@@ -174,6 +174,40 @@ class _RunExtras:
     output_format: OutputFormat
 
 
+def key_file_problem(key: Path) -> str | None:
+    """Why an identity file cannot be used by us (None: a private key asyncssh reads without a passphrase)."""
+    if not key.is_file():
+        return "no such file" if not key.exists() else "not a regular file"
+    try:
+        asyncssh.read_private_key(str(key))
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    except asyncssh.KeyImportError as exc:
+        if "passphrase" in str(exc).lower():
+            return ("an encrypted private key, and rvtune asks for no passphrase: load it into an ssh-agent "
+                    "(`ssh-add`) and set agent = true instead of key, or give an unencrypted key")
+        try:
+            asyncssh.read_public_key(str(key))
+        except (OSError, asyncssh.KeyImportError):
+            return f"not a private key ({exc})"
+        return "a public key: give the private key (the same name without .pub)"
+    return None
+
+
+async def _port_answer(host: str, port: int, timeout: float) -> bytes | None:
+    """What a TCP connection to host:port first says (up to 64 bytes; b"" for silence), None when none opens."""
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    except (OSError, TimeoutError):
+        return None
+    try:
+        return await asyncio.wait_for(reader.read(64), timeout)
+    except (OSError, TimeoutError):
+        return b""
+    finally:
+        writer.close()
+
+
 class SshTarget:
     """One board of a configured target, reached over one kept asyncssh connection."""
 
@@ -233,6 +267,10 @@ class SshTarget:
         if cfg.ssh_config is not None:
             options["config"] = [str(cfg.ssh_config)]
         where = f"target {cfg.name!r}: board {self.label}"
+        if cfg.key is not None:  # said of the file, not "check that it is powered"
+            problem = key_file_problem(Path(cfg.key))
+            if problem is not None:
+                raise BoardError(f"{where}: {cfg.where('key')} = {cfg.key}: {problem}")
         try:
             return await asyncssh.connect(self.host, **options)
         except asyncssh.HostKeyNotVerifiable as exc:
@@ -249,6 +287,15 @@ class SshTarget:
             ) from None
         except (OSError, TimeoutError, asyncssh.Error) as exc:
             cause = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+            port = cfg.port or 22
+            if isinstance(exc, ConnectionRefusedError):
+                raise BoardError(f"{where}: nothing listens on port {port} (connection refused): check that sshd runs "
+                                 f"on the board and port in {cfg.where()}") from None
+            answer = await _port_answer(self.host, port, min(cfg.connect_timeout, 3.0))
+            if answer is not None and not answer.startswith(b"SSH-"):
+                shown = answer.decode("ascii", "replace").splitlines()[0][:60] if answer.strip() else "nothing"
+                raise BoardError(f"{where}: port {port} answers, but not as an SSH server (it said {shown!r}; "
+                                 f"asyncssh: {cause}): check port in {cfg.where()}") from None
             raise BoardError(
                 f"{where}: unreachable ({cause}); check that it is powered and on the network, and host/port "
                 f"in {cfg.where()}"

@@ -94,6 +94,7 @@ def test_unreachable_board_is_one_error(project: pytest.Pytester, add_kernel: Ca
     project.path.joinpath("rvtune.toml").write_text('[targets.deadboard]\nhost = "127.0.0.1"\nport = 1\n')
     result = project.runpytest("--rvtune-target", "deadboard", "--rvtune-case", "small", "-rs")
     result.assert_outcomes(errors=1, skipped=2)
-    result.stdout.fnmatch_lines(["*target 'deadboard': board 127.0.0.1:1: unreachable (*Connect call failed*",
+    result.stdout.fnmatch_lines(["*target 'deadboard': board 127.0.0.1:1: nothing listens on port 1 (connection "
+                                 "refused): check that sshd runs on the board and port in *rvtune.toml*",
                                  "*target 'deadboard' unavailable (the error is reported once, above)*"])
-    assert result.stdout.str().count("unreachable (") == 1
+    assert result.stdout.str().count("nothing listens on port 1") == 1

@@ -21,8 +21,51 @@ from pytest_rvtune.targets.ssh import BoardError, InsecureHostKeyWarning, connec
 
 def test_unreachable_board(sshd: Sshd, tmp_path: Path):
     cfg = board_config(sshd, tmp_path, port=free_port())  # nothing listens there
-    with pytest.raises(BoardError, match=rf"board root@127\.0\.0\.1:{cfg.port}: unreachable"):
+    with pytest.raises(BoardError, match=rf"board root@127\.0\.0\.1:{cfg.port}: nothing listens on port {cfg.port} "
+                                         r"\(connection refused\): check that sshd runs on the board and port in "):
         connect_board(cfg, worker_id="gw0")
+
+
+def test_a_port_that_is_not_ssh_is_named_as_such(sshd: Sshd, tmp_path: Path):
+    """Issue 28: a web server on the port was "unreachable ...; check that it is powered"."""
+    import socket
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        cfg = board_config(sshd, tmp_path, port=port)
+        said = r"'HTTP/1\.1 400 Bad Request'; asyncssh: .*\): check port in .*rvtune\.toml"
+        with pytest.raises(BoardError, match=rf"port {port} answers, but not as an SSH server \(it said {said}"):
+            connect_board(cfg, worker_id="gw0")
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("kind", ["missing", "encrypted", "public"])
+def test_a_key_file_that_cannot_serve_is_named_with_its_config_key(sshd: Sshd, tmp_path: Path, kind: str):
+    """Issue 28: a missing, passphrase-protected or public key file was "unreachable ...; check that it is
+    powered"."""
+    key = tmp_path / "id_board"
+    if kind != "missing":
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "secret" if kind == "encrypted" else "",
+                        "-f", str(key)], check=True)
+    if kind == "public":
+        key = key.with_name("id_board.pub")
+    says = {"missing": "no such file",
+            "encrypted": "an encrypted private key, and rvtune asks for no passphrase: load it into an ssh-agent",
+            "public": "a public key: give the private key (the same name without .pub)"}[kind]
+    cfg = board_config(sshd, tmp_path, key=key)
+    with pytest.raises(BoardError) as refused:
+        connect_board(cfg, worker_id="gw0")
+    assert f"{cfg.where('key')} = {key}: {says}" in str(refused.value)
 
 
 def test_auth_refused(sshd: Sshd, tmp_path: Path, ssh_keys: Keys):
@@ -139,7 +182,7 @@ def test_board_gone_mid_run_fails_the_run_with_host_and_cause(own_sshd: Sshd, tm
         assert len(errors) == 1 and isinstance(errors[0], BoardError)
         message = str(errors[0])
         assert "127.0.0.1" in message and "lost while running rvtest.elf" in message
-        assert "unreachable" in message
+        assert "nothing listens on port" in message  # its sshd is gone: the reconnect was refused
         own_sshd.start()  # back up: nothing of the abandoned run is left on it
         wait_for(lambda: remote_pids(t, token) == [], "the abandoned run to be killed")
     finally:

@@ -122,7 +122,8 @@ def test_unreachable_board_fails_the_item_naming_host_and_cause(sshd: Sshd, tmp_
     cfg = board_config(sshd, tmp_path, port=free_port(), connect_timeout=2.0)
     proc, _ = run_pytest(write_config(cfg, tmp_path / "rvtune.toml"), tmp_path, "down", ITEMS[:1])
     assert proc.returncode != 0
-    assert f"board root@127.0.0.1:{cfg.port}: unreachable" in proc.stdout, proc.stdout[-3000:]
+    assert f"board root@127.0.0.1:{cfg.port}: nothing listens on port {cfg.port} (connection refused)" in proc.stdout, \
+        proc.stdout[-3000:]
 
 
 KILLER = '''
