@@ -132,7 +132,8 @@ def record_launch(module: types.ModuleType, entry: RvvEntry, function: str, vari
     kernel_fn = getattr(kernel_fn, "fn", kernel_fn)
     if not inspect.isfunction(kernel_fn):
         raise GenericRunError(f"{what}: no kernel function {function} in {entry.module}")
-    files = {p: v for p, v in variant.args.items() if isinstance(v, str)} | dict(variant.expected)
+    in_files = {p: v for p, v in variant.args.items() if isinstance(v, str)}
+    files = in_files | dict(variant.expected)
     tensors: dict[str, Any] = {}
     for param, rel in files.items():
         path = run_dir / rel
@@ -151,13 +152,15 @@ def record_launch(module: types.ModuleType, entry: RvvEntry, function: str, vari
     if not recorder.calls:
         raise GenericRunError(f"{what} made no {function}[grid](...) call")
     grid, args, kwargs = recorder.calls[0]
+    # a buffer with an input file and an expected file is updated in place (their harness reads it, the kernel
+    # writes it, check_tensor compares it): the generic harness restores it from its input before every run
     return _bind(what, entry, function, kernel_fn, grid, args, kwargs, config, tensors, run_dir, files,
-                 set(variant.expected))
+                 set(variant.expected), in_files)
 
 
 def _bind(what: str, entry: RvvEntry, function: str, kernel_fn: Any, grid: Any, args: tuple[Any, ...],
           kwargs: Mapping[str, Any], config: RvvConfig, tensors: Mapping[str, Any], run_dir: Path,
-          files: Mapping[str, str], outputs: set[str]) -> GenericLaunch:
+          files: Mapping[str, str], outputs: set[str], in_files: Mapping[str, str]) -> GenericLaunch:
     params = inspect.signature(kernel_fn).parameters
     merged = dict(kwargs)
     for k, v in config.values.items():
@@ -185,10 +188,13 @@ def _bind(what: str, entry: RvvEntry, function: str, kernel_fn: Any, grid: Any, 
             if source is None:
                 raise GenericRunError(f"{what}: {function}'s {name} gets a tensor made inside {entry.launch}(), "
                                       "not one of its parameters: no data file is known for it")
-            role: generic.Role = "out" if source in outputs else "in"
+            role: generic.Role = ("inout" if source in in_files else "out") if source in outputs else "in"
             if ttype == 1 or not isinstance(ttype, str) or not ttype.startswith("*"):
                 raise GenericRunError(f"{what}: {name} is a tensor, the signature table says {ttype!r}")
-            (expected if role == "out" else inputs)[name] = run_dir / files[source]
+            if role == "inout":
+                inputs[name], expected[name] = run_dir / in_files[source], run_dir / files[source]
+            else:
+                (expected if role == "out" else inputs)[name] = run_dir / files[source]
             harness_args.append(generic.HarnessArg(name, ttype, role, label=source))
         elif ttype == 1:
             if value != 1:

@@ -142,6 +142,8 @@ def generic_binding(plan: ValuePlan, data: HarnessData, harness_text: str, block
             continue  # the launch computes it (a stride, a shape): the item takes it from the launch itself
         if c_arg in data.checks and data.checks[c_arg] in by_buffer:
             plan.expected[target] = by_buffer[data.checks[c_arg]][1]
+            if c_arg in by_buffer:  # also read from a file before the launch: updated in place (input and expected)
+                plan.args[target] = by_buffer[c_arg][1]
         elif c_arg in by_buffer:
             plan.args[target] = by_buffer[c_arg][1]
         else:
