@@ -87,12 +87,20 @@ def class_attr(css: str) -> str:
     return f' class="{escape(css)}"' if css else ""
 
 
+#: Rows one table shows at most: a results file of 10^5 items made a 130 MB page no browser opens; the report's
+#: text, CSV and JSON outputs hold every row.
+MAX_TABLE_ROWS = 500
+
+
 def table_html(table_id: str, columns: Sequence[Column], rows: Sequence[Row], sorted_by: str | None = None,
                empty: str = "nothing to show") -> str:
     """A sortable table: clicking a header sorts by it (numbers as numbers); ``sorted_by`` marks the column the
-    rows are already in ascending order of."""
+    rows are already in ascending order of. At most MAX_TABLE_ROWS rows, in their order; a note says how many
+    more there are."""
     if not rows:
         return f'<p class="empty">{escape(empty)}</p>'
+    more = len(rows) - MAX_TABLE_ROWS
+    rows = rows[:MAX_TABLE_ROWS]
     head = []
     for column in columns:
         attrs = f' data-key="{escape(column.key)}" data-type="{"num" if column.numeric else "text"}"'
@@ -112,8 +120,11 @@ def table_html(table_id: str, columns: Sequence[Column], rows: Sequence[Row], so
             cells.append(f'<td data-v="{escape(sort)}"{class_attr(css)}{title}>'
                          f"{escape(cell.text)}</td>")
         body.append(f"<tr{attrs}>{''.join(cells)}</tr>")
+    capped = (f'<p class="note">The first {MAX_TABLE_ROWS} rows of {MAX_TABLE_ROWS + more} (sorting sorts these); '
+              "<code>rvtune report --format csv</code> lists every row.</p>") if more > 0 else ""
     return (f'<div class="table-wrap"><table id="{escape(table_id)}" class="sortable">'
-            f"<thead><tr>{''.join(head)}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table></div>")
+            f"<thead><tr>{''.join(head)}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table></div>"
+            + capped)
 
 
 def ratio(value: float | None) -> Cell:
