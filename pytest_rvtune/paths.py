@@ -51,14 +51,41 @@ def project_root() -> Path:
     return cwd
 
 
+#: Written into .rvtune/ (and a RVTUNE_CACHE_DIR) when it is made: git ignores everything in it (`git add -A` took
+#: 217 files, 93 MB), and backup tools that honour the Cache Directory Tagging Specification
+#: (https://bford.info/cachedir/: tar --exclude-caches, borg, restic) skip it.
+GITIGNORE = "# Made by pytest-rvtune: its results and caches are not part of the project's sources.\n*\n"
+CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+                "# This file is a cache directory tag created by pytest-rvtune (results, build and data caches).\n"
+                "# For information about cache directory tags see https://bford.info/cachedir/\n")
+_marked: set[Path] = set()
+
+
+def mark_state_dir(directory: Path) -> Path:
+    """Make ``directory`` if needed, with a ``.gitignore`` of ``*`` and a ``CACHEDIR.TAG`` (either is written again
+    if missing: a directory an older version made gets them too). Once per directory and process."""
+    if directory in _marked:
+        return directory
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, text in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHEDIR_TAG)):
+            path = directory / name
+            if not path.exists():
+                path.write_text(text)
+    except OSError:  # a read-only or unusable place: whoever writes there next says so, naming the file
+        return directory
+    _marked.add(directory)
+    return directory
+
+
 def state_dir(root: Path | None = None) -> Path:
-    """``<project root>/.rvtune``."""
+    """``<project root>/.rvtune`` (not made here: reading a path must not make a directory)."""
     return (root or project_root()) / STATE_DIRNAME
 
 
 def results_dir(root: Path | None = None) -> Path:
-    """Where a session's results file goes unless --rvtune-results names another."""
-    return state_dir(root) / "results"
+    """Where a session's results file goes unless --rvtune-results names another (.rvtune/ made and marked)."""
+    return mark_state_dir(state_dir(root)) / "results"
 
 
 def cache_dir() -> Path:
@@ -68,7 +95,9 @@ def cache_dir() -> Path:
     """
     override = os.environ.get("RVTUNE_CACHE_DIR")
     # absolute: its paths are handed to QEMU and harnesses that run in other directories
-    return Path(override).absolute() if override else state_dir() / "cache"
+    if override:
+        return Path(override).absolute()
+    return mark_state_dir(state_dir()) / "cache"
 
 
 def tools_dir() -> Path:
@@ -112,6 +141,7 @@ def settle_env_dirs() -> None:
                 path.mkdir(parents=True, exist_ok=True)
                 if not os.access(path, os.W_OK | os.X_OK):
                     raise PermissionError("not writable")
+                mark_state_dir(path)
             except OSError as exc:
                 raise EnvDirError(f"{where}: cannot use {path} ({exc.strerror or exc}); point it at a "
                                   "writable directory (or unset it)") from None

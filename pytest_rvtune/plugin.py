@@ -108,12 +108,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rvtune-progress", type=float, default=DEFAULT_PROGRESS_INTERVAL, metavar="SECONDS",
                     help="builds and runs done, elapsed time and ETA: one status line updated in place on a "
                          "terminal, else a line every SECONDS (default %(default)g; 0: none)")
+    group.addoption("--rvtune-cache-max", default=None, metavar="SIZE",
+                    help="cap the cache at SIZE (4GB, 500MB, 2GiB; off: no cap): at the session's end the least "
+                         "recently used entries above it are removed, never one this session used (default: "
+                         "$RVTUNE_CACHE_MAX, else the rvtune_cache_max ini value, else 4GB)")
     group.addoption("--rvtune", action="store_true", default=False,
                     help="collect the kernel modules of kernels/ in a project whose configuration names no "
                          "rvtune_kernel_dirs")
     parser.addini("rvtune_kernel_dirs", type="paths", default=[],
                   help="directories holding kernel modules: naming them is what makes pytest-rvtune collect "
                        "this project's kernels (without it, only with --rvtune, from kernels/)")
+    parser.addini("rvtune_cache_max", default="",
+                  help="the cache's size cap (4GB, 500MB, off), when neither --rvtune-cache-max nor "
+                       "RVTUNE_CACHE_MAX gives one (default 4GB)")
     parser.addini(RENAMED_INI, type="paths", default=[], help="renamed: use rvtune_kernel_dirs")
     parser.addini("rvtune_golden", type="paths", default=[],
                   help="golden data directory (default: golden/ beside the first kernels directory); "
@@ -247,6 +254,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if rvtune is not None and rvtune.results_errors and is_controller(session.config) \
             and exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if rvtune is not None and is_controller(session.config):
+        rvtune.prune_cache()  # before the terminal's summary, which says what it removed
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # firstresult: ours, not pytest-benchmark's host info

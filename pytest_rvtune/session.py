@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 import warnings
 from collections import Counter
 from collections.abc import Mapping
@@ -210,6 +211,9 @@ class RvtuneSession:
         self.confirm_trials = self._confirm_trials()
         self.resume_index = self._load_resume_index()
         self.shortlist = self._load_shortlist()
+        self.started = time.time()  # the cache's size cap never evicts what this session used
+        self.cache_cap = self._cache_cap()
+        self.cache_pruned: str | None = None  # the summary's line about what the cap evicted
         if self.results_path.is_file():  # read now: a file that is not a run (binary...) is refused before
             self._earlier_rounds = self._load_earlier_rounds()  # anything runs or is appended to it
 
@@ -434,12 +438,35 @@ class RvtuneSession:
             f"building {self.seconds['build']:.1f} s, running {self.seconds['run']:.1f} s; "
             f"results: {self.results_path}{lost}")
         lines += repair_lines(list(self.cache_repairs))
+        if self.cache_pruned:
+            lines.append(self.cache_pruned)
         if self.unconfirmed:
             from pytest_rvtune.results.confirm import describe_unconfirmed
             lines.append(describe_unconfirmed(self.unconfirmed))
         return lines
 
+    def prune_cache(self) -> None:
+        """At the session's end (controller): evict least recently used cache entries above the cap."""
+        from pytest_rvtune.cache_limit import format_size, prune
+        cap, where = self.cache_cap
+        if cap is None or not sum(self.tally[o] for o in OUTCOMES):  # no cap, or no kernel item ran
+            return
+        pruned = prune(cap, keep_since=self.started - 2)  # 2 s: file times are coarser than time.time()
+        if pruned.removed:
+            self.cache_pruned = (
+                f"rvtune: cache over its {format_size(cap)} cap ({where}): removed {pruned.removed} least recently "
+                f"used entries ({format_size(pruned.freed)}), {format_size(pruned.after)} left; "
+                "`rvtune cache info` lists it")
+
     # ----------------------------------------------------------------------------------- option rules
+    def _cache_cap(self) -> tuple[int | None, str]:
+        from pytest_rvtune.cache_limit import CAP_INI, CapError, resolve_cap
+        try:
+            return resolve_cap(self.config.getoption("rvtune_cache_max", None),
+                               str(self.config.getini(CAP_INI) or "") or None)
+        except CapError as exc:
+            raise pytest.UsageError(f"the cache's size cap: {exc}") from None
+
     def _load_run_option(self, path: str | None, option: str) -> Run | None:
         if not path:
             return None

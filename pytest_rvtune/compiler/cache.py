@@ -16,6 +16,7 @@ is built again without a report.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -167,11 +168,13 @@ class BuildCache:
         """
         final = self.entry(kind, key)
         if final.is_dir() and self._usable(final)[0]:
+            mark_used(final)
             return final, True
         with self.lock(kind, key):
             if final.is_dir():  # another worker built (or repaired) it while we waited; or it is damaged
                 usable, problem = self._usable(final)
                 if usable:
+                    mark_used(final)
                     return final, True
                 remove_entry(final)
                 if problem != "no manifest":  # an older version's entry is simply made again
@@ -194,6 +197,13 @@ class BuildCache:
                 raise
         _verified.add(str(final))
         return final, False
+
+
+def mark_used(entry: Path) -> None:
+    """Mark an entry (directory or record file) used now: its modification time, which nothing else changes once
+    it is published, is what the cache's size cap evicts by (least recently used first: cache_limit.py)."""
+    with contextlib.suppress(OSError):  # removed under us, or a read-only shared cache: it keeps its older time
+        os.utime(entry)
 
 
 def try_lock(lock: FileLock) -> bool:

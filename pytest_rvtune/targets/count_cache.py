@@ -24,7 +24,7 @@ from typing import Any
 from filelock import FileLock
 
 from pytest_rvtune import paths, repairs
-from pytest_rvtune.compiler.cache import cache_key
+from pytest_rvtune.compiler.cache import cache_key, mark_used
 from pytest_rvtune.counters import REQUIRED_ICOUNT_KEYS
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.targets.base import Check, RunResult
@@ -134,12 +134,14 @@ def measure_once(key: str, run: Callable[[], RunResult], about: Mapping[str, Any
 
     cached = fits(load_checked(path))
     if cached is not None:
+        mark_used(path)
         return cached, True
     locks = paths.cache_dir() / "locks"
     locks.mkdir(parents=True, exist_ok=True)
     with FileLock(str(locks / f"counts-{key}.lock")):
         cached = fits(load_checked(path))  # measured by another worker while this one waited
         if cached is not None:
+            mark_used(path)
             return cached, True
         result = run()
         if reusable(result):
