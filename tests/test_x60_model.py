@@ -147,3 +147,20 @@ def test_counters_of_one_run(snippets: Path, tmp_path: Path):
     assert counters["x60_memory_stall_cycles"] == 0  # no cache-model counters given
     assert counters["x60_vector_cycles"] <= counters["x60_cycles"] < counters["x60_vector_cycles"] + counters[
         "x60_scalar_cycles"]
+
+
+def test_dram_bandwidth_bounds_the_launch_when_the_cache_model_says_so(snippets: Path, tmp_path: Path):
+    out, blocks = tmp_path / "o.txt", tmp_path / "b.blocks"
+    plugin = plugin_argument(paths.icount_plugin(), out, "load_add_m8", blocks)
+    proc = subprocess.run([*qemu_command(), "-plugin", plugin, str(snippets), "load_add_m8", "20"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    core = x60_counters(blocks, snippets)["x60_cycles"]
+    # few misses: the DRAM time (64 B a line at 10.66 GB/s, 1.6 GHz) stays under the core's cycles
+    assert x60_counters(blocks, snippets, cache={"l2_misses": 10.0})["x60_cycles"] == pytest.approx(core)
+    # many: the launch takes the DRAM time, the difference reported as the memory stall
+    misses = 10 * core
+    bounded = x60_counters(blocks, snippets, cache={"l2_misses": misses, "l1d_misses": misses})
+    dram = misses * 64 / (10.66e9 / 1.6e9)
+    assert bounded["x60_cycles"] == pytest.approx(dram)
+    assert bounded["x60_memory_stall_cycles"] == pytest.approx(dram - core)

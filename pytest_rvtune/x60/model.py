@@ -86,12 +86,16 @@ X60_RATIO_COUNTERS = UNDIVIDED_COUNTERS
 
 @functools.cache
 def identity() -> dict[str, str]:
-    """What decides the model's output besides its inputs (for the count cache's key): this model's version and
-    the cost table's content."""
-    digest = hashlib.sha256(resources.files("pytest_rvtune.x60").joinpath(DATA_FILE).read_bytes())
-    return {"x60_model": str(MODEL_VERSION), "x60_code": str(CODE_VERSION), "x60_costs": digest.hexdigest()[:16]}
-
-
+    """What decides the model's output besides its inputs (for the count cache's key): this model's version, the
+    cost table's content, and the model's own code (x60/*.py: a changed rule or figure is a new model even if
+    MODEL_VERSION was not bumped)."""
+    package = resources.files("pytest_rvtune.x60")
+    costs = hashlib.sha256(package.joinpath(DATA_FILE).read_bytes())
+    source = hashlib.sha256()
+    for name in sorted(p.name for p in package.iterdir() if p.name.endswith(".py")):
+        source.update(name.encode() + b"\0" + package.joinpath(name).read_bytes())
+    return {"x60_model": str(MODEL_VERSION), "x60_code": str(CODE_VERSION), "x60_costs": costs.hexdigest()[:16],
+            "x60_source": source.hexdigest()[:16]}
 
 
 
