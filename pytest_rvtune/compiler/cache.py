@@ -63,10 +63,11 @@ def _files(entry: Path) -> Iterator[Path]:
             yield path
 
 
-def write_manifest(entry: Path) -> None:
-    """List every file of ``entry`` (a directory not yet published) with its size and sha256."""
+def write_manifest(entry: Path, key: str) -> None:
+    """List every file of ``entry`` (a directory not yet published as ``key``) with its size and sha256."""
     files = {p.relative_to(entry).as_posix(): [p.stat().st_size, _digest(p)] for p in _files(entry)}
-    (entry / MANIFEST).write_text(json.dumps({"version": MANIFEST_VERSION, "files": files}, sort_keys=True))
+    (entry / MANIFEST).write_text(json.dumps({"version": MANIFEST_VERSION, "key": key, "files": files},
+                                             sort_keys=True))
 
 
 def entry_problem(entry: Path) -> str | None:
@@ -80,6 +81,9 @@ def entry_problem(entry: Path) -> str | None:
         return "no manifest"
     except (OSError, ValueError, TypeError, KeyError) as exc:
         return f"its manifest {MANIFEST} is unreadable ({type(exc).__name__}: {exc})"
+    made_as = manifest.get("key", entry.name)  # (manifests of the first version name no key)
+    if made_as != entry.name:  # whole and intact, but of other inputs: copied or renamed within the cache
+        return f"it holds the entry made for key {str(made_as)[:16]}..., not for its own name"
     present = {p.relative_to(entry).as_posix(): p for p in _files(entry)}
     for name, size_sha in listed.items():
         path = present.pop(name, None)
@@ -184,7 +188,7 @@ class BuildCache:
             tmp = Path(tempfile.mkdtemp(prefix=f".{key}{TMP_MARK}", dir=final.parent))
             try:
                 build(tmp)
-                write_manifest(tmp)
+                write_manifest(tmp, key)
                 os.rename(tmp, final)
             except BaseException as exc:
                 shutil.rmtree(tmp, ignore_errors=True)

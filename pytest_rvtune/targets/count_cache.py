@@ -82,6 +82,8 @@ def _load(path: Path) -> tuple[RunResult | None, str | None]:
         return None, f"a JSON {type(data).__name__}, not a record"
     if data.get("version") != RECORD_VERSION:
         return None, None
+    if data.get("key", path.stem) != path.stem:  # a whole record of another run, copied or renamed here
+        return None, f"it is the record of key {str(data.get('key'))[:16]}..., not of its own name"
     stored = data.get("result")
     if not isinstance(stored, dict) or data.get("sha256") != _result_sha(stored):
         return None, "its result does not match the sha256 stored with it"
@@ -110,7 +112,8 @@ def load_checked(path: Path) -> RunResult | None:
 def _store(path: Path, result: RunResult, about: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     stored = dataclasses.asdict(result)
-    record = {"version": RECORD_VERSION, "about": dict(about), "result": stored, "sha256": _result_sha(stored)}
+    record = {"version": RECORD_VERSION, "key": path.stem, "about": dict(about), "result": stored,
+              "sha256": _result_sha(stored)}
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as fh:

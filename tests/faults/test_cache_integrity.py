@@ -153,6 +153,37 @@ def test_cache_verify_finds_removes_and_counts_damage_and_stale_temp_dirs(tmp_pa
     assert again.returncode == 0 and "2 build entries checked: 2 intact" in again.stdout
 
 
+def test_an_intact_entry_or_record_under_another_key_is_not_served(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry copied or renamed within the cache (a sync tool, a hand 'fix') is whole and matches its manifest,
+    but holds another build's output: it is made again, not served."""
+    import shutil
+
+    from pytest_rvtune import repairs
+    from pytest_rvtune.compiler.cache import BuildCache, cache_key
+    from pytest_rvtune.counters import REQUIRED_ICOUNT_KEYS
+    from pytest_rvtune.targets.base import RunResult
+    from pytest_rvtune.targets.count_cache import measure_once
+
+    cache = BuildCache(tmp_path / "cache")
+    first, other = cache_key(n=1), cache_key(n=2)
+    cache.get_or_build("elf", first, lambda tmp: (tmp / "k.elf").write_text("ELF of 1"))
+    cache.entry("elf", other).parent.mkdir(parents=True)
+    shutil.copytree(cache.entry("elf", first), cache.entry("elf", other))
+    entry, hit = cache.get_or_build("elf", other, lambda tmp: (tmp / "k.elf").write_text("ELF of 2"))
+    assert not hit and (entry / "k.elf").read_text() == "ELF of 2"
+    assert repairs.drain() == [f"cache entry {entry} was damaged (it holds the entry made for key {first[:16]}..., "
+                               "not for its own name): removed and rebuilt"]
+
+    monkeypatch.setenv("RVTUNE_CACHE_DIR", str(tmp_path / "cache"))
+    measure_once("a" * 64, lambda: RunResult(0, [1], counters=dict.fromkeys(REQUIRED_ICOUNT_KEYS, 1.0)))
+    counts = tmp_path / "cache" / "counts"
+    shutil.copy(counts / "aa" / f"{'a' * 64}.json", (counts / "bb").mkdir() or counts / "bb" / f"{'b' * 64}.json")
+    result, hit = measure_once("b" * 64, lambda: RunResult(0, [2], counters=dict.fromkeys(REQUIRED_ICOUNT_KEYS, 2.0)))
+    assert not hit and result.samples_ns == [2]
+    assert "it is the record of key aaaaaaaaaaaaaaaa..., not of its own name" in repairs.drain()[0]
+
+
 def test_a_build_removes_the_temp_dirs_a_killed_build_of_its_key_left(tmp_path: Path) -> None:
     from pytest_rvtune.compiler.cache import BuildCache, cache_key
 
