@@ -27,6 +27,8 @@ _READ_OPS = ("tt.load", "tt.atomic_rmw", "tt.atomic_cas", "tt.descriptor_load", 
 _DATA_OPS = frozenset(_READ_OPS) - {"tt.descriptor_reduce"}
 _WRITE_OPS = ("tt.store", "tt.descriptor_store", "tt.descriptor_scatter", "tt.experimental_descriptor_store")
 _LOOPS = ("scf.for",)  # operands: lower, upper, step, initial values; body args: induction variable, iterators
+#: Ops whose regions run in order after what precedes them (loops: their writes count afterwards).
+_SEQUENTIAL = ("scf.for", "scf.while")
 
 
 def _blocks(op: Op) -> Iterable[Block]:
@@ -50,22 +52,40 @@ def read_before_written(ttir: str) -> set[str]:
     entry = funcs[0].regions[0].blocks[0]
     params = {value: loc.name or value.lstrip("%") for value, ty, loc in entry.args if ty.is_ptr}
     origins: dict[str, frozenset[str]] = {value: frozenset({name}) for value, name in params.items()}
-    ops = [op for func in funcs for block in _blocks(func) for op in _walk(block.ops)]
+    ops = [op for func in funcs for block in _blocks(func) for op in _walk(block.ops)]  # every op, for origins
     changed = True
     while changed:  # loop-carried pointers: the body's arguments take what the body yields, until nothing grows
         changed = False
         for op in ops:
             changed |= _propagate(op, origins)
     read: set[str] = set()
-    written: set[str] = set()
-    for op in ops:  # program order (a loop body once)
+    blocks = list(_blocks(funcs[0]))
+    written = _scan(blocks[0].ops, set(), origins, read)
+    for block in blocks[1:]:  # blocks an early return branches to: each after the entry block, not after each other
+        _scan(block.ops, set(written), origins, read)
+    return read
+
+
+def _scan(ops: list[Op], written: set[str], origins: Mapping[str, frozenset[str]], read: set[str]) -> set[str]:
+    """Walk ``ops`` in program order, adding to ``read`` what is read before it is written; the written set after.
+
+    A store in a loop body counts as done after the loop (the program reads back what a loop wrote, softmax);
+    a store in one branch of an ``scf.if`` (Liger's cross entropy zeroes an ignored row's logits, then returns)
+    does not count after it: the other branch may read the initial data."""
+    for op in ops:
         if op.name in _READ_OPS and op.operands:
             read |= origins.get(op.operands[0], frozenset()) - written
         elif op.name == "tt.call":  # a call not inlined: whatever it is handed may be read
             read |= _union(origins, op.operands) - written
         elif op.name in _WRITE_OPS and op.operands:
             written |= origins.get(op.operands[0], frozenset())
-    return read
+        if op.name in _SEQUENTIAL:
+            for block in _blocks(op):
+                written = _scan(block.ops, written, origins, read)
+        else:
+            for block in _blocks(op):
+                _scan(block.ops, set(written), origins, read)
+    return written
 
 
 def _union(origins: Mapping[str, frozenset[str]], values: Iterable[str]) -> frozenset[str]:

@@ -36,6 +36,17 @@ def written_first_kernel(x_ptr, o_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def branch_written_kernel(x_ptr, y_ptr, ignore, BLOCK: tl.constexpr):
+    # Liger's cross entropy: an ignored row is zeroed and the program returns; any other row reads its logits and
+    # writes its gradient there. The store in one branch does not make the other branch's read a read-back.
+    offs = tl.arange(0, BLOCK)
+    if tl.load(y_ptr) == ignore:
+        tl.store(x_ptr + offs, 0.0)
+        return
+    tl.store(x_ptr + offs, tl.exp(tl.load(x_ptr + offs)))
+
+
+@triton.jit
 def _rotate(p, offs):
     tl.store(p + offs, -tl.load(p + offs))
 
@@ -56,6 +67,11 @@ def test_loads_and_atomics_read_loop_carried_pointers_followed_one_by_one():
 
 def test_a_buffer_written_before_it_is_read_is_no_input():
     assert reads(written_first_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32"}, BLOCK=16) == {"x_ptr"}
+
+
+def test_a_store_in_one_branch_does_not_hide_a_read_in_the_other():
+    assert reads(branch_written_kernel, {"x_ptr": "*fp32", "y_ptr": "*i32", "ignore": "i32"}, BLOCK=16) == {
+        "x_ptr", "y_ptr"}
 
 
 def test_helpers_and_block_pointers():
