@@ -153,21 +153,33 @@ def _call_args(text: str, start: int) -> list[str] | None:
     return None
 
 
+def _get_db(args: list[str] | None) -> tuple[str, tuple[tuple[str, str], ...], int] | None:
+    """(kernel_dir, shape parts, index) of a 3-argument ``getDB("<kernel>", <shape>, <index>)``, else None."""
+    if not args or len(args) != 3 or not re.fullmatch(r'"\w+"', args[0]) or not args[2].isdigit():
+        return None
+    parts = _shape_parts(args[1])
+    return None if parts is None else (args[0][1:-1], parts, int(args[2]))
+
+
 def read_data(text: str) -> HarnessData:
-    """The reads and checks of a harness (comments already stripped)."""
+    """The reads and checks of a harness (comments already stripped): ``std::string f = getDB(...)`` then
+    ``readMatrix(f.c_str(), buffer, ...)``, or the getDB call inlined, ``readMatrix(getDB(...).c_str(), buffer)``."""
     files: dict[str, tuple[str, tuple[tuple[str, str], ...], int]] = {}
     for m in re.finditer(r"\b(?:std::)?string\s+(\w+)\s*=\s*getDB\s*(?=\()", text):
-        args = _call_args(text, m.end())
-        if not args or len(args) != 3 or not re.fullmatch(r'"\w+"', args[0]) or not args[2].isdigit():
-            continue
-        parts = _shape_parts(args[1])
-        if parts is not None:
-            files[m.group(1)] = (args[0][1:-1], parts, int(args[2]))
+        found = _get_db(_call_args(text, m.end()))
+        if found is not None:
+            files[m.group(1)] = found
     buffers: dict[str, str] = {}
     for m in re.finditer(r"\breadMatrix\s*(?=\()", text):
         args = _call_args(text, m.end())
         if args and len(args) >= 2:
             source = re.sub(r"\.c_str\(\)$", "", args[0].strip())
+            inline = re.match(r"getDB\s*(?=\()", source)
+            if inline:  # a read of its own: named by its position, which no C variable can take
+                found = _get_db(_call_args(source, inline.end()))
+                if found is None:
+                    continue
+                files[source] = found
             buffers.setdefault(source, args[1].strip())
     checks: dict[str, str] = {}
     for m in re.finditer(r"\bcheck_tensor\s*(?=\()", text):

@@ -273,7 +273,8 @@ def _signatures(result: Scan, stem: str, functions: list[str], info: ModuleInfo,
     signatures = {}
     for fn in functions:
         sig, problems = derive_signature(fn, info.kernels[fn], info.launches.get(fn), hinfo.wrap_calls.get(fn),
-                                         hinfo.pointer_types, hinfo.c_type_of, info.launch_kinds.get(fn))
+                                         hinfo.pointer_types, hinfo.c_type_of, info.launch_kinds.get(fn),
+                                         info.launch_ranks.get(fn))
         signatures[fn] = sig
         for p in problems:
             result.problem(stem, f"{fn}: {p} ([triton_rvv.kernels.{stem}.signature.{fn}] in rvtune.toml)")

@@ -50,6 +50,8 @@ def get_moe_kernel_autotune_config(num_threads=1):
 
 def benchmark_triton(a, w, c, sorted_token_ids, expert_ids, num_tokens_post_padded, num_valid_tokens):
     M, N = a.shape
+    E, _ = w.shape
+    assert c.dim() == 3
     fn_jit = triton.jit(moe_kernel)
     tuned = triton.runtime.Autotuner(fn=fn_jit, arg_names=fn_jit.arg_names,
                                      configs=get_moe_kernel_autotune_config(), key=[])

@@ -166,7 +166,7 @@ def _attn_signature(c_scale: str, module: str = MODULE):
                             "  attn_kernel_wrap(1, 1, 1, 1, attn_kernel, q, o, N, N, scale, 1e-5f);\n}\n")
     return derive_signature("attn_kernel", info.kernels["attn_kernel"], info.launches["attn_kernel"],
                             harness.wrap_calls["attn_kernel"], harness.pointer_types, harness.c_type_of,
-                            info.launch_kinds["attn_kernel"])
+                            info.launch_kinds["attn_kernel"], info.launch_ranks["attn_kernel"])
 
 
 def test_a_float_scalar_is_typed_fp32_from_the_harness_and_the_launch():
@@ -246,7 +246,8 @@ def test_fuzz_the_module_reader_never_raises():
         parsed += 1
         for kernel, args in info.launches.items():
             launched += 1
-            derive_signature(kernel, info.kernels[kernel], args, None, {}, None, info.launch_kinds.get(kernel))
+            derive_signature(kernel, info.kernels[kernel], args, None, {}, None, info.launch_kinds.get(kernel),
+                             info.launch_ranks.get(kernel))
     assert parsed > 300 and errors > 30 and launched > 50
 
 

@@ -50,12 +50,13 @@ def test_module_gives_kernels_getters_and_the_autotuned_launch(tmp_path):
     assert [ast.unparse(a) for a in info.launches["scale_kernel"]][-2:] == ["y.stride(0)", "y.stride(1)"]
 
 
-def _signature(launch: str, wrap: list[str] | None):
+def _signature(launch: str, wrap: list[str] | None, ranks: dict | None = None):
     params = [("a_ptr", False), ("c_ptr", False), ("M", False), ("stride_am", False), ("stride_ak", False),
               ("stride_cm", False), ("stride_cn", False), ("BLOCK", True)]
     call = ast.parse(launch).body[0].value
     return derive_signature("k_kernel", params, list(call.args), wrap, {"arg0": "fp16", "out": "fp32"},
-                            {"M": "i32", "K": "i32", "N": "i32"}.get)
+                            {"M": "i32", "K": "i32", "N": "i32"}.get, None,
+                            {"a": (2, "a"), "c": (2, "c")} if ranks is None else ranks)
 
 
 def test_last_dimension_strides_are_specialised_and_pointer_types_come_from_the_harness():

@@ -68,6 +68,32 @@ def test_reads_know_their_buffer_and_the_checked_output(tmp_path):
     assert fourth.bind("2x16", {}) is None  # the literal 1 must match
 
 
+def _inline_reads(text: str) -> str:
+    """The harness with each ``std::string fileN = getDB(...);`` inlined into its ``readMatrix(fileN.c_str(), ...)``."""
+    import re
+    calls = dict(re.findall(r"std::string (file\d) = (getDB\(.*\));\n", text))
+    text = re.sub(r"  std::string file\d = getDB\(.*\);\n", "", text)
+    for var, call in calls.items():
+        text = text.replace(f"readMatrix({var}.c_str()", f"readMatrix({call}.c_str()")
+    assert "std::string" not in text and text.count("readMatrix(getDB(") == 5
+    return text
+
+
+def test_a_getdb_call_inlined_into_readmatrix_is_read_like_a_named_one(tmp_path, capsys):
+    named = make_moe_tree(tmp_path / "named", values=(4, 8))
+    inline = make_moe_tree(tmp_path / "inline", values=(4, 8))
+    harness = inline / "benchmark/src/main/moe_kernel.cpp"
+    harness.write_text(_inline_reads(harness.read_text()))
+    for root in (named, inline):
+        data = read_data((root / "benchmark/src/main/moe_kernel.cpp").read_text())
+        assert [(r.index, r.buffer) for r in data.reads] == [(1, "A"), (2, "W"), (3, "ref_output"),
+                                                             (4, "sorted_token_ids"), (5, "expert_ids")]
+        assert _import(root, capsys)[0] == 0
+    tables = [read_project(root / "rvtune.toml").entries["moe"].cases["default"] for root in (named, inline)]
+    assert tables[0] == tables[1]
+    assert tables[1].variants[8].harness == "generic" and tables[1].variants[8].expected
+
+
 # ------------------------------------------------------------------------------------------ import
 def test_per_value_data_is_found_pinned_and_planned_per_harness(tmp_path, capsys):
     root = make_moe_tree(tmp_path / "repo")
