@@ -17,6 +17,7 @@ from pytest_rvtune.results.compare import (
     compare_runs,
     drift_warning,
     nothing_compared_reason,
+    summary_line,
     verdict_rows,
 )
 from pytest_rvtune.results.noise import NoiseFileError, load_noise_for
@@ -55,7 +56,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--config-file", default=None, metavar="PATH",
                    help="with --confirm: target configuration (default: rvtune.toml, then pyproject.toml here)")
     p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
-    p.add_argument("--all", action="store_true", help="show unchanged, ungated metrics too")
+    p.add_argument("--all", action="store_true",
+                   help="every item and every metric; by default only items whose verdict is not 'unchanged', "
+                        "with the metrics that decided it")
     add_rank_by_argument(p, "gate on")
     p.set_defaults(func=run_compare)
 
@@ -87,19 +90,19 @@ def run_compare(args: argparse.Namespace) -> int:
         except ValueError as exc:  # a bad --confirm or target config file
             print(f"rvtune compare: {exc}", file=sys.stderr)
             return 2
-    print(render_rows(verdict_rows(verdicts, args.all, raw=args.format in ("json", "csv")), args.format))
-    counts: dict[str, int] = {}
-    for v in verdicts:
-        counts[v.status] = counts.get(v.status, 0) + 1
+    rows = verdict_rows(verdicts, args.all, raw=args.format in ("json", "csv"))
+    if rows or args.format not in ("table", "markdown"):
+        print(render_rows(rows, args.format))
+    else:
+        print(f"no item changed ({len(verdicts)} unchanged; --all shows every item and metric)")
     warnings = [w for v in verdicts for w in v.warnings]
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    print(f"\n{len(verdicts)} items: {summary}; {len(warnings)} warnings", file=sys.stderr)
-    compared = len(verdicts) - counts.get("new", 0) - counts.get("missing", 0)
-    print(f"compared {compared} of the base run's {len(base.records)} items", file=sys.stderr)
+    summary = summary_line(verdicts, base, args.base, len(warnings))
+    compared = sum(v.status not in ("new", "missing") for v in verdicts)
     if not compared:
-        print(f"rvtune compare: nothing compared: {nothing_compared_reason(base, new)}", file=sys.stderr)
+        print(f"\n{summary}\nrvtune compare: nothing compared: {nothing_compared_reason(base, new)}",
+              file=sys.stderr)
         return 2
     regressions = [v for v in verdicts if v.regressed]
     for v in regressions:
@@ -107,4 +110,5 @@ def run_compare(args: argparse.Namespace) -> int:
     for v in verdicts:
         if v.status == "unconfirmed":
             print(f"UNCONFIRMED {v.message}", file=sys.stderr)
+    print(f"\n{summary}", file=sys.stderr)  # the last line: what a CI log shows
     return 1 if regressions else 0

@@ -17,6 +17,7 @@ The plugin calls :func:`compare_record` for ``--rvtune-compare BASE`` and fails 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -288,31 +289,74 @@ def compare_runs(base: Run, new: Run, thresholds: Thresholds) -> list[ItemCompar
 
 # --- the `rvtune compare` subcommand ----------------------------------------------------------------------
 
-_ORDER = ["regressed", "broken", "too few samples", "unconfirmed", "improved", "changed", "not gated", "same"]
+#: Item verdicts, worst first: the order of `rvtune compare`'s rows and of its summary line.
+ITEM_ORDER = ("regressed", "broken", "unconfirmed", "too few samples", "still failing", "fixed", "improved", "new",
+              "missing", "unchanged")
+
+
+#: A metric's own status as the "note" column says it, beside an item verdict that differs.
+OWN_STATUS = {"changed": "changed within the threshold"}
+
+
+def _natural(text: str) -> list[Any]:
+    """BLOCK=16 before BLOCK=128: numbers in a config id compare as numbers."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def _item_order(v: ItemComparison) -> tuple[Any, ...]:
+    target, kernel, case, config_id = v.key
+    rank = ITEM_ORDER.index(v.status) if v.status in ITEM_ORDER else len(ITEM_ORDER)
+    return rank, kernel, case, target, _natural(config_id)
+
+
+def _deciding(v: ItemComparison) -> list[Change]:
+    """The metrics that decided an item's verdict: those that regressed or improved, else the gated ones, else
+    time."""
+    decided = [c for c in v.changes if c.status in ("regressed", "improved")]
+    return decided or [c for c in v.changes if c.gated] or v.changes[:1]
 
 
 def verdict_rows(verdicts: Sequence[ItemComparison], show_all: bool, raw: bool = False) -> list[dict[str, Any]]:
-    """One row per item and metric worth showing: gated metrics, and anything that changed. ``raw``: numbers
-    as numbers (time in ns, change in percent) for JSON and CSV; otherwise formatted for people."""
+    """Rows sorted worst verdict first, then kernel, case, target and config. By default one row per item whose
+    verdict is not "unchanged", for the metrics that decided it; ``show_all``: every item, every metric. The
+    "verdict" column is the item's (what the summary line counts); a metric's own status, where it differs (a
+    counter that changed but does not gate), is in "note". ``raw``: numbers as numbers (time in ns, change in
+    percent) for JSON and CSV; otherwise formatted for people."""
     rows: list[dict[str, Any]] = []
-    for v in verdicts:
+    for v in sorted(verdicts, key=_item_order):
+        if not show_all and v.status == "unchanged":
+            continue
         target, kernel, case, config_id = v.key
         item = {"kernel": kernel, "case": case, "config": config_id, "target": target}
         if not v.changes:
             rows.append({**item, "metric": "", "base": None, "new": None, "change": None, "p": None,
                          "verdict": v.status, "note": ""})
-        for c in v.changes:
-            if not show_all and not c.gated and c.status in ("same", "only in one run"):
-                continue
+        decided = _deciding(v)
+        shown = decided + [c for c in v.changes if c not in decided] if show_all else decided
+        for c in shown:
+            own = "" if c.status in (v.status, "same") else OWN_STATUS.get(c.status, c.status)
+            note = "; ".join(part for part in (own, c.note) if part)
             rows.append({**item, "metric": c.metric, "base": c.base, "new": c.new, "change": c.change_pct,
-                         "p": c.p_value, "verdict": c.status, "note": c.note})
-    rank = {s: i for i, s in enumerate(_ORDER)}
-    rows.sort(key=lambda r: rank.get(r["verdict"], len(_ORDER)))
+                         "p": c.p_value, "verdict": v.status, "note": note})
     if raw:
         return rows
     return [{**row, "base": format_metric(row["metric"], row["base"]), "new": format_metric(row["metric"], row["new"]),
              "change": format_pct(row["change"]), "p": "" if row["p"] is None else f"{row['p']:.2g}"}
             for row in rows]
+
+
+def summary_line(verdicts: Sequence[ItemComparison], base: Run, base_name: str, warnings: int) -> str:
+    """The one line `rvtune compare` ends with: what was compared and how many items got each verdict (always
+    regressed, improved and unchanged, with 0 where none; others where any)."""
+    counts = {s: sum(v.status == s for v in verdicts) for s in ITEM_ORDER}
+    compared = len(verdicts) - counts["new"] - counts["missing"]
+    parts = [f"{counts[s]} {s}" for s in ITEM_ORDER
+             if s not in ("new", "missing") and (counts[s] or s in ("regressed", "improved", "unchanged"))]
+    others = sum(1 for v in verdicts if v.status not in ITEM_ORDER)
+    extra = f", {others} other" if others else ""
+    return (f"compared {compared} of the base run's {len(base.records)} items against {base_name}: "
+            f"{', '.join(parts)}{extra}; {counts['new']} new, {counts['missing']} missing; "
+            f"{warnings} warning{'' if warnings == 1 else 's'}")
 
 
 #: Rounds (rounds.py) that make the minimum repeatable on the team's VM: 3 pooled sessions a side kept A/A

@@ -52,7 +52,9 @@ def test_aa_rerun_passes_with_noise_floor_but_not_without(noise12: Path, capsys)
     assert main(["compare", str(H2), str(H3), "--noise", str(noise12)]) == 0
     out = capsys.readouterr()
     assert "REGRESSION" not in out.err and "no noise floor" not in out.err
-    assert "below the A/A noise floor (+-" in out.out
+    assert out.out.startswith("no item changed (40 unchanged")  # unchanged rows only with --all
+    assert main(["compare", str(H2), str(H3), "--noise", str(noise12), "--all"]) == 0
+    assert "below the A/A noise floor (+-" in capsys.readouterr().out
 
 
 def test_injected_slowdown_above_floor_is_flagged(tmp_path: Path, noise12: Path, capsys) -> None:

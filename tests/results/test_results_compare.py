@@ -162,3 +162,52 @@ def test_bad_threshold_is_named(tmp_path: Path, interleaved, capsys, spec: str) 
     a = _run(tmp_path / "a.jsonl", interleaved["a"])
     assert main(["compare", str(a), str(a), f"--threshold={spec}"]) == 2
     assert f"threshold {spec!r}" in capsys.readouterr().err
+
+
+def _qemu_run(path: Path, counts: dict[int, float], template: dict, extra: dict[int, float] | None = None) -> Path:
+    """One record per BLOCK value with the given gated count (x60_cycles); ``extra`` changes vector_insns only
+    (a counter that does not gate)."""
+    records = []
+    for block, cycles in counts.items():
+        record = json.loads(json.dumps(template))
+        record["config"] = {"BLOCK": block}
+        record["config_id"] = f"BLOCK={block}"
+        record["counters"] = {"x60_cycles": cycles, "launch_insns": cycles * 3, "vector_insns": 100.0}
+        if extra and block in extra:
+            record["counters"]["vector_insns"] = extra[block]
+        records.append(record)
+    return write_jsonl(path, records)
+
+
+def test_compare_shows_changed_items_sorted_and_its_summary_agrees(tmp_path: Path, interleaved, capsys) -> None:
+    template = _qemu(1.0, interleaved["a"][0])
+    blocks = (4, 8, 16, 32, 64, 128)
+    base = _qemu_run(tmp_path / "a.jsonl", {b: 1000.0 for b in blocks}, template)
+    # BLOCK=128 regresses 20 %, BLOCK=8 improves 30 %, BLOCK=16 changes 2 % (within the threshold), BLOCK=32 only
+    # in a counter that does not gate; the rest are identical
+    new = _qemu_run(tmp_path / "b.jsonl", {4: 1000.0, 8: 700.0, 16: 1020.0, 32: 1000.0, 64: 1000.0, 128: 1200.0},
+                    template, extra={32: 150.0})
+    assert main(["compare", str(base), str(new)]) == 1
+    out, err = capsys.readouterr()
+    lines = [line for line in out.splitlines()[2:] if line.strip()]
+    assert [line.split()[2] for line in lines] == ["BLOCK=128", "BLOCK=8"]  # worst first, unchanged left out
+    assert " regressed " in lines[0] and " improved " in lines[1], out
+    summary = err.strip().splitlines()[-1]
+    assert summary == (f"compared 6 of the base run's 6 items against {base}: 1 regressed, 1 improved, "
+                       "4 unchanged; 0 new, 0 missing; 0 warnings")
+
+    assert main(["compare", str(base), str(new), "--all", "--format", "json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    # every item, worst first, then by config with numbers in order; the verdict column is the item's
+    items = list(dict.fromkeys(r["config"] for r in rows))
+    assert items == ["BLOCK=128", "BLOCK=8", "BLOCK=4", "BLOCK=16", "BLOCK=32", "BLOCK=64"]
+    assert {r["verdict"] for r in rows if r["config"] == "BLOCK=16"} == {"unchanged"}
+    (within,) = [r for r in rows if r["config"] == "BLOCK=16" and r["metric"] == "x60_cycles"]
+    assert within["note"].startswith("changed within the threshold") and within["change"] == pytest.approx(2.0)
+    (ungated,) = [r for r in rows if r["config"] == "BLOCK=32" and r["metric"] == "vector_insns"]
+    assert ungated["verdict"] == "unchanged" and ungated["note"].startswith("not gated") and ungated["change"] == 50
+
+    assert main(["compare", str(base), str(base)]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "no item changed (6 unchanged; --all shows every item and metric)"
+    assert "1 regressed" not in err and ": 0 regressed, 0 improved, 6 unchanged; 0 new, 0 missing" in err
