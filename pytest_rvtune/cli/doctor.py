@@ -258,11 +258,26 @@ def target_rows(builder: ProbeBuilder, rootdir: Path) -> list[Row]:
     return rows
 
 
+def cache_rows() -> list[Row]:
+    """The cache, every entry checked against what it held when made (a damaged ELF was served as a hit and its
+    crash blamed on the kernel while doctor said everything was in place)."""
+    from pytest_rvtune.cache_check import check_cache
+    root = paths.cache_dir()
+    if not root.is_dir():
+        return [Row("cache", True, f"{root}: empty (made at first use)")]
+    found = check_cache(root)
+    bad = len(found.damaged) + len(found.counts_damaged)
+    detail = (f"{root}: {found.intact} build entries and {found.counts_intact} count records intact, {bad} damaged"
+              + (f" (first: {(found.damaged or found.counts_damaged)[0][0]})" if bad else ""))
+    return [Row("cache", bad == 0, detail,
+                fix="run `rvtune cache verify` (removes them; they are made again at their next use)")]
+
+
 def run_doctor(rootdir: Path) -> int:
     rows = tool_rows()
     with tempfile.TemporaryDirectory(prefix="rvtune-doctor-") as tmp:
         builder = ProbeBuilder(Path(tmp))
-        checks = qemu_rows(builder) + target_rows(builder, rootdir)
+        checks = qemu_rows(builder) + target_rows(builder, rootdir) + cache_rows()
     print(tabulate([(r.what, "ok" if r.ok else "MISSING", r.detail, r.path) for r in rows],
                    headers=["tool", "status", "version", "path"]))
     print()

@@ -194,3 +194,22 @@ def test_a_build_removes_the_temp_dirs_a_killed_build_of_its_key_left(tmp_path: 
     (parent / f".{key}.tmp-dead").mkdir()
     _, hit = cache.get_or_build("obj", key, lambda tmp: (tmp / "o").write_text("o"))
     assert not hit and sorted(p.name for p in parent.iterdir()) == [key]
+
+
+def test_doctor_reports_a_damaged_cache_entry_and_the_fix(tmp_path: Path) -> None:
+    """Before, `rvtune doctor` said "everything is in place" with a truncated ELF in the cache."""
+    from pytest_rvtune.compiler.cache import BuildCache, cache_key
+
+    cache = BuildCache(tmp_path / "cache")
+    key = cache_key(n="doctor")
+    cache.get_or_build("elf", key, lambda tmp: (tmp / "k.elf").write_text("ELF whole"))
+    (cache.entry("elf", key) / "k.elf").write_text("ELF")
+    env = {**os.environ, "RVTUNE_CACHE_DIR": str(tmp_path / "cache")}
+    doctor = subprocess.run([sys.executable, "-m", "pytest_rvtune.cli", "doctor", "--rootdir", str(tmp_path)],
+                            env=env, capture_output=True, text=True, check=False, cwd=Path(__file__).parents[2])
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    row = next(line for line in doctor.stdout.splitlines() if line.startswith("cache "))
+    assert row.split()[1] == "FAILED" and row.endswith(f" count records intact, 1 damaged (first: "
+                                                       f"{cache.entry('elf', key)})"), doctor.stdout
+    assert ("cache: run `rvtune cache verify` (removes them; they are made again at their next use)"
+            in doctor.stdout)
