@@ -26,6 +26,7 @@ from pytest_rvtune.compat.int_expr import IntExprError, names_in
 from pytest_rvtune.compat.launch_signature import derive_signature
 from pytest_rvtune.compat.module_reader import ModuleInfo, read_module
 from pytest_rvtune.compat.project import TemplateError, format_template, template_fields
+from pytest_rvtune.compat.shape_cfg import cfg_for, read_shape_cfg
 from pytest_rvtune.compat.support_format import read_support_format
 from pytest_rvtune.compat.variants import VariantScan, launch_parameters, plan_table, scan_variants
 
@@ -207,7 +208,7 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path,
     signatures = _signatures(result, stem, functions, info, hinfo)
     argv = ["x".join("{" + n + "}" for n in hinfo.shape_names)] if hinfo.shape_names else []
     needs = _case_names(info, getter, hinfo)
-    chosen = _cases_for(result, stem, hinfo, needs, cases or [])
+    chosen = _cases_for(result, stem, hinfo, needs, cases or [], harness)
     entry_cases = {}
     variants = _variants(result, root / (layout.run_dir or "."), module, info, functions, harness, signatures,
                          space)
@@ -291,7 +292,9 @@ def _case_names(info: ModuleInfo, getter: str | None, hinfo: HarnessInfo) -> set
 
 
 def _cases_for(result: Scan, stem: str, hinfo: HarnessInfo, accepted: set[str],
-               cases: list[CaseSpec]) -> dict[str, dict[str, int]]:
+               cases: list[CaseSpec], harness: Path) -> dict[str, dict[str, int]]:
+    """The cases of one kernel: those given (``--case``, rvtune.toml) that fit it, else its shapes file's
+    (shape_cfg.py), else the harness's built-in sizes as ``default``."""
     chosen: dict[str, dict[str, int]] = {}
     for case in cases:
         unknown = sorted(set(case.values) - accepted)
@@ -302,7 +305,18 @@ def _cases_for(result: Scan, stem: str, hinfo: HarnessInfo, accepted: set[str],
                                  f"getter or the data paths ({others}): use those names")
         elif case.kernel == stem or (case.kernel is None and not unknown):
             chosen[case.name] = dict(case.values)
-    return chosen or {"default": dict(hinfo.defaults)}
+    if chosen:
+        return chosen
+    cfg = cfg_for(harness, stem)
+    if cfg is not None:
+        shown = cfg.relative_to(result.root).as_posix()
+        read = read_shape_cfg(cfg, hinfo.shape_names, hinfo.defaults, shown)
+        for problem in read.problems:
+            result.problem(stem, problem)
+        if read.cases:
+            result.found(stem, f"cases from {shown}: {', '.join(read.cases)}")
+            return read.cases
+    return {"default": dict(hinfo.defaults)}
 
 
 def _pin_data(result: Scan, root: Path, layout: Layout, stem: str, case: str, hinfo: HarnessInfo,

@@ -46,7 +46,7 @@ def test_a_fork_layout_is_found_by_what_is_there_and_said(tmp_path):
     assert (result.table["run_dir"], result.table["include_dirs"]) == ("data", ["include"])
     entry = result.table["kernels"]["scale"]
     assert (entry["module"], entry["harness"]) == ("src/triton/scale.py", "src/main/scale_kernel.cpp")
-    assert set(entry["cases"]["default"]["sha256"]) == {"scale/run/test_data/matrix_8x12_1.txt",
+    assert set(entry["cases"]["8x12x3"]["sha256"]) == {"scale/run/test_data/matrix_8x12_1.txt",
                                                         "scale/run/test_data/matrix_8x12_2.txt"}
 
 
