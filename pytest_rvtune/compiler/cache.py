@@ -183,6 +183,9 @@ class BuildCache:
                 remove_entry(final)
                 if problem != "no manifest":  # an older version's entry is simply made again
                     repairs.note(f"cache entry {final} was damaged ({problem}): removed and rebuilt")
+            elif final.is_symlink() or final.exists():  # a file (or a link) where the entry goes: rename would fail
+                final.unlink()
+                repairs.note(f"cache entry {final} was damaged (a file, not an entry directory): removed and rebuilt")
             final.parent.mkdir(parents=True, exist_ok=True)
             remove_stale_temps(final.parent, key)
             tmp = Path(tempfile.mkdtemp(prefix=f".{key}{TMP_MARK}", dir=final.parent))

@@ -184,6 +184,21 @@ def test_an_intact_entry_or_record_under_another_key_is_not_served(tmp_path: Pat
     assert "it is the record of key aaaaaaaaaaaaaaaa..., not of its own name" in repairs.drain()[0]
 
 
+def test_a_file_where_an_entry_goes_is_replaced_by_the_entry(tmp_path: Path) -> None:
+    """Before: every build of that key failed with "Not a directory" (the rename onto the file), run after run."""
+    from pytest_rvtune import repairs
+    from pytest_rvtune.compiler.cache import BuildCache, cache_key
+
+    cache = BuildCache(tmp_path)
+    key = cache_key(n="file")
+    cache.entry("elf", key).parent.mkdir(parents=True)
+    cache.entry("elf", key).write_text("not an entry")
+    entry, hit = cache.get_or_build("elf", key, lambda tmp: (tmp / "k.elf").write_text("ELF"))
+    assert not hit and (entry / "k.elf").read_text() == "ELF"
+    assert repairs.drain() == [f"cache entry {entry} was damaged (a file, not an entry directory): removed and "
+                               "rebuilt"]
+
+
 def test_a_build_removes_the_temp_dirs_a_killed_build_of_its_key_left(tmp_path: Path) -> None:
     from pytest_rvtune.compiler.cache import BuildCache, cache_key
 
