@@ -61,7 +61,7 @@ def test_perf_stats_csv_keeps_the_seed_columns(tmp_path: Path) -> None:
     records = [make_record("matmul", "M96", {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "GROUP_SIZE_M": 8},
                            samples[0], counters=perf, wall_s=0.25),
                make_record("matmul", "M96", {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "GROUP_SIZE_M": 8},
-                           samples[1], outcome="wrong", run_seconds=1.5)]  # what the plugin records
+                           samples[1], outcome="wrong", run_seconds=1.5, wall_s=None)]  # what the plugin records
     run = write_jsonl(tmp_path / "board.jsonl", records)
     assert main(["report", str(run), "--no-plots", "--out", str(tmp_path / "rep")]) == 0
     with open(tmp_path / "rep" / "host" / "matmul" / "M96" / "perf_stats.csv", newline="") as fh:
