@@ -17,6 +17,7 @@ from pytest_rvtune import repairs
 from pytest_rvtune.counters import LAUNCH_COUNT_KEY, LAUNCH_WINDOW_COUNTERS, UNDIVIDED_COUNTERS
 from pytest_rvtune.harness.data_image import data_image
 from pytest_rvtune.harness.output_format import OutputFormat
+from pytest_rvtune.provenance import git_state, kernel_source
 from pytest_rvtune.results.writer import RecordDict, now_iso
 from pytest_rvtune.run_options import RunOptions
 from pytest_rvtune.targets.base import RunResult, Target
@@ -396,6 +397,8 @@ def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Target) ->
     """Compare with the base run (when there is one) and append the record to the results file at once."""
     from pytest_rvtune.results.writer import ResultsWriteError
     record = outcome.record | {"run_id": session.run_id}  # the session that wrote the line: rounds.py
+    # the project's commit and the kernel file's hash: `rvtune runs` and a history across commits read them
+    record |= git_state(session.rootdir) | kernel_source(session.rootdir / work_path(record.get("nodeid", "")))
     repaired = repairs.drain()  # damaged cache entries this item met, removed and made again: the summary says
     if repaired:
         record["cache_repairs"] = repaired
@@ -414,6 +417,11 @@ def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Target) ->
     except ResultsWriteError as exc:  # a full disk or read-only location: the verdict still counts
         return FinishedItem(verdict, record, exc.cause)
     return FinishedItem(verdict, record)
+
+
+def work_path(nodeid: str) -> str:
+    """The file part of a node id (the kernel module an item was collected from)."""
+    return nodeid.split("::", 1)[0]
 
 
 def compare_with_base(session: RvtuneSession, record: RecordDict, target: Target) -> ItemVerdict | None:

@@ -470,7 +470,13 @@ class RvtuneSession:
     def _load_run_option(self, path: str | None, option: str) -> Run | None:
         if not path:
             return None
-        return self._read_run(Path(path), option)
+        from pytest_rvtune.results.records import RunFileError
+        from pytest_rvtune.results.run_names import resolve
+        try:  # latest, latest~N: never this session's own file
+            named = resolve(path, exclude=self.results_path, directory=paths.results_dir(self.rootdir))
+        except RunFileError as exc:
+            raise pytest.UsageError(f"{option}: {exc}") from None
+        return self._read_run(named, option)
 
     def _read_run(self, path: Path, option: str, allow_empty: bool = False, advice: str = "") -> Run:
         """runs.load_run for an option: an unreadable file is a UsageError, a skipped torn line a pytest

@@ -27,6 +27,7 @@ from pytest_rvtune.results.records import (
     RunRecord,
     record_from_dict,
 )
+from pytest_rvtune.results.run_names import resolve
 from pytest_rvtune.verdict import Outcome
 
 #: Instruction counts from our QEMU plugin: deterministic, so any change between runs is real.
@@ -178,12 +179,13 @@ WARNED_LINES = 5
 
 
 def load_run(path: str | Path, *, allow_empty: bool = False) -> Run:
-    """Read our results JSONL or a pytest-benchmark JSON file. Raises RunFileError naming the problem.
+    """Read our results JSONL or a pytest-benchmark JSON file (or ``latest``, ``latest~N``: run_names.py). Raises
+    RunFileError naming the problem.
 
     Torn lines (a write cut short by a kill or a full disk, anywhere in the file) are skipped with a
     RunFileWarning naming file:line; the rest of the file still counts. A file without a single record is an
     error (it is not a run, or it was garbled) unless ``allow_empty`` (a results file about to be appended to)."""
-    path = Path(path)
+    path = resolve(path)  # latest, latest~N: a run of the project's results directory
     try:
         data = path.read_bytes()
     except FileNotFoundError:
