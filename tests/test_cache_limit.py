@@ -14,7 +14,7 @@ import pytest
 from filelock import FileLock
 
 from pytest_rvtune import cli, paths
-from pytest_rvtune.cache_limit import DEFAULT_CAP, CapError, parse_size, prune, resolve_cap, usage
+from pytest_rvtune.cache_limit import DEFAULT_CAP, CapError, format_size, parse_size, prune, resolve_cap, usage
 from pytest_rvtune.compiler.cache import BuildCache, cache_key
 
 
@@ -127,10 +127,11 @@ def test_the_cache_command_informs_prunes_and_cleans(tmp_path: Path, monkeypatch
     assert f"cache {root}: 602." in out and "cap 1.0 MB (RVTUNE_CACHE_MAX)" in out
     assert "elf" in out and "2 entries" in out and "counts" in out and "1 entry" in out and "other" in out
 
+    old_size = sum(f.stat().st_size for f in old.rglob("*") if f.is_file())  # the ELF and the entry's manifest
     assert cli.main(["cache", "prune", "--max", "400kB"]) == 0
     out = capsys.readouterr().out
     assert not old.exists() and recent.is_dir()
-    assert "removed 1 entry, least recently used first (300.1 kB)" in out and "(cap 400.0 kB, option)" in out
+    assert f"removed 1 entry, least recently used first ({format_size(old_size)})" in out and "(cap 400.0 kB, option)" in out
 
     assert cli.main(["cache", "prune", "--max", "lots"]) == 2
     assert "option=lots: 'lots' is not a size" in capsys.readouterr().err

@@ -13,16 +13,18 @@ import shutil
 
 from pytest_rvtune import paths
 from pytest_rvtune.cache_check import check_cache
+from pytest_rvtune.cli.cache_size import add_actions
 from pytest_rvtune.compiler.cache import remove_entry
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("cache", help="check the build, data-image and count caches", description=__doc__,
+    p = subparsers.add_parser("cache", help="the cache: size, eviction, removal, checks", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     verify = actions.add_parser("verify", help="check every cache entry; remove damaged ones and stale temp dirs",
                                 description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.set_defaults(func=run_verify)
+    add_actions(actions)  # info, prune, clean: cache_size.py
 
 
 def _plural(n: int, one: str, many: str) -> str:

@@ -27,7 +27,7 @@ def test_the_session_prunes_entries_of_earlier_sessions_down_to_the_cap(
     result.assert_outcomes(passed=1)
     assert not stale.exists()
     result.stdout.fnmatch_lines(["rvtune: cache over its 100.0 kB cap (option): removed 1 least recently used "
-                                 "entries (200.1 kB), * left; `rvtune cache info` lists it"])
+                                 "entries (200.* kB), * left; `rvtune cache info` lists it"])
     # what this session built stays, though it is over the cap: the next run of the same item is a cache hit
     assert any((cache_root / "elf").rglob("*.elf"))
     again = project.runpytest("--rvtune-case", "small", "--benchmark-disable", "--rvtune-cache-max", "100kB")
