@@ -82,3 +82,14 @@ def test_a_full_vector_queue_stalls_issue():
     assert alone == pytest.approx(4 * (VECTOR_QUEUE + 2))
     # the last two vector instructions wait for queue room (until 4 cycles in), then the scalar work issues
     assert together == pytest.approx(4 + 30)
+
+
+def test_a_loop_whose_vector_unit_falls_behind_issue_is_priced_at_the_units_pace():
+    # the chip's memset at e8m4: the scalar chain vsetvli -> sub -> vsetvli issues a trip every 5 + 1 = 6 cycles,
+    # the store keeps the vector unit busy 8.91 a trip; issue runs ahead until the vector queue is full (12 trips
+    # in), which looks steady before it is: the loop's pace is the unit's
+    fill = (insn("vsetvli t0, a2, e8, m4, ta, ma", 1.0, 5), insn("vse8.v v8, (a0)", 8.91, 8, True, "m4"),
+            insn("sub a2, a2, t0", 0.62, 1), insn("add a0, a0, t0", 0.62, 1), insn("bnez a2, 0x100", 1.0, 1))
+    assert block_cycles(fill).cycles == pytest.approx(8.91)
+    narrow = (fill[0], insn("vse8.v v8, (a0)", 3.08, 3, True), *fill[2:])  # e8m1: the chain binds, not the unit
+    assert block_cycles(narrow).cycles == pytest.approx(6.0)
