@@ -13,6 +13,7 @@ import warnings
 from typing import TextIO
 
 from pytest_rvtune import __version__
+from pytest_rvtune.cli.help_text import finish
 
 #: Modules of pytest_rvtune.cli, each named after the `rvtune` command it defines, in --help order.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(f"pytest_rvtune.cli.{name}").add_parser(subparsers)
+    finish(parser)  # plain text for a terminal, and the environment variables, in every --help
     return parser
 
 

@@ -83,7 +83,9 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("bench-compiler", help="speed of the generated code: host vs OpenBLAS/torch, "
                                                      "QEMU instructions per FLOP vs hand-written RVV",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--kernels", type=Path, default=Path("kernels"), help="the kernels directory (default ./kernels)")
+    p.add_argument("--kernels-dir", dest="kernels", type=Path, default=Path("kernels"),
+                   help="the kernels directory (default ./kernels)")
+    p.add_argument("--kernels", dest="kernels", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # old
     p.add_argument("--size", type=int, default=512, help="host matmul M=N=K (default 512)")
     p.add_argument("--qemu-size", type=int, nargs="+", default=[128, 160],
                    help="QEMU matmul M=N=K, one or more (default 128 160)")

@@ -21,7 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "(most common winner) to <out>/<target>/<kernel>.json or .h; one set per problem for a kernel "
                     "with PROBLEM_KEYS (e.g. IS_CAUSAL).")
     p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
-    p.add_argument("--out", type=Path, default=Path("tuned-configs"), help="directory (default tuned-configs)")
+    p.add_argument("-o", "--out", type=Path, default=Path("tuned-configs"), help="directory (default tuned-configs)")
     p.add_argument("--format", choices=("json", "header"), default="json")
     p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
                    help=f"significance level of the winner-vs-runner-up test (default {DEFAULT_ALPHA})")

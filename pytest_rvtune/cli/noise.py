@@ -23,7 +23,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "per-kernel floor (a percentile of |change|). Pass the file to `rvtune compare --noise`.")
     p.add_argument("a", help="first run: results .jsonl or pytest-benchmark .json")
     p.add_argument("b", help="second run of the same code on the same target")
-    p.add_argument("-o", "--output", default="noise.json", help="noise file to write (default noise.json)")
+    p.add_argument("-o", "--out", dest="output", default="noise.json", metavar="FILE",
+                   help="noise file to write (default noise.json)")
+    p.add_argument("--output", dest="output", default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # the old name
     p.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE,
                    help=f"percentile of |change| over a kernel's items (default {DEFAULT_QUANTILE:g})")
     p.add_argument("--statistic", choices=TIME_STATISTICS, default=DEFAULT_STATISTIC,

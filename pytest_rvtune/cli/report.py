@@ -21,7 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "in the seeds' columns; heatmaps and counter scatter plots.")
     p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
     p.add_argument("--format", choices=FORMATS, default="table", help="printed format (default table)")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("-o", "--out", type=Path, default=None,
                    help="directory for report.<ext>, perf_stats.csv files and plots "
                         "(default: <run>-report beside the run file)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
