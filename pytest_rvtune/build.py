@@ -118,10 +118,14 @@ def harness_args_of(launch: Launch, inputs: Mapping[str, Path],
         if tensor is None:
             out.append(generic.HarnessArg(a.name, a.type, "scalar"))
             continue
-        if tensor in seen:  # the generic harness gives every argument its own buffer
-            raise generic.HarnessError(
-                f"tensor {tensor!r} is passed to both {seen[tensor]} and {a.name}: the generic harness "
-                f"cannot alias buffers; write main_cpp/<kernel>.cpp for this kernel")
+        if tensor in seen:  # passed twice (updated in place through a second parameter): one buffer
+            first = next(b for b in out if b.name == seen[tensor])
+            if first.ttype != a.type:
+                raise generic.HarnessError(
+                    f"tensor {tensor!r} is passed to {seen[tensor]} as {first.ttype} and to {a.name} as {a.type}: "
+                    f"the generic harness cannot reinterpret a buffer; write main_cpp/<kernel>.cpp for this kernel")
+            out.append(generic.HarnessArg(a.name, a.type, "alias", label=tensor))
+            continue
         seen[tensor] = a.name
         written, read = tensor in expected, tensor in inputs
         if not (written or read):

@@ -534,9 +534,16 @@ class _Tensor:
     index: int  # 1-based position among the kernel's tensor arguments (the file name's idx)
 
 
-def _tensor_args(launch: Launch) -> list[tuple[str, KernelArg]]:
-    """The launch's tensor arguments, each with the inputs-dict name of the tensor it is passed."""
-    return [(a.tensor, a) for a in launch.tensor_args if a.tensor is not None]  # a tensor argument has its name
+def _tensor_args(launch: Launch) -> list[tuple[int, str, KernelArg]]:
+    """The launch's tensor arguments, each with its 1-based position among them and the inputs-dict name of the
+    tensor it is passed; a tensor passed twice (updated in place through a second argument) only the first time."""
+    seen: set[str] = set()
+    out = []
+    for index, a in enumerate(launch.tensor_args, start=1):
+        if a.tensor is not None and a.tensor not in seen:  # a tensor argument has its name
+            seen.add(a.tensor)
+            out.append((index, a.tensor, a))
+    return out
 
 
 def read_tensors(spec: KernelSpec, launch: Launch) -> set[str]:
@@ -580,7 +587,7 @@ def _variant_tensors(spec: KernelSpec, case_name: str, variant: dict,
                           "an in-place tensor is an output (return its expected value from reference())")
     inout = inout | (read_tensors(spec, launch) & set(expected)) if spec.inout is None else spec.inout
     out = []
-    for index, (tensor, a) in enumerate(_tensor_args(launch), start=1):
+    for index, tensor, a in _tensor_args(launch):
         roles = ("input", "expected") if tensor in inout else ("expected",) if tensor in expected else ("input",)
         for role in roles:
             data = expected[tensor] if role == "expected" else inputs[tensor]
@@ -924,7 +931,7 @@ def import_for_kernel(
     variant = match[0]
     config = next(c for c in spec.configs if spec.variant_of(c) == variant)
     inputs = spec.make_inputs(case_name, variant)
-    tensors = dict(_tensor_args(spec.capture_launch(case_name, config, inputs)))
+    tensors = {tensor: a for _, tensor, a in _tensor_args(spec.capture_launch(case_name, config, inputs))}
     unknown = [t for t in files if t not in tensors]
     if unknown:
         raise GoldenError(

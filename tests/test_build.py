@@ -177,7 +177,7 @@ def test_concurrent_builds_of_one_item_share_one_elf(tmp_path: Path):
         assert len(entries) == 1 and not entries[0].name.startswith("."), (kind, entries)
 
 
-def test_roles_from_golden_files_and_aliasing_is_refused():
+def test_roles_from_golden_files_and_aliases():
     from pytest_rvtune.spec import KernelArg, Launch
 
     def launch(*args: KernelArg) -> Launch:
@@ -189,8 +189,12 @@ def test_roles_from_golden_files_and_aliasing_is_refused():
                                   {"a": files["a"]}, {"c": files["c"]})
     assert [(r.name, r.role, r.shown) for r in roles] == [("a_ptr", "in", "a"), ("n", "scalar", "n"),
                                                           ("c_ptr", "out", "c")]
-    with pytest.raises(build.generic.HarnessError, match="'a' is passed to both x_ptr and y_ptr"):
-        build.harness_args_of(launch(KernelArg("x_ptr", "*fp32", tensor="a"), KernelArg("y_ptr", "*fp32", tensor="a")),
+    # a tensor passed twice: the second parameter is an alias of the first's buffer (one buffer, one file pair)
+    roles = build.harness_args_of(launch(KernelArg("x_ptr", "*fp32", tensor="a"),
+                                         KernelArg("y_ptr", "*fp32", tensor="a")), {"a": files["a"]}, {"a": files["a"]})
+    assert [(r.name, r.role, r.shown) for r in roles] == [("x_ptr", "inout", "a"), ("y_ptr", "alias", "a")]
+    with pytest.raises(build.generic.HarnessError, match="'a' is passed to x_ptr as \\*fp32 and to y_ptr as \\*i32"):
+        build.harness_args_of(launch(KernelArg("x_ptr", "*fp32", tensor="a"), KernelArg("y_ptr", "*i32", tensor="a")),
                               {"a": files["a"]}, {"a": files["a"]})
     with pytest.raises(build.generic.HarnessError, match=r"'b' .* has no golden file"):
         build.harness_args_of(launch(KernelArg("b_ptr", "*fp32", tensor="b")), {}, {})

@@ -12,6 +12,8 @@ with one or two ARG per kernel parameter, in the kernel's order:
 
     role "scalar": its value               role "in":    the input FILE
     role "out":    the expected FILE        role "inout": the input FILE, then the expected FILE
+    role "alias":  nothing: the buffer of the earlier tensor parameter with the same label (a tensor passed
+                   twice, as Liger's RMSNorm backward passes dY as dY and as dX to update it in place)
 
 An "out" buffer is zeroed and an "inout" buffer restored from its input before every run, then checked
 against its expected file after the last one, with --atol/--rtol; an fp16 or bf16 output with at least
@@ -36,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-Role = Literal["in", "out", "inout", "scalar"]
-ROLES: tuple[str, ...] = ("in", "out", "inout", "scalar")
+Role = Literal["in", "out", "inout", "scalar", "alias"]
+ROLES: tuple[str, ...] = ("in", "out", "inout", "scalar", "alias")
 
 #: Pointer element type (Triton spelling) -> the harness dtype the golden file is read as.
 TENSOR_DTYPES: dict[str, str] = {
@@ -95,7 +97,7 @@ def _validate(symbol: str, args: Sequence[HarnessArg]) -> None:
         raise HarnessError(f"kernel {symbol!r}: not a valid C identifier")
     if not any(a.role in ("out", "inout") for a in args):
         raise HarnessError(f"kernel {symbol}: no output tensor (role out/inout): nothing to check")
-    for a in args:
+    for i, a in enumerate(args):
         where = f"kernel {symbol}, parameter {a.name!r}"
         if not _C_IDENT.fullmatch(a.name):
             raise HarnessError(f"{where}: not a valid C identifier")
@@ -113,6 +115,10 @@ def _validate(symbol: str, args: Sequence[HarnessArg]) -> None:
                                    f"(supported: {', '.join(SCALAR_TYPES)})")
             if a.role != "scalar":
                 raise HarnessError(f"{where}: a scalar ({a.ttype}) must have role 'scalar', not {a.role!r}")
+        if a.role == "alias" and not any(b.is_tensor and b.role != "alias" and b.shown == a.shown and b.ttype == a.ttype
+                                         for b in args[:i]):
+            raise HarnessError(f"{where}: an alias of tensor {a.shown!r} needs an earlier {a.ttype} parameter "
+                               "holding that tensor")
         if any(c in '"\\:' or c.isspace() for c in a.shown):  # ':' separates a guard zone's side
             raise HarnessError(f"{where}: label {a.shown!r} must not contain quotes, backslashes, colons or "
                                "spaces")
@@ -122,6 +128,8 @@ def usage(args: Sequence[HarnessArg]) -> str:
     """The positional arguments in order, as a human reads them in an error message."""
     words: list[str] = []
     for a in args:
+        if a.role == "alias":
+            continue
         if a.role == "scalar":
             words.append(a.name)
         elif a.role == "in":
@@ -143,9 +151,13 @@ def generate(symbol: str, args: Sequence[HarnessArg]) -> str:
     checks: list[str] = []
     guards: list[str] = []
     pos = 0
+    buffers: dict[str, str] = {}  # tensor label -> the variable holding its buffer (for aliases)
     for i, a in enumerate(args):
         var = f"arg{i}"
         label = a.shown
+        if a.role == "alias":
+            call_args.append(f"{buffers[label]}.data")
+            continue
         if a.role == "scalar":
             c_type, parse = SCALAR_TYPES[a.ttype]
             decls.append(f"static {c_type} {var};")
@@ -155,6 +167,7 @@ def generate(symbol: str, args: Sequence[HarnessArg]) -> str:
             pos += 1
             continue
         dtype = TENSOR_DTYPES[a.ttype[1:]]
+        buffers[label] = var
         decls.append(f"static rvtune_tensor {var};")
         call_args.append(f"{var}.data")
         guards.append(f"        ok &= rvtune_check_guards(&{var});")

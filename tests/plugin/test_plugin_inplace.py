@@ -86,3 +86,46 @@ def test_inout_naming_no_output_is_refused(project: pytest.Pytester, add_kernel:
     result = project.runpytest("--rvtune-case", "small", "-p", "no:randomly")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*INOUT names 'z', which reference() does not return*"])
+
+
+ALIAS = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def ip_alias_kernel(dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dx_ptr + offs, tl.load(dy_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+
+
+def get_ip_alias_kernel_autotune_config():
+    return [triton.Config({"BLOCK": 16})]
+
+
+CASES = {"small": dict(n=75)}
+
+
+def make_inputs(case, seed):
+    return {"g": torch.randn(case["n"], generator=torch.Generator().manual_seed(seed))}
+
+
+def reference(inputs, case):
+    return {"g": inputs["g"] * 2.0}
+
+
+def launch(kernel, inputs, case):  # dX written over dY, as Liger's RMSNorm backward does with in_place=True
+    kernel[lambda META: (triton.cdiv(case["n"], META["BLOCK"]),)](inputs["g"], inputs["g"], case["n"])
+'''
+
+
+def test_a_tensor_passed_twice_is_one_buffer(project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
+    # the generic harness refused it ("cannot alias buffers; write main_cpp"); now the second parameter gets the
+    # first one's buffer, and the tensor (read through dy_ptr before dx_ptr writes it) is in-out
+    add_kernel("ip_alias", source=ALIAS)
+    result = project.runpytest("--rvtune-case", "small", "--rvtune-target", "qemu", "--rvtune-target", "host",
+                               "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    records = read_results(results_file(project))
+    assert [(c["name"], c["ok"]) for r in records for c in r["checks"]] == [("g", True), ("g", True)]
