@@ -98,6 +98,18 @@ def existing_spaces(path: Path) -> Spaces:
     return out
 
 
+def existing_references(path: Path) -> dict[str, str]:
+    """``reference = "<function>"`` of each entry of ``path`` (the user's choice of their Python reference where
+    the import found none or several): kept by re-imports."""
+    try:
+        doc = tomlkit.parse(path.read_text()).unwrap() if path.is_file() else {}
+    except (OSError, tomlkit.exceptions.ParseError, UnicodeDecodeError):
+        return {}
+    kernels = doc.get(TABLE, {}).get("kernels", {}) if isinstance(doc.get(TABLE), dict) else {}
+    return {name: entry["reference"] for name, entry in (kernels.items() if isinstance(kernels, dict) else ())
+            if isinstance(entry, dict) and isinstance(entry.get("reference"), str) and entry["reference"]}
+
+
 def _per_harness(case: dict[str, Any], configs: list[Any]) -> str:
     """``: 2 on their harness (BLOCK_SIZE_M=4); 8 on our generic harness (BLOCK_SIZE_M=8,16,32,64)``."""
     key, variants = case.get("variant_key"), case.get("variants", {})
@@ -235,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not cases:
         cases = _existing_cases(root / PROJECT_FILE)
-    result = scan(root, cases, existing_spaces(root / PROJECT_FILE) | given)
+    result = scan(root, cases, existing_spaces(root / PROJECT_FILE) | given, existing_references(root / PROJECT_FILE))
     for name in sorted(set(given) - set(result.table.get("kernels", {}))):
         result.problem(name, f"--space {name}:...: no kernel {name} was imported (kernels: "
                              f"{', '.join(result.table.get('kernels', {})) or 'none'})")

@@ -13,6 +13,7 @@ No kernel runs in Python: the recorded call is what the generic harness makes on
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import re
 import types
@@ -115,6 +116,57 @@ def _recording(module: types.ModuleType, function: str, recorder: _Recorder) -> 
                 g[name] = saved[name]
             else:
                 g.pop(name, None)
+
+
+def with_reference_expected(module: types.ModuleType, entry: RvvEntry, variant: RvvVariant, run_dir: Path,
+                            out_dir: Path) -> RvvVariant:
+    """The variant with an expected file for each of its ``reference_outputs``: their Python reference function
+    (``naive_softmax(x)``, ``torch_attention_reference(Q, K, V)``) called on the variant's input files, its
+    parameters bound by name to their launch function's, and its result written as their writer would
+    (``matrix_<shape>_0.txt``, rows of the last dimension). Where their data has no expected file, this is it."""
+    import torch
+
+    from pytest_rvtune.golden import write_txt
+
+    if not variant.reference_outputs:
+        return variant
+    what = f"{entry.name}: their Python reference {variant.reference}()"
+    fn = vars(module).get(variant.reference)
+    if not inspect.isfunction(fn):
+        raise GenericRunError(f"{what}: {entry.module} has no such function: set reference in "
+                              f"[triton_rvv.kernels.{entry.name}.cases.<case>.generic] to the function computing "
+                              "the expected output")
+    inputs: dict[str, Any] = {}
+    for param, value in variant.args.items():
+        if isinstance(value, str):
+            path = run_dir / value
+            dtype = torch.int32 if _is_int_file(path) else torch.float32
+            flat = [float(t) for line in path.read_text().splitlines()[1:] for t in line.split()]
+            inputs[param] = torch.tensor(flat, dtype=dtype).reshape(shape_of(value))
+        else:
+            inputs[param] = value
+    wanted = [p for p in inspect.signature(fn).parameters if p in inputs]
+    if not wanted:
+        raise GenericRunError(f"{what}: none of its parameters ({', '.join(inspect.signature(fn).parameters)}) "
+                              f"is an input of {entry.launch}() ({', '.join(inputs)}): it cannot be called")
+    try:
+        with only_this_process():
+            result = fn(**{p: inputs[p] for p in wanted})
+    except Exception as exc:
+        raise GenericRunError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
+    results = list(result) if isinstance(result, tuple | list) else [result]
+    if len(results) != len(variant.reference_outputs) or not all(hasattr(r, "shape") for r in results):
+        raise GenericRunError(f"{what} returned {len(results)} value(s), not {len(variant.reference_outputs)} "
+                              f"tensor(s) for {', '.join(variant.reference_outputs)}")
+    expected = dict(variant.expected)
+    for param, tensor in zip(variant.reference_outputs, results, strict=True):
+        array = tensor.detach().to(torch.float32).numpy()
+        shape = "x".join(str(d) for d in array.shape) or "1"
+        path = out_dir / param / f"matrix_{shape}_0.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_txt(path, array.reshape(-1, array.shape[-1]) if array.ndim > 1 else array.reshape(1, -1))
+        expected[param] = str(path)  # absolute: run_dir / path is path
+    return dataclasses.replace(variant, expected=expected)
 
 
 def record_launch(module: types.ModuleType, entry: RvvEntry, function: str, variant: RvvVariant,

@@ -128,7 +128,10 @@ class HarnessData:
     declarations: tuple[tuple[str, str], ...]
 
 
-def _shape_parts(expr: str) -> tuple[tuple[str, str], ...] | None:
+def _shape_parts(expr: str, strings: Mapping[str, str] | None = None,
+                 depth: int = 0) -> tuple[tuple[str, str], ...] | None:
+    """The parts of a getDB shape: string literals, ``std::to_string(<int expr>)``, and string variables assigned
+    once from such parts (``std::string shape_str = std::to_string(M) + "x" + ...;``)."""
     parts: list[tuple[str, str]] = []
     for term in _split_top(expr, "+"):
         m = re.fullmatch(r"std::to_string\(\s*(.+?)\s*\)", term, flags=re.S)
@@ -136,9 +139,26 @@ def _shape_parts(expr: str) -> tuple[tuple[str, str], ...] | None:
             parts.append(("expr", m.group(1)))
         elif re.fullmatch(r'"[^"\\]*"', term):
             parts.append(("lit", term[1:-1]))
+        elif strings and term in strings and depth < 4:
+            inner = _shape_parts(strings[term], strings, depth + 1)
+            if inner is None:
+                return None
+            parts.extend(inner)
         else:
             return None
     return tuple(parts)
+
+
+def _string_variables(text: str) -> dict[str, str]:
+    """``std::string x = <expr>;`` assigned once, other than from getDB (a name assigned twice is left out)."""
+    found: dict[str, list[str]] = {}
+    for m in re.finditer(r"\b(?:std::)?string\s+(\w+)\s*=\s*([^;]+);", text):
+        if not m.group(2).lstrip().startswith("getDB"):
+            found.setdefault(m.group(1), []).append(m.group(2).strip())
+    for m in re.finditer(r"(?<![\w:])(\w+)\s*=\s*[^=;]+;", text):  # a later plain assignment: not once
+        if m.group(1) in found and not re.search(rf"string\s+{m.group(1)}\s*=", text[max(0, m.start() - 20):m.end()]):
+            found[m.group(1)].append("?")
+    return {k: v[0] for k, v in found.items() if len(v) == 1}
 
 
 def _call_args(text: str, start: int) -> list[str] | None:
@@ -153,20 +173,26 @@ def _call_args(text: str, start: int) -> list[str] | None:
     return None
 
 
-def _get_db(args: list[str] | None) -> tuple[str, tuple[tuple[str, str], ...], int] | None:
-    """(kernel_dir, shape parts, index) of a 3-argument ``getDB("<kernel>", <shape>, <index>)``, else None."""
+def _get_db(args: list[str] | None, default_dir: str | None,
+            strings: Mapping[str, str]) -> tuple[str, tuple[tuple[str, str], ...], int] | None:
+    """(kernel_dir, shape parts, index) of ``getDB("<kernel>", <shape>, <index>)``, or of the 2-argument
+    ``getDB(<shape>, <index>)`` their July harnesses call (it does not compile against their support.h: its files
+    are taken as the kernel's own, ``default_dir``, so that our generic harness can read them), else None."""
+    if args and len(args) == 2 and default_dir is not None:
+        args = [f'"{default_dir}"', *args]
     if not args or len(args) != 3 or not re.fullmatch(r'"\w+"', args[0]) or not args[2].isdigit():
         return None
-    parts = _shape_parts(args[1])
+    parts = _shape_parts(args[1], strings)
     return None if parts is None else (args[0][1:-1], parts, int(args[2]))
 
 
-def read_data(text: str) -> HarnessData:
+def read_data(text: str, default_dir: str | None = None) -> HarnessData:
     """The reads and checks of a harness (comments already stripped): ``std::string f = getDB(...)`` then
     ``readMatrix(f.c_str(), buffer, ...)``, or the getDB call inlined, ``readMatrix(getDB(...).c_str(), buffer)``."""
     files: dict[str, tuple[str, tuple[tuple[str, str], ...], int]] = {}
+    strings = _string_variables(text)
     for m in re.finditer(r"\b(?:std::)?string\s+(\w+)\s*=\s*getDB\s*(?=\()", text):
-        found = _get_db(_call_args(text, m.end()))
+        found = _get_db(_call_args(text, m.end()), default_dir, strings)
         if found is not None:
             files[m.group(1)] = found
     buffers: dict[str, str] = {}
@@ -176,7 +202,7 @@ def read_data(text: str) -> HarnessData:
             source = re.sub(r"\.c_str\(\)$", "", args[0].strip())
             inline = re.match(r"getDB\s*(?=\()", source)
             if inline:  # a read of its own: named by its position, which no C variable can take
-                found = _get_db(_call_args(source, inline.end()))
+                found = _get_db(_call_args(source, inline.end()), default_dir, strings)
                 if found is None:
                     continue
                 files[source] = found

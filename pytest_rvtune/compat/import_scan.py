@@ -20,15 +20,16 @@ from typing import Any
 
 from pytest_rvtune.compat.checkout_layout import KNOWN_RUN, Layout, find_layout
 from pytest_rvtune.compat.fixed_configs import static_block_values
-from pytest_rvtune.compat.harness_reader import HarnessInfo, read_harness, strip_comments
+from pytest_rvtune.compat.harness_reader import HarnessInfo, Unreadable, read_harness, strip_comments
 from pytest_rvtune.compat.harness_values import read_data
 from pytest_rvtune.compat.int_expr import IntExprError, names_in
 from pytest_rvtune.compat.launch_signature import derive_signature
 from pytest_rvtune.compat.module_reader import ModuleInfo, read_module
 from pytest_rvtune.compat.project import TemplateError, format_template, template_fields
+from pytest_rvtune.compat.python_reference import ReferenceFound, find_reference
 from pytest_rvtune.compat.shape_cfg import cfg_for, read_shape_cfg
 from pytest_rvtune.compat.support_format import read_support_format
-from pytest_rvtune.compat.variants import VariantScan, launch_parameters, plan_table, scan_variants
+from pytest_rvtune.compat.variants import VariantScan, case_plan, launch_parameters, plan_table, scan_variants
 
 #: Their layout (shared/reference/triton-rvv-format.md), the default where the walk finds nothing better.
 KERNELS_DIR = "benchmark/src/triton"
@@ -89,9 +90,11 @@ def _unreadable_file(path: Path, exc: OSError) -> str:
 Spaces = dict[str, dict[str, list[int]]]
 
 
-def scan(root: Path, cases: list[CaseSpec] | None = None, spaces: Spaces | None = None) -> Scan:
+def scan(root: Path, cases: list[CaseSpec] | None = None, spaces: Spaces | None = None,
+         references: dict[str, str] | None = None) -> Scan:
     """Describe the checkout at ``root``; ``cases`` replace the harness defaults as cases where they apply;
-    ``spaces`` are written into the entries they name."""
+    ``spaces`` are written into the entries they name; ``references`` name an entry's Python reference function
+    (rvtune.toml's ``reference``, where the import cannot tell it)."""
     root = root.resolve()
     result = Scan(root)
     layout = find_layout(root)
@@ -119,7 +122,8 @@ def scan(root: Path, cases: list[CaseSpec] | None = None, spaces: Spaces | None 
             continue
         rel = module.relative_to(root).as_posix()
         try:
-            entry = _scan_module(result, root, layout, module, cases, (spaces or {}).get(module.stem, {}))
+            entry = _scan_module(result, root, layout, module, cases, (spaces or {}).get(module.stem, {}),
+                                 (references or {}).get(module.stem))
         except Exception as exc:  # a bug of ours on an input nobody foresaw: one kernel, never the whole import
             result.problem(module.stem, f"{rel}: the import failed on this kernel ({type(exc).__name__}: {exc}); "
                                         "it is left out, the others are imported. This is a bug of `rvtune import`:"
@@ -157,8 +161,8 @@ def _harness_for(root: Path, layout: Layout, stem: str) -> Path | None:
     return None
 
 
-def _scan_module(result: Scan, root: Path, layout: Layout, module: Path,
-                 cases: list[CaseSpec] | None, space: dict[str, list[int]]) -> dict[str, Any] | None:
+def _scan_module(result: Scan, root: Path, layout: Layout, module: Path, cases: list[CaseSpec] | None,
+                 space: dict[str, list[int]], reference: str | None = None) -> dict[str, Any] | None:
     stem, rel = module.stem, module.relative_to(root).as_posix()
     try:
         info = read_module(module)
@@ -212,9 +216,16 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path,
     entry_cases = {}
     variants = _variants(result, root / (layout.run_dir or "."), module, info, functions, harness, signatures,
                          space)
+    unbuildable = [u for u in hinfo.unreadable if "does not compile" in u.why]
+    launch = launch_parameters(module, functions[0]) if unbuildable and variants is None else None
     for case_name, values in chosen.items():
         params = {**{n: hinfo.defaults.get(n, 0) for n in hinfo.shape_names}, **values}
-        if variants is None:
+        if unbuildable and variants is None:
+            entry_cases[case_name] = {"params": params, "sha256": {},
+                                      "generic": _generic_case(result, root, layout, module, harness, signatures,
+                                                               hinfo, launch, case_name, params, unbuildable[0],
+                                                               reference)}
+        elif variants is None:
             entry_cases[case_name] = {"params": params,
                                       "sha256": _pin_data(result, root, layout, stem, case_name, hinfo, params)}
         else:  # the files are per value (the plans): the harness's own unprefixed paths are not what runs
@@ -239,9 +250,48 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path,
         entry["space"] = space
     if variants is not None and any(v["harness"] == "generic" for v in variants["variants"].values()):
         launch = launch_parameters(module, functions[0])
-        if launch is not None:
-            entry["launch"] = launch[0]
+    if launch is not None and (variants is not None or unbuildable):
+        entry["launch"] = launch[0]
+    if unbuildable and variants is None:
+        entry["data"] = []  # their harness does not run: the generic plans name the files
+    if reference:
+        entry["reference"] = reference
     return entry
+
+
+def _generic_case(result: Scan, root: Path, layout: Layout, module: Path, harness: Path,
+                  signatures: dict[str, Any], hinfo: HarnessInfo, launch: tuple[str, list[str], dict[str, str]] | None,
+                  case: str, params: dict[str, int], unbuildable: Unreadable, reference: str | None) -> dict[str, Any]:
+    """The ``generic`` table of a case their harness cannot build: their kernel in our generic harness on their
+    data for the case, the expected value from their file or their Python reference (variants.case_plan)."""
+    stem = module.stem
+    why = (f"their harness does not compile ({harness.relative_to(root).as_posix()}:{unbuildable.line}: "
+           f"`{unbuildable.construct}`)")
+    subject = f"{stem}: case {case}"
+    if launch is None:
+        result.problem(stem, f"case {case}: {why}, and no Python launch (kernel[grid](...)) to run its kernel in "
+                             "the generic harness: add one")
+        return {"harness": "none", "why": f"{why}; no Python launch function"}
+    function = next(iter(signatures))
+    runtime = [p for p, v in signatures[function].items() if v != 1]
+    wrap_params = dict(zip(runtime, hinfo.wrap_calls.get(function, []), strict=False))
+    text = strip_comments(harness.read_text(errors="replace"))
+    run_dir = root / (layout.run_dir or ".")
+    found = find_reference(module, launch[0])
+    if reference:
+        found = ReferenceFound(reference, found.candidates, f"reference in [triton_rvv.kernels.{stem}]")
+    plan, problems = case_plan(why, read_data(text, stem), text, params, run_dir, wrap_params, launch[2], found,
+                               subject, stem)
+    for problem in problems:
+        result.problem(stem, problem.removeprefix(f"{stem}: "))
+    if plan.harness == "generic":
+        inputs = ", ".join(f"{k} = {v}" for k, v in plan.args.items() if isinstance(v, str)) or "none"
+        expected = ", ".join(f"{k} = {v}" for k, v in plan.expected.items()) or \
+            f"{', '.join(plan.reference_outputs)} from their python reference {plan.reference}"
+        result.found(f"{stem}: plan", f"case {case}: generic harness: {plan.why}; inputs {inputs}; expected "
+                                      f"{expected}")
+    pins = {f: sha256_of(run_dir / f) for f in plan.data_files() if (run_dir / f).is_file()}
+    return plan_table(plan, pins)
 
 
 def _variants(result: Scan, run_dir: Path, module: Path, info: ModuleInfo, functions: list[str], harness: Path,

@@ -137,6 +137,9 @@ class RvvVariant:
     args: dict[str, str | int | float] = field(default_factory=dict)  # generic: launch parameter -> file or number
     expected: dict[str, str] = field(default_factory=dict)  # generic: launch parameter -> expected output file
     sha256: dict[str, str] = field(default_factory=dict)  # data file -> pinned sha256
+    #: generic, no expected file: their Python function whose result is the expected value of these parameters
+    reference: str = ""
+    reference_outputs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,11 +149,13 @@ class RvvCase:
     sha256: dict[str, str] = field(default_factory=dict)  # data path (relative to run_dir) -> pinned sha256
     variant_key: str | None = None  # a config key whose values have their own data files
     variants: dict[int, RvvVariant] = field(default_factory=dict)
+    generic: RvvVariant | None = None  # no variant key, their harness cannot build or serve it: ours runs it
 
     def variant(self, config: Mapping[str, Any]) -> RvvVariant | None:
-        """The variant data of a config (None: the case has no variant key)."""
+        """The variant data of a config (None: the case has no variant key and their harness runs it; without a
+        variant key, ``generic`` is the plan of a case their harness cannot run: our generic harness)."""
         if self.variant_key is None:
-            return None
+            return self.generic
         value = config.get(self.variant_key)
         found = self.variants.get(value) if isinstance(value, int) else None
         if found is None:
@@ -297,9 +302,16 @@ def _variant(value: str, table: Any, where: str) -> RvvVariant:
                                              for v in args.values()):
         raise ProjectError(f"{where}: args must map launch parameters to a data path or a number, got {args!r}")
     why = table.get("why", "")
+    reference, outputs = table.get("reference", ""), table.get("reference_outputs", [])
+    if not isinstance(reference, str) or not isinstance(outputs, list) or not all(isinstance(o, str)
+                                                                                for o in outputs):
+        raise ProjectError(f"{where}: reference must name a function of the module and reference_outputs list "
+                           f"launch parameters, got {reference!r}, {outputs!r}")
+    if outputs and not reference:
+        raise ProjectError(f"{where}: reference_outputs needs reference = \"<their Python reference function>\"")
     return RvvVariant(int(value), harness, why if isinstance(why, str) else str(why),
                       _str_table(table, "files", where), dict(args), _str_table(table, "expected", where),
-                      _sha_table(table, where))
+                      _sha_table(table, where), reference, tuple(outputs))
 
 
 def _case(name: str, table: Any, where: str) -> RvvCase:
@@ -315,7 +327,11 @@ def _case(name: str, table: Any, where: str) -> RvvCase:
     if not isinstance(variants_table, dict) or (variants_table and key is None):
         raise ProjectError(f"{where}: variants needs variant_key and one table per value")
     variants = {int(v): _variant(v, t, f"{where}.variants.{v}") for v, t in variants_table.items()}
-    return RvvCase(name, dict(params), _sha_table(table, where), key, variants)
+    generic = table.get("generic")
+    if generic is not None and key is not None:
+        raise ProjectError(f"{where}: generic is for a case without variant_key (each variant has its harness)")
+    plan = _variant("0", generic, f"{where}.generic") if generic is not None else None
+    return RvvCase(name, dict(params), _sha_table(table, where), key, variants, plan)
 
 
 def _getter_or_configs(table: Mapping[str, Any], where: str) -> tuple[str, tuple[dict[str, int], ...]]:

@@ -96,11 +96,11 @@ def project_data(project: RvvProject, entry: RvvEntry, case: RvvCase, config: Rv
     variant = item_variant(case, config) if config is not None else None
     if variant is None:
         return _checked(project, entry, case.name, {rel: rel for rel in entry.data_for(case)}, case.sha256)
+    what = case.name if case.variant_key is None else f"{case.name}, {case.variant_key}={variant.value}"
     if variant.harness == "none":
-        raise ProjectDataError(f"{entry.name} [case {case.name}, {case.variant_key}={variant.value}]: "
-                               f"{variant.why}")
+        raise ProjectDataError(f"{entry.name} [case {what}]: {variant.why}")
     opened = variant.files if variant.harness == "theirs" else {f: f for f in _variant_files(variant)}
-    return _checked(project, entry, f"{case.name}, {case.variant_key}={variant.value}", opened, variant.sha256)
+    return _checked(project, entry, what, opened, variant.sha256)
 
 
 def _variant_files(variant: RvvVariant) -> list[str]:
@@ -190,13 +190,18 @@ def build_generic_item(project: RvvProject, entry: RvvEntry, config: RvvConfig, 
     """Record their launch for ``config`` on the variant's data, compile their kernel with the same signature
     their harness's build uses, and link it with our generic harness."""
     from pytest_rvtune.build import harness_object, link_elf
-    from pytest_rvtune.compat.generic_run import record_launch
+    from pytest_rvtune.compat.generic_run import record_launch, with_reference_expected
     from pytest_rvtune.compiler.api import compile_kernel
     from pytest_rvtune.harness import generate as generic
     from pytest_rvtune.toolchain import Toolchain
 
     module = _loaded(entry.module)
     function = entry.functions[0]
+    if variant.reference_outputs:  # no expected file of theirs: their Python reference computes it
+        key = hashlib.sha256(json.dumps([variant.reference, variant.args, variant.sha256],
+                                        sort_keys=True).encode()).hexdigest()[:16]
+        variant = with_reference_expected(module, entry, variant, project.run_dir,
+                                          project.root / ".rvtune" / "reference" / entry.name / key)
     launch = record_launch(module, entry, function, variant, config, project.run_dir)
     fn = jit_kernel(module, function)
     constexprs: dict[str, Any] = {**entry.specialised(function), **_own_constexprs(fn, config)}

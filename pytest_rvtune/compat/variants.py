@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pytest_rvtune.compat.harness_values import DataRead, HarnessData, Number, values
 from pytest_rvtune.compat.int_expr import IntExprError, evaluate
+from pytest_rvtune.compat.python_reference import ReferenceFound
 
 #: ``matrix_<KEY>_<value>_<shape>_<idx>.txt`` (their writer's ``prefix=f"matrix_BLOCK_SIZE_M_{bm}"``).
 VARIANT_FILE = re.compile(r"matrix_([A-Za-z_]\w*?)_(-?\d+)_(\d+(?:x\d+)*)_(\d+)\.txt")
@@ -46,6 +47,8 @@ class ValuePlan:
     files: dict[str, str] = field(default_factory=dict)  # theirs: path the harness opens -> data file
     args: dict[str, str | Number] = field(default_factory=dict)  # generic: launch parameter -> data file or number
     expected: dict[str, str] = field(default_factory=dict)  # generic: launch parameter -> its expected output file
+    reference: str = ""  # generic, no expected file: their Python reference function computes it
+    reference_outputs: tuple[str, ...] = ()
 
     def data_files(self) -> list[str]:
         if self.harness == "theirs":
@@ -204,6 +207,9 @@ def plan_table(plan: ValuePlan, sha256: Mapping[str, str]) -> dict[str, Any]:
     elif plan.harness == "generic":
         table["args"] = dict(plan.args)
         table["expected"] = dict(plan.expected)
+        if plan.reference:
+            table["reference"] = plan.reference
+            table["reference_outputs"] = list(plan.reference_outputs)
     table["sha256"] = {f: sha256[f] for f in plan.data_files() if f in sha256}
     return table
 
@@ -268,3 +274,68 @@ def scan_variants(run_dir: Path, harness_text: str, data: HarnessData, functions
         notes.append(f"generic harness for {key}={','.join(map(str, generic))}: {why}")
     return VariantScan(key, plans, notes, problems)
 
+
+
+def case_plan(why: str, data: HarnessData, harness_text: str, params: Mapping[str, Number], run_dir: Path,
+              wrap_params: Mapping[str, str], launch_params: Mapping[str, str], reference: ReferenceFound,
+              subject: str, entry: str) -> tuple[ValuePlan, list[str]]:
+    """The generic plan of one case of a kernel their harness cannot run (``why``; no variant key): each kernel
+    parameter's data file from the harness's reads evaluated with the case's sizes, or its number; an output
+    with no expected file takes its expected value from their Python reference. (plan, problems); a plan that
+    cannot run is ``none`` with why."""
+    env = values(harness_text, {}, {k: v for k, v in params.items() if isinstance(v, int)})
+    by_buffer: dict[str, str] = {}
+    absent: dict[str, str] = {}
+    for read in data.reads:
+        try:
+            rel = read.path(env)
+        except IntExprError:
+            continue
+        if read.buffer:
+            (by_buffer if (run_dir / rel).is_file() else absent)[read.buffer] = rel
+    plan = ValuePlan(0, "generic", why=why)
+    missing: list[str] = []
+    outputs: list[str] = []
+    made_inside: list[str] = []
+    for param, c_arg in wrap_params.items():
+        target = launch_params.get(param)
+        if target is None:
+            if c_arg in data.checks or c_arg in by_buffer or c_arg in absent:
+                made_inside.append(param)  # a buffer, but their launch makes the tensor itself
+            continue  # else computed by their launch (a stride, a shape)
+        if c_arg in data.checks:
+            expected = data.checks[c_arg]
+            if expected in by_buffer:
+                plan.expected[target] = by_buffer[expected]
+            else:
+                outputs.append(target)
+        elif c_arg in by_buffer:
+            plan.args[target] = by_buffer[c_arg]
+        elif c_arg in absent:
+            missing.append(f"{target} ({absent[c_arg]})")
+        else:
+            try:
+                plan.args[target] = evaluate(c_arg, env)
+            except IntExprError as exc:
+                missing.append(f"{target} = {c_arg} ({exc})")
+    problems: list[str] = []
+    if made_inside:
+        problems.append(f"{subject}: generic harness: their launch function makes the tensor of "
+                        f"{', '.join(made_inside)} itself (not one of its parameters): no data file can be given "
+                        "for it")
+    if missing:
+        problems.append(f"{subject}: generic harness: no data of theirs for {', '.join(missing)}: write it with "
+                        "their module's save_matrices_to_txt() and run `rvtune import` again")
+    if outputs and reference.name is None:
+        problems.append(f"{subject}: generic harness: no expected file for {', '.join(outputs)} and no Python "
+                        f"reference ({reference.why}): set reference = \"<function of the module>\" in "
+                        f"[triton_rvv.kernels.{entry}] of rvtune.toml and import again"
+                        + (f" (candidates: {', '.join(reference.candidates)})" if reference.candidates else ""))
+    if outputs and reference.name is not None:
+        plan.reference, plan.reference_outputs = reference.name, tuple(outputs)
+        plan.why += f"; expected: their python reference {reference.name} ({reference.why})"
+    if not outputs and not plan.expected and not made_inside:
+        problems.append(f"{subject}: generic harness: no output checked (their check_tensor(expected, out, ...))")
+    if problems:
+        return ValuePlan(0, "none", why=f"{why}; " + "; ".join(problems)), problems
+    return plan, []
