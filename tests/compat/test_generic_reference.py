@@ -12,6 +12,7 @@ from rvv_tree import SCALE_HARNESS, SCALE_MODULE, make_tree
 from test_variants import _pytest
 
 from pytest_rvtune.cli import main
+from pytest_rvtune.compat.harness_values import read_data
 from pytest_rvtune.compat.project import read_project
 from pytest_rvtune.compat.python_reference import find_reference
 
@@ -116,3 +117,14 @@ def test_the_items_run_their_kernel_against_the_reference_output(tmp_path, cache
     assert all(r["harness"] == "generic" and "their python reference torch_twice" in r["harness_why"]
                for r in records)
     assert "4 " + verdicts.pop() in proc.stdout
+
+
+def test_a_two_argument_getdb_through_a_shape_string_is_read_as_the_kernels_own_file():
+    text = ('int M = 6; int N = 5;\nstd::string shape_str = std::to_string(M) + "x" + std::to_string(N);\n'
+            'std::string input_file = getDB(shape_str, 1);\nreadMatrix(input_file.c_str(), input_ptr, m, n);\n'
+            'std::string twice = std::to_string(M);\ntwice = "7";\n'
+            'readMatrix(getDB(twice, 2).c_str(), other_ptr, m, n);\n')
+    data = read_data(text, "soft")
+    assert [(r.path({"M": 6, "N": 5}), r.buffer) for r in data.reads] == [
+        ("soft/run/test_data/matrix_6x5_1.txt", "input_ptr")]  # `twice` is assigned twice: not read
+    assert read_data(text).reads == ()  # without the kernel's directory, the 2-argument form names no file
