@@ -9,40 +9,26 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_rvtune.compat.project import PROJECT_FILE, TABLE, RvvCase, RvvEntry, RvvProject
-from pytest_rvtune.compat.triton_rvv_module import RvvConfig
+from pytest_rvtune.compat.project import PROJECT_FILE, TABLE
 from pytest_rvtune.item import ItemOutcome, finish_item, run_kernel_item, run_project_item
+from pytest_rvtune.item_info import KernelItemInfo, ProjectItemInfo
 from pytest_rvtune.selection import config_keywords, filter_keys
 from pytest_rvtune.session import RECORD_KEY, RESULTS_ERROR_KEY, RvtuneSession, session_of
 from pytest_rvtune.targets.base import Target
 
 if TYPE_CHECKING:  # spec.py loads torch: imported where a kernel module is collected
     from pytest_rvtune.results.shortlist import Shortlist
-    from pytest_rvtune.spec import BlockConfig, KernelSpec
 
 #: Where a collected item keeps what it is (KernelItemInfo or ProjectItemInfo); the fixtures read it.
 ITEM_KEY = pytest.StashKey["KernelItemInfo | ProjectItemInfo"]()
 
 
 # --------------------------------------------------------------------------------------------- kernel modules
-class KernelItemInfo:
-    """What one kernel-suite item is: the loaded kernel module, case, config and target name."""
-
-    def __init__(self, spec: KernelSpec, case: str, config: BlockConfig, target: str) -> None:
-        self.spec = spec
-        self.case = case
-        self.config = config
-        self.config_values = dict(config.kwargs)
-        self.config_id = spec.config_id(config)
-        self.target = target
-
-
 class KernelModule(pytest.File):
     """A kernels/<name>.py module: one item per (case, config, target)."""
 
@@ -156,18 +142,6 @@ def finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: Item
 
 
 # --------------------------------------------------------------------------------------------- Triton_RVV projects
-
-
-@dataclass
-class ProjectItemInfo:
-    """What one project item is (the plugin's rvtune_target fixture reads ``target``)."""
-
-    project: RvvProject
-    entry: RvvEntry
-    case: RvvCase
-    config: RvvConfig
-    config_id: str
-    target: str
 
 
 def is_project_file(file_path: Path) -> bool:

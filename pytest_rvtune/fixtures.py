@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_rvtune.collect import ITEM_KEY, KernelItemInfo, ProjectItemInfo
+from pytest_rvtune.collect import ITEM_KEY
 from pytest_rvtune.item import build_kernel_item, kernel_golden
+from pytest_rvtune.item_info import KernelItemInfo, ProjectItemInfo
 from pytest_rvtune.session import RvtuneSession, TargetUnavailable, session_of
 
 if TYPE_CHECKING:

@@ -29,9 +29,9 @@ from pytest_rvtune.verdict_key import fits_timeout, verdict_key
 
 if TYPE_CHECKING:
     from pytest_rvtune.build import BuildArtifact
-    from pytest_rvtune.collect import KernelItemInfo, ProjectItemInfo
     from pytest_rvtune.compat.project import RvvVariant
     from pytest_rvtune.golden import GoldenSet
+    from pytest_rvtune.item_info import KernelItemInfo, ProjectItemInfo
     from pytest_rvtune.results.records import RunRecord
     from pytest_rvtune.session import RvtuneSession
     from pytest_rvtune.spec import ConfigValue

@@ -3,8 +3,10 @@
 
 Walks every module of pytest_rvtune with ``ast`` and builds the graph of imports between its modules, counting
 every import statement wherever it stands (module level or inside a function: a function-local import still
-ties the two modules together, it only hides the circle until the function runs). Imports under
-``if TYPE_CHECKING:`` are left out: they never run, so they cannot form a circle at import time.
+ties the two modules together, it only hides the circle until the function runs), imports under
+``if TYPE_CHECKING:`` too: they never run, but a circle through a type imported for annotations is a type living in
+the wrong module (two modules that need each other's names), and it becomes a real circle the day the type is
+needed at run time. Put the type in the module that owns it, or where both can import it.
 
 Reports each import circle (one per strongly connected component, shown as a closed path) and each use of a
 private name (leading underscore, not a dunder) of one module by another: ``from m import _x``, ``m._x`` on an
@@ -54,25 +56,6 @@ def resolve_relative(module: Module, level: int, target: str | None) -> str:
     return ".".join([*base, target] if target else base)
 
 
-def is_type_checking_guard(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node except the bodies of ``if TYPE_CHECKING:`` blocks."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and is_type_checking_guard(child):
-                stack.extend(child.orelse)
-                continue
-            stack.append(child)
-
-
 @dataclass
 class Problems:
     private_uses: list[str] = field(default_factory=list)
@@ -83,7 +66,7 @@ def scan(module: Module, modules: dict[str, Module], problems: Problems) -> None
     # Local names bound to something another module of the package defines (a module or an object in it).
     foreign: dict[str, str] = {}
     where = f"{module.path}"
-    for node in runtime_nodes(tree):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == PACKAGE or alias.name.startswith(PACKAGE + "."):
@@ -105,7 +88,7 @@ def scan(module: Module, modules: dict[str, Module], problems: Problems) -> None
                         problems.private_uses.append(
                             f"{where}:{node.lineno}: imports private name {alias.name} from {source}")
                 foreign[alias.asname or alias.name] = submodule
-    for node in runtime_nodes(tree):
+    for node in ast.walk(tree):
         if (isinstance(node, ast.Attribute) and is_private(node.attr) and isinstance(node.value, ast.Name)
                 and node.value.id in foreign):
             owner = foreign[node.value.id]

@@ -60,7 +60,8 @@ def run_check(package_dir: Path) -> subprocess.CompletedProcess[str]:
 
 def test_check_layout_finds_circles_and_private_names(tmp_path: Path) -> None:
     """The checker itself: a circle through a function-local import and a private name imported across
-    modules are both reported (exit 1); a TYPE_CHECKING import is no circle."""
+    modules are both reported (exit 1), a circle through a TYPE_CHECKING import too (a type in the wrong
+    module)."""
     pkg = tmp_path / "pytest_rvtune"
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -74,10 +75,12 @@ def test_check_layout_finds_circles_and_private_names(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stdout
     assert "import circle: pytest_rvtune.a -> pytest_rvtune.sub.b -> pytest_rvtune.a" in result.stdout
     assert "imports private name _hidden from pytest_rvtune.sub.d" in result.stdout
-    assert "1 import circle(s), 1 private name use(s)" in result.stdout  # c <-> d only under TYPE_CHECKING
+    assert "import circle: pytest_rvtune.c -> pytest_rvtune.sub.d -> pytest_rvtune.c" in result.stdout
+    assert "2 import circle(s), 1 private name use(s)" in result.stdout  # c <-> d under TYPE_CHECKING counts
 
     (pkg / "sub" / "b.py").write_text("def helper():\n    return 1\n")
     (pkg / "c.py").write_text("from pytest_rvtune.sub import d\nprint(d._hidden)\n")
+    (pkg / "sub" / "d.py").write_text("_hidden = 1\n")
     result = run_check(pkg)
     assert result.returncode == 1 and "uses private name d._hidden" in result.stdout
     assert "0 import circle(s)" in result.stdout

@@ -24,13 +24,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .emitter import FuncEmitter, Val
 from .lower_ops import scalar_expr
 
 if TYPE_CHECKING:
-    from .fusion import Expr
+    from .ttir import Op
+
+
+class Expr(Protocol):
+    """What this module reads of a chain (fusion.Expr has it): the op at its root and its operands, values or
+    chains. A protocol, so that the chain's own module, which calls this one, is not imported back."""
+
+    @property
+    def op(self) -> Op: ...
+
+    @property
+    def children(self) -> Sequence[Val | Expr]: ...
 
 #: Binary ops: (the intrinsic, the one taking the scalar on the left: s - v is vfrsub, s / v is vfrdiv).
 _BINARY = {"arith.addf": ("vfadd", "vfadd"), "arith.subf": ("vfsub", "vfrsub"), "arith.mulf": ("vfmul", "vfmul"),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pytest_rvtune.targets.base import Check
+from pytest_rvtune.harness.check import Check
 
 PREFIX = "RVTUNE"
 _CHECK_FIELDS = ("max_abs", "max_rel", "first_bad", "count")

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_rvtune.harness.check import Check
 from pytest_rvtune.harness.output import HarnessOutput, parse_harness_output
-from pytest_rvtune.targets.base import Check
 
 #: The built-in formats' directory (package data).
 FORMATS_DIR = Path(__file__).resolve().parent / "formats"

@@ -14,24 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-if TYPE_CHECKING:  # the format module imports Check from here
+from pytest_rvtune.harness.check import Check
+
+if TYPE_CHECKING:
     from pytest_rvtune.harness.output_format import OutputFormat
 
+
 TimingSource = Literal["emulated", "real"]
-
-
-@dataclass(frozen=True)
-class Check:
-    """One output comparison reported by the harness (an `RVTUNE check ...` line, or another output format's
-    check line, which may give no error sizes: nan, and -1 for an unknown first_bad or count)."""
-
-    name: str
-    ok: bool
-    max_abs: float
-    max_rel: float
-    first_bad: int  # -1 when every element matched (or, in a format that does not say, unknown)
-    count: int  # elements wrong; -1 when the harness does not say
-    sizes_given: bool = True  # max_abs/max_rel came from the harness (a nan then means NaN in the output)
 
 
 @dataclass
