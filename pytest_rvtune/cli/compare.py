@@ -23,7 +23,7 @@ from pytest_rvtune.results.compare import (
 from pytest_rvtune.results.noise import NoiseFileError, load_noise_for
 from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunFileError
 from pytest_rvtune.results.report import render_rows
-from pytest_rvtune.results.runs import check_rank_by, load_run
+from pytest_rvtune.results.runs import ANALYSIS_FIELDS, check_rank_by, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -67,7 +67,7 @@ def run_compare(args: argparse.Namespace) -> int:
     try:
         thresholds = Thresholds.parse(args.threshold, alpha=args.alpha, min_samples=args.min_samples,
                                       counters=args.counters, statistic=args.statistic)
-        base, new = load_run(args.base), load_run(args.new)
+        base, new = load_run(args.base, fields=ANALYSIS_FIELDS), load_run(args.new, fields=ANALYSIS_FIELDS)
         if args.rank_by is not None:  # the exact counter configs are ranked by is the one that gates
             check_rank_by(new.records, args.rank_by, args.new)
             check_rank_by(base.records, args.rank_by, args.base)

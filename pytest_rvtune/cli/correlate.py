@@ -7,7 +7,7 @@ import sys
 
 from pytest_rvtune.results.correlation import STRONG, correlation_rows, strong
 from pytest_rvtune.results.report import FORMATS, render_rows
-from pytest_rvtune.results.runs import load_run
+from pytest_rvtune.results.runs import ANALYSIS_FIELDS, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_correlate(args: argparse.Namespace) -> int:
-    run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
+    run = load_run(args.run, fields=ANALYSIS_FIELDS)  # a RunFileError is reported by cli.main (exit 2)
     rows = correlation_rows(run.records)
     if args.strong:
         rows = strong(rows)

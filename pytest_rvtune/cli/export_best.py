@@ -11,7 +11,7 @@ from pytest_rvtune.cli.rank_by import add_rank_by_argument
 from pytest_rvtune.results.compare import DEFAULT_ALPHA
 from pytest_rvtune.results.export import DEFAULT_MIN_GAIN_PCT, export_kernel, header_text, tunings
 from pytest_rvtune.results.records import RunRecord, group_label
-from pytest_rvtune.results.runs import check_rank_by, load_run
+from pytest_rvtune.results.runs import ANALYSIS_FIELDS, check_rank_by, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
+    run = load_run(args.run, fields=ANALYSIS_FIELDS)  # a RunFileError is reported by cli.main (exit 2)
     check_rank_by(run.records, args.rank_by, args.run)  # a MetricError too
     by_kernel: dict[tuple[str, str], list[RunRecord]] = {}
     for record in run.records:

@@ -12,7 +12,7 @@ import numpy as np
 from pytest_rvtune.results.noise import DEFAULT_QUANTILE, NoiseFileError, measure_noise
 from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunFileError
 from pytest_rvtune.results.report import render_rows
-from pytest_rvtune.results.runs import load_run
+from pytest_rvtune.results.runs import ANALYSIS_FIELDS, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -35,7 +35,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run_noise(args: argparse.Namespace) -> int:
     try:
-        floors = measure_noise(load_run(args.a), load_run(args.b), args.quantile, args.statistic)
+        floors = measure_noise(load_run(args.a, fields=ANALYSIS_FIELDS), load_run(args.b, fields=ANALYSIS_FIELDS),
+                               args.quantile, args.statistic)
     except (RunFileError, NoiseFileError) as exc:
         print(f"rvtune noise: {exc}", file=sys.stderr)
         return 2

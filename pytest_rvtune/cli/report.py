@@ -10,7 +10,7 @@ from pathlib import Path
 from pytest_rvtune.cli.rank_by import add_rank_by_argument
 from pytest_rvtune.extras import MissingExtraError
 from pytest_rvtune.results.report import FORMATS, build_case_reports, default_out_dir, render_report, write_perf_stats
-from pytest_rvtune.results.runs import check_rank_by, load_run
+from pytest_rvtune.results.runs import ANALYSIS_FIELDS, check_rank_by, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -43,8 +43,8 @@ def run_report(args: argparse.Namespace) -> int:
         print("rvtune report: --base compares in the HTML page only: add --html FILE (or use `rvtune compare`)",
               file=sys.stderr)
         return 2
-    run = load_run(args.run)  # a RunFileError is reported by cli.main (exit 2)
-    base = load_run(args.base) if args.base else None
+    run = load_run(args.run, fields=ANALYSIS_FIELDS)  # a RunFileError is reported by cli.main (exit 2)
+    base = load_run(args.base, fields=ANALYSIS_FIELDS) if args.base else None
     check_rank_by(run.records, args.rank_by, args.run)  # a MetricError too
     reports = build_case_reports(run, args.rank_by)
     correlations = strong(correlation_rows(run.records))

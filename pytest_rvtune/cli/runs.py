@@ -14,7 +14,7 @@ from pytest_rvtune import paths
 from pytest_rvtune.results.records import RunFileError
 from pytest_rvtune.results.report import render_rows
 from pytest_rvtune.results.run_names import runs_in, started
-from pytest_rvtune.results.runs import RunFileWarning, load_run
+from pytest_rvtune.results.runs import ANALYSIS_FIELDS, RunFileWarning, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -44,7 +44,7 @@ def run_runs(args: argparse.Namespace) -> int:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RunFileWarning)  # a torn line: `rvtune report` names it
-                run = load_run(path)
+                run = load_run(path, fields=ANALYSIS_FIELDS)
         except RunFileError as exc:
             print(f"rvtune runs: skipped {exc}", file=sys.stderr)
             continue

@@ -6,9 +6,10 @@ pytest; the line as written is results/writer.py's RecordDict.
 from __future__ import annotations
 
 import statistics
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pytest_rvtune.spec import config_id
 from pytest_rvtune.verdict import ITEM_OUTCOMES, Outcome, is_outcome
@@ -36,7 +37,7 @@ class RunFileError(ValueError):
     """A results file that cannot be read; the message names the file (and line) and what to do."""
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a results file of 10^5 records is held as 10^5 of these
 class RunRecord:
     """One item's outcome: kernel x case x config on one target."""
 
@@ -132,8 +133,31 @@ def group_label(case: str, problem_id: str) -> str:
 REQUIRED_FIELDS = ("kernel", "case", "config_id", "target", "outcome")
 
 
-def record_from_dict(obj: Any, where: str = "record") -> RunRecord:
-    """A RunRecord from one results-file object (or extra_info); RunFileError names ``where`` if it is bad."""
+class SharedValues:
+    """Values many records of one file repeat (target, kernel, case, config keys, the machine, the golden sha):
+    one object each instead of one per record, which is most of what 10^5 records would otherwise take."""
+
+    def __init__(self) -> None:
+        self._machines: dict[str, dict[str, Any]] = {}
+
+    def text(self, value: Any) -> str:
+        return sys.intern(str(value))
+
+    def keys(self, mapping: dict[str, Any]) -> dict[str, Any]:
+        return {sys.intern(str(k)): v for k, v in mapping.items()}
+
+    def machine(self, machine: dict[str, Any]) -> dict[str, Any]:
+        key = repr(sorted(machine.items(), key=lambda kv: str(kv[0])))
+        return self._machines.setdefault(key, machine)
+
+
+def record_from_dict(obj: Any, where: str = "record", *, raw_fields: frozenset[str] | None = None,
+                     shared: SharedValues | None = None) -> RunRecord:
+    """A RunRecord from one results-file object (or extra_info); RunFileError names ``where`` if it is bad.
+
+    ``raw_fields``: keep only these of the object's fields as ``raw`` (what an analysis reads from it besides
+    the modelled fields), not all of them (None: all, for a resumed item that re-records the object as it was).
+    ``shared``: the file's SharedValues, so repeated strings and machines are held once."""
     if not isinstance(obj, dict):
         raise RunFileError(f"{where}: expected a JSON object with the item's fields, got {type(obj).__name__}")
     missing = [name for name in REQUIRED_FIELDS if name not in obj]
@@ -142,7 +166,7 @@ def record_from_dict(obj: Any, where: str = "record") -> RunRecord:
                            "file (or a pytest-benchmark JSON written with the rvtune plugin)?")
     try:
         samples = [float(s) for s in obj.get("samples_ns") or []]
-        counters = {str(k): float(v) for k, v in (obj.get("counters") or {}).items() if v is not None}
+        counters = {sys.intern(str(k)): float(v) for k, v in (obj.get("counters") or {}).items() if v is not None}
     except (TypeError, ValueError) as exc:
         raise RunFileError(f"{where}: samples_ns and counters must be numbers ({exc})") from None
     # whole-process time of the item's timed ELF run (warm-up + runs): the seeds' "Total Time (s)"
@@ -155,24 +179,25 @@ def record_from_dict(obj: Any, where: str = "record") -> RunRecord:
     if not isinstance(problem, dict):
         raise RunFileError(f"{where}: problem must be an object of problem-key values such as "
                            f'{{"IS_CAUSAL": true}}, got {problem!r}')
+    share = shared or SharedValues()
     return RunRecord(
-        kernel=str(obj["kernel"]),
-        case=str(obj["case"]),
-        config=dict(obj.get("config") or {}),
+        kernel=share.text(obj["kernel"]),
+        case=share.text(obj["case"]),
+        config=share.keys(dict(obj.get("config") or {})),
         config_id=str(obj["config_id"]),
-        target=str(obj["target"]),
-        outcome=outcome,
+        target=share.text(obj["target"]),
+        outcome=cast(Outcome, share.text(outcome)),
         samples_ns=samples,
         counters=counters,
-        timing_source=str(obj.get("timing_source") or "real"),
+        timing_source=share.text(obj.get("timing_source") or "real"),
         elf_sha256=str(obj.get("elf_sha256") or ""),
-        golden_sha256=str(obj.get("golden_sha256") or ""),
-        machine=dict(obj.get("machine") or {}),
+        golden_sha256=share.text(obj.get("golden_sha256") or ""),
+        machine=share.machine(dict(obj.get("machine") or {})),
         nodeid=str(obj.get("nodeid") or ""),
         message=str(obj.get("message") or ""),
         time=str(obj.get("time") or ""),
         wall_s=None if wall is None else float(wall),
-        case_params=dict(obj.get("case_params") or {}),
+        case_params=share.keys(dict(obj.get("case_params") or {})),
         problem=dict(problem),
-        raw=dict(obj),
+        raw=dict(obj) if raw_fields is None else {k: obj[k] for k in raw_fields if k in obj},
     )

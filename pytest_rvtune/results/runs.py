@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pytest_rvtune.counters import ICOUNT_KEYS, LAUNCH_COUNTER, X60_CYCLES
 from pytest_rvtune.results.records import (
@@ -25,6 +25,7 @@ from pytest_rvtune.results.records import (
     GroupKey,
     RunFileError,
     RunRecord,
+    SharedValues,
     record_from_dict,
 )
 from pytest_rvtune.results.run_names import resolve
@@ -178,55 +179,83 @@ class RunFileWarning(UserWarning):
 WARNED_LINES = 5
 
 
-def load_run(path: str | Path, *, allow_empty: bool = False) -> Run:
+#: What the analyses (report, compare, export-best, noise, correlate, runs) read from a record's ``raw`` object
+#: besides RunRecord's own fields: loading with ``fields=ANALYSIS_FIELDS`` keeps only these, not the whole object
+#: (its checks and any text a future writer adds), so 10^5 records fit in a few times the file.
+ANALYSIS_FIELDS: frozenset[str] = frozenset({
+    "rounds", "threads", "rerun", "run_id", "wall_s", "run_seconds", "verdict_key",
+    "git_commit", "git_dirty", "kernel_sha256",
+})
+
+
+def load_run(path: str | Path, *, allow_empty: bool = False, fields: frozenset[str] | None = None) -> Run:
     """Read our results JSONL or a pytest-benchmark JSON file (or ``latest``, ``latest~N``: run_names.py). Raises
     RunFileError naming the problem.
+
+    A JSONL file is read one line at a time: what is held is the records (the last one of each item), never the
+    file. ``fields``: keep only these fields of each object as the record's ``raw`` (ANALYSIS_FIELDS for the
+    analyses); None keeps the whole object (a resumed item re-records it as it was written).
 
     Torn lines (a write cut short by a kill or a full disk, anywhere in the file) are skipped with a
     RunFileWarning naming file:line; the rest of the file still counts. A file without a single record is an
     error (it is not a run, or it was garbled) unless ``allow_empty`` (a results file about to be appended to)."""
     path = resolve(path)  # latest, latest~N: a run of the project's results directory
     try:
-        data = path.read_bytes()
+        with path.open("rb") as stream:
+            first = _first_text_line(stream)
+            if first is None:
+                if allow_empty:
+                    return Run(path=path, records=[], format="jsonl")
+                raise RunFileError(f"{path}: empty results file (did the run record any item?)")
+            # pytest-benchmark's JSON is one indented object: its first line is "{" alone (or, written without
+            # indent, one line holding the whole document). A JSONL line is one whole record.
+            whole = _whole_json(stream.read() if first.strip() == b"{" else b"", first)
+            if isinstance(whole, dict) and "benchmarks" in whole:
+                run = _load_benchmark_json(path, whole)
+            else:
+                stream.seek(0)
+                run = _load_jsonl(path, stream, allow_empty, fields)
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such results file (give a .jsonl results file or a "
                            "pytest-benchmark --benchmark-json file)") from None
     except OSError as exc:
         raise RunFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if not data.strip():
-        if allow_empty:
-            return Run(path=path, records=[], format="jsonl")
-        raise RunFileError(f"{path}: empty results file (did the run record any item?)")
-    whole = _whole_json(data)
-    if isinstance(whole, dict) and "benchmarks" in whole:
-        run = _load_benchmark_json(path, whole)
-    else:
-        run = _load_jsonl(path, data, allow_empty)
     if not run.records and not allow_empty:
         raise RunFileError(f"{path}: no item records in it (a pytest-benchmark JSON without benchmarks); give "
                            "a run that recorded items")
     return run
 
 
-def _whole_json(data: bytes) -> Any:
+def _first_text_line(stream: BinaryIO) -> bytes | None:
+    """The first line that is not blank (the stream is left after it), None if the whole file is blank."""
+    for line in stream:
+        if line.strip():
+            return line
+    return None
+
+
+def _whole_json(rest: bytes, first: bytes) -> Any:
+    """The document when the first line and ``rest`` (read only when the first line opens an indented object)
+    are one JSON value, else None."""
     try:
-        return json.loads(data)
+        return json.loads(first + rest)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None  # JSON lines (several objects) or broken: the line reader names the bad line
 
 
-def _load_jsonl(path: Path, data: bytes, allow_empty: bool) -> Run:
+def _load_jsonl(path: Path, stream: BinaryIO, allow_empty: bool, fields: frozenset[str] | None) -> Run:
     by_key: dict[tuple[str, str, str, str], RunRecord] = {}
     skipped: list[tuple[int, _BadLine]] = []
-    for number, raw in enumerate(data.split(b"\n"), 1):
+    shared = SharedValues()
+    for number, raw in enumerate(stream, 1):
         if not raw.strip():
             continue
-        obj, bad = _parse_line(raw)
+        obj, bad = _parse_line(raw.rstrip(b"\n"))
         if bad is not None:
             skipped.append((number, bad))
         if obj is None:
             continue
-        record = record_from_dict(obj, f"{path}:{number}")
+        record = record_from_dict(obj, f"{path}:{number}", raw_fields=fields, shared=shared)
         by_key.pop(record.key, None)  # a re-recorded item (rerun) replaces the earlier line, keeping order
         by_key[record.key] = record
     # Only torn records and nothing else: a results file killed during its first write, still ours to append to.
