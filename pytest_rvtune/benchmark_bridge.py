@@ -98,6 +98,20 @@ def benchmark_tables(config: pytest.Config) -> bool:
         config.getoption("benchmark_disable", False) or config.getoption("benchmark_skip", False))
 
 
+#: pytest-benchmark's columns for a session whose every target is emulated: the modelled time of one launch is
+#: exact, so min = max = mean = median and the spread columns (stddev, iqr, outliers) are always 0, rounds and
+#: iterations always 1: the table shows the time that ranks, and operations per second, in ~60 columns.
+EMULATED_COLUMNS = ["min", "ops"]
+
+
+def emulated_table_columns(config: pytest.Config, target_names: list[str]) -> None:
+    """Under emulation only (every target QEMU), pytest-benchmark's table gets EMULATED_COLUMNS unless the user
+    chose columns (--benchmark-columns). Called at configure, before pytest-benchmark reads its options."""
+    if target_names and all(name == "qemu" for name in target_names) \
+            and getattr(config.option, "benchmark_columns", "absent") is None:
+        config.option.benchmark_columns = list(EMULATED_COLUMNS)
+
+
 def add_record(config: pytest.Config, record: dict[str, Any]) -> None:
     """Hand one finished item's samples to pytest-benchmark, unless the user turned it off."""
     bench_session = config.pluginmanager.get_plugin("pytest-benchmark")

@@ -435,9 +435,11 @@ def compare_with_base(session: RvtuneSession, record: RecordDict, target: Target
         return None
     base = base_run.find(record)
     if base is None:
+        record["compared"] = "not in base"  # the session's comparison line counts these
         return None
     new = record_from_dict(record)
     result = compare_record(base, new, thresholds)
+    record["compared"] = result.status
     if not result.regressed:
         return None
     message = result.message
@@ -449,6 +451,7 @@ def compare_with_base(session: RvtuneSession, record: RecordDict, target: Target
         else:
             record["confirmation"] = confirmation.record_field() | {"flagged": result.message}
             if not confirmation.confirmed:
+                record["compared"] = "unconfirmed"
                 return None  # the summary lists it (pytest_runtest_logreport)
             message += f"\n{confirmation.describe()}"
     return ItemVerdict("regressed", f"{message}\n(base run {base_run.path})")

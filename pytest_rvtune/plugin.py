@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_rvtune import collect, paths
-from pytest_rvtune.benchmark_bridge import add_record, benchmark_tables, compared_machine_error
+from pytest_rvtune.benchmark_bridge import (
+    add_record,
+    benchmark_tables,
+    compared_machine_error,
+    emulated_table_columns,
+)
 from pytest_rvtune.collect import ITEM_KEY
 from pytest_rvtune.fixtures import rvtune_build, rvtune_golden, rvtune_item, rvtune_target, rvtune_targets
 from pytest_rvtune.progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_INTERVAL
@@ -140,6 +145,7 @@ def pytest_configure(config: pytest.Config) -> None:
     stop = config.stash[_STOP_KEY] = StopOnSignal()  # SIGTERM/SIGHUP: as Ctrl-C, passed on to the workers
     stop.install()
     session = config.stash[SESSION_KEY] = RvtuneSession(config)
+    emulated_table_columns(config, session.target_names)
     config.pluginmanager.register(ReportHooks(config), "rvtune-session")
     if is_controller(config):
         config.pluginmanager.register(ProgressReporter(config, session.is_kernel_item, RECORD_KEY,
@@ -179,6 +185,13 @@ def pytest_collect_file(file_path: Path,
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("benchmark_skip", False) and not config.getoption("benchmark_only", False):
+        # Kernel items are benchmarks (without pytest-benchmark's fixture, which is how it finds its own):
+        # --benchmark-skip skips them as it skips every test that benchmarks, and the user's other tests run.
+        skip = pytest.mark.skip(reason="Skipping benchmark (--benchmark-skip active): a kernel item is a benchmark")
+        for item in items:
+            if ITEM_KEY in item.stash:
+                item.add_marker(skip)
     if config.getoption("benchmark_only", False):
         # Kernel items are benchmarks even though they do not request pytest-benchmark's fixture (their stats
         # come from the target's samples): --benchmark-only keeps them and skips the rest.

@@ -179,6 +179,7 @@ class RvtuneSession:
         self.target_errors: dict[str, str] = {}
         self.target_error_reported: set[str] = set()
         self.tally: Counter[str] = Counter()
+        self.compared: Counter[str] = Counter()  # --rvtune-compare: items per comparison verdict
         self.seconds: dict[str, float] = {"build": 0.0, "run": 0.0}  # summed over finished items
         self.identities: dict[str, dict[str, Any]] = {}  # target name -> identity, from finished items
         self.filter_keys_unknown: dict[str, int] = Counter()  # filter key -> kernel modules without it
@@ -367,6 +368,8 @@ class RvtuneSession:
             self.tally["resumed"] += 1
         if record.get("counts_cached"):
             self.tally["counts_cached"] += 1
+        if record.get("compared"):  # --rvtune-compare: what the comparison with BASE said (item.py)
+            self.compared[str(record["compared"])] += 1
         if record.get("machine"):
             self.identities.setdefault(record["target"], record["machine"])
         self.cache_repairs.update(dict.fromkeys(str(r) for r in record.get("cache_repairs") or ()))
@@ -437,6 +440,8 @@ class RvtuneSession:
             f"rvtune: {counts}{resumed}; build cache {tally['cache_hit']} hits / {tally['cache_miss']} misses; "
             f"building {self.seconds['build']:.1f} s, running {self.seconds['run']:.1f} s; "
             f"results: {self.results_path}{lost}")
+        if self.compare_base is not None:
+            lines.append(self.comparison_line())
         lines += repair_lines(list(self.cache_repairs))
         if self.cache_pruned:
             lines.append(self.cache_pruned)
@@ -444,6 +449,27 @@ class RvtuneSession:
             from pytest_rvtune.results.confirm import describe_unconfirmed
             lines.append(describe_unconfirmed(self.unconfirmed))
         return lines
+
+    def comparison_line(self) -> str:
+        """With --rvtune-compare BASE, always one line: the items compared and how many got each verdict (also
+        when nothing regressed: silence read as "not compared")."""
+        from pytest_rvtune.results.compare import ITEM_ORDER
+        counts = self.compared
+        shown = [s for s in ITEM_ORDER
+                 if s not in ("new", "missing") and (counts[s] or s in ("regressed", "unchanged"))]
+        compared = sum(counts[s] for s in counts if s != "not in base")
+        valid = self.tally["passed"] + self.tally["regressed"]
+        rest = []
+        if counts["not in base"]:
+            rest.append(f"{counts['not in base']} not in it")
+        if self.tally_total() - valid:
+            rest.append(f"{self.tally_total() - valid} without a valid result (not compared)")
+        path = self.compare_base.path if self.compare_base is not None else ""
+        return (f"rvtune: compared {compared} item{'' if compared == 1 else 's'} against {path}: "
+                + ", ".join(f"{counts[s]} {s}" for s in shown) + (f"; {', '.join(rest)}" if rest else ""))
+
+    def tally_total(self) -> int:
+        return sum(self.tally[o] for o in (*OUTCOMES, "regressed"))
 
     def prune_cache(self) -> None:
         """At the session's end (controller): evict least recently used cache entries above the cap."""

@@ -1,0 +1,36 @@
+"""What a pytest-benchmark user sees at the end of a QEMU session: the table with the modelled time that ranks and
+no columns that are always 0 or 1, one comparison line with --rvtune-compare whatever it found, and
+--benchmark-skip skipping kernel items (they are benchmarks) while the project's other tests run. The real
+plugin, compiler, clang and QEMU."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+
+def test_the_emulated_table_the_comparison_line_and_benchmark_skip(
+        project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
+    add_kernel("term_axpy", configs=(16, 32))
+    first = project.runpytest("--rvtune-case", "small")
+    first.assert_outcomes(passed=2)
+    header = next(line for line in first.stdout.lines if line.startswith("Name (time in "))
+    assert header.split(")", 1)[1].split()[:2] == ["Min", "OPS"]  # the time that ranks, and launches per second
+    assert "StdDev" not in first.stdout.str() and "Rounds" not in first.stdout.str()
+    assert max(len(line) for line in first.stdout.lines if "term_axpy[" in line) <= 120
+    # the user's own choice of columns stands
+    chosen = project.runpytest("--rvtune-case", "small", "--benchmark-columns=min,max,rounds")
+    assert any(line.startswith("Name (time in ") and "Rounds" in line for line in chosen.stdout.lines)
+
+    again = project.runpytest("--rvtune-case", "small", "--rvtune-compare", "latest")
+    again.assert_outcomes(passed=2)
+    again.stdout.fnmatch_lines(["rvtune: compared 2 items against */.rvtune/results/*.jsonl: 0 regressed, "
+                                "2 unchanged"])
+
+    (project.path / "unit").mkdir()
+    (project.path / "unit" / "test_units.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
+    skipped = project.runpytest("--rvtune-case", "small", "--benchmark-skip", "-rs", "kernels", "unit")
+    skipped.assert_outcomes(passed=1, skipped=2)
+    skipped.stdout.fnmatch_lines(["*--benchmark-skip active*a kernel item is a benchmark*"])
