@@ -47,6 +47,8 @@ FIXTURES = (rvtune_item, rvtune_targets, rvtune_target, rvtune_build, rvtune_gol
 _OUTER_ROOT_KEY = pytest.StashKey["Path | None"]()
 #: The SIGTERM/SIGHUP handlers of this session (stop_signals.py), restored at unconfigure.
 _STOP_KEY = pytest.StashKey[StopOnSignal]()
+#: pytest's session: --benchmark-compare-fail's regression sets its exit status (pytest_terminal_summary).
+_PYTEST_SESSION_KEY = pytest.StashKey[pytest.Session]()
 #: The -k expression as typed (config.option.keyword holds it rewritten: selection.rewrite_keyword).
 _KEYWORD_KEY = pytest.StashKey[str]()
 
@@ -170,6 +172,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)  # after the terminal's header: the first thing under it
 def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_PYTEST_SESSION_KEY] = session  # its exit status, set from the terminal summary
     rvtune = session.config.stash.get(SESSION_KEY, None)
     if rvtune is not None:
         rvtune.check_results_writable()
@@ -307,11 +310,22 @@ def pytest_benchmark_compare_machine_info(config: pytest.Config, benchmarksessio
 @pytest.hookimpl(wrapper=True)
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> Iterator[None]:
     # A wrapper, so the line comes last and still comes when pytest-benchmark raises PerformanceRegression
-    # (--benchmark-compare-fail) from its own summary.
+    # (--benchmark-compare-fail) from its own summary. That exception, raised from a report hook, ended the
+    # session in a traceback; pytest-benchmark has already listed the regressions, so it becomes one line and a
+    # failed session (exit 1), as a failed test would.
+    regressed = False
     try:
-        return (yield)
+        yield
+    except Exception as exc:
+        if type(exc).__name__ != "PerformanceRegression" or _PYTEST_SESSION_KEY not in config.stash:
+            raise
+        regressed = True
+        config.stash[_PYTEST_SESSION_KEY].exitstatus = pytest.ExitCode.TESTS_FAILED
     finally:
         session = config.stash.get(SESSION_KEY, None)
         if session is not None and is_controller(config):
             for line in session.summary_lines():
                 terminalreporter.write_line(line)
+    if regressed:
+        terminalreporter.write_line("rvtune: --benchmark-compare-fail: performance regressed (pytest-benchmark's "
+                                    "list above): the session fails", red=True)

@@ -34,3 +34,20 @@ def test_the_emulated_table_the_comparison_line_and_benchmark_skip(
     skipped = project.runpytest("--rvtune-case", "small", "--benchmark-skip", "-rs", "kernels", "unit")
     skipped.assert_outcomes(passed=1, skipped=2)
     skipped.stdout.fnmatch_lines(["*--benchmark-skip active*a kernel item is a benchmark*"])
+
+
+def test_benchmark_compare_fail_fails_the_session_in_one_line(project: pytest.Pytester,
+                                                              add_kernel: Callable[..., Path]) -> None:
+    kernel = add_kernel("term_slow", configs=(16,))
+    saved = project.runpytest("--rvtune-case", "small", "--benchmark-autosave")
+    saved.assert_outcomes(passed=1)
+    # the same answer with more work per element: more modelled cycles, so a slower modelled time
+    load = "tl.load(x_ptr + offs, mask=mask)"
+    kernel.write_text(kernel.read_text().replace(f"{load} + 1.0", f"{load} + 1.0 + {load} * 0.0 + {load} * 0.0"))
+    slower = project.runpytest("--rvtune-case", "small", "--benchmark-compare", "--benchmark-compare-fail=min:5%")
+    assert slower.ret == pytest.ExitCode.TESTS_FAILED
+    assert "Traceback" not in slower.stdout.str() + slower.stderr.str()
+    text = slower.stdout.str() + slower.stderr.str()
+    assert "Performance has regressed" in text and "term_slow[small-BLOCK=16]" in text  # pytest-benchmark's list
+    slower.stdout.fnmatch_lines(["rvtune: --benchmark-compare-fail: performance regressed (pytest-benchmark's list "
+                                 "above): the session fails"])
