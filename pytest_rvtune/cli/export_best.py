@@ -10,19 +10,23 @@ from pathlib import Path
 from pytest_rvtune.cli.rank_by import add_rank_by_argument
 from pytest_rvtune.results.compare import DEFAULT_ALPHA
 from pytest_rvtune.results.export import DEFAULT_MIN_GAIN_PCT, export_kernel, header_text, tunings
+from pytest_rvtune.results.export_triton import FORMATS as TRITON_FORMATS
+from pytest_rvtune.results.export_triton import module_text
 from pytest_rvtune.results.records import RunRecord, group_label
 from pytest_rvtune.results.runs import ANALYSIS_FIELDS, check_rank_by, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "export-best", help="tuned configs per target and kernel (JSON or a C header)",
+        "export-best", help="tuned configs per target and kernel (JSON, a C header, or Triton configs)",
         description="Write the best config per case (ties marked), aiter-style M buckets and a default config "
                     "(most common winner) to <out>/<target>/<kernel>.json or .h; one set per problem for a kernel "
                     "with PROBLEM_KEYS (e.g. IS_CAUSAL).")
     p.add_argument("run", help="results .jsonl or pytest-benchmark .json")
     p.add_argument("-o", "--out", type=Path, default=Path("tuned-configs"), help="directory (default tuned-configs)")
-    p.add_argument("--format", choices=("json", "header"), default="json")
+    p.add_argument("--format", choices=("json", "header", *TRITON_FORMATS), default="json",
+                   help="json (default), header (C #defines), triton (a module of triton.Config lists for "
+                        "@triton.autotune), triton-rvv (the same with a get_<kernel>_kernel_autotune_config() getter)")
     p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
                    help=f"significance level of the winner-vs-runner-up test (default {DEFAULT_ALPHA})")
     p.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN_PCT, metavar="PCT",
@@ -44,10 +48,16 @@ def run_export(args: argparse.Namespace) -> int:
         if doc is None:
             print(f"warning: {kernel} on {target}: no valid config in any case: nothing exported", file=sys.stderr)
             continue
-        path = args.out / target / f"{kernel}.{'h' if args.format == 'header' else 'json'}"
+        suffix = {"header": "h", "triton": "py", "triton-rvv": "py"}.get(args.format, "json")
+        path = args.out / target / f"{kernel}.{suffix}"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(header_text(doc) if args.format == "header" else json.dumps(doc, indent=2) + "\n",
-                        encoding="utf-8")
+        if args.format == "header":
+            text = header_text(doc)
+        elif args.format in TRITON_FORMATS:
+            text = module_text(doc, args.format)
+        else:
+            text = json.dumps(doc, indent=2) + "\n"
+        path.write_text(text, encoding="utf-8")
         parts = []
         for problem_id, tuning in tunings(doc).items():
             ties = [group_label(case, problem_id) for case, e in tuning["cases"].items() if e["tie"]]

@@ -82,3 +82,42 @@ def test_export_nothing_valid_fails(tmp_path: Path, capsys) -> None:
     run = write_jsonl(tmp_path / "r.jsonl", [make_record("matmul", "M1", {"BLOCK_SIZE_M": 4}, [], outcome="crashed")])
     assert main(["export-best", str(run), "--out", str(tmp_path / "best")]) == 1
     assert "matmul on host: no valid config" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["triton", "triton-rvv"])
+def test_export_triton_module_loads_into_triton_autotune(tuning_run, tmp_path: Path, fmt: str) -> None:
+    """The module imports with the real Triton; its configs are the winners, default first, and
+    @triton.autotune takes them (and Triton_RVV's getter returns them)."""
+    import importlib.util
+
+    import triton
+    import triton.language as tl
+
+    run = tuning_run("qemu")
+    assert main(["export-best", str(run), "--format", fmt, "--out", str(tmp_path / "best")]) == 0
+    doc = export_kernel(load_run(run).records)
+    assert doc is not None
+    spec = importlib.util.spec_from_file_location(f"tuned_{fmt.replace('-', '_')}", tmp_path / "best" / "qemu" /
+                                                  "matmul.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert all(isinstance(c, triton.Config) for c in module.CONFIGS)
+    assert module.CONFIGS[0].kwargs == doc["default"]["config"]
+    # each distinct winner once, the default (most common winner) first
+    expected = {doc["default"]["config_id"]: doc["default"]["config"]}
+    for entry in doc["cases"].values():
+        expected.setdefault(entry["config_id"], entry["config"])
+    assert [c.kwargs for c in module.CONFIGS] == list(expected.values())
+    assert module.CONFIG_BY_CASE["M256"].kwargs == doc["cases"]["M256"]["config"]
+
+    @triton.jit
+    def copy_kernel(x_ptr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
+        tl.store(x_ptr + tl.arange(0, BLOCK_SIZE_M), tl.load(x_ptr + tl.arange(0, BLOCK_SIZE_M)))
+
+    tuned = triton.autotune(configs=module.CONFIGS, key=["x_ptr"])(copy_kernel)
+    assert len(tuned.configs) == len(module.CONFIGS)
+    if fmt == "triton-rvv":
+        assert [c.kwargs for c in module.get_matmul_kernel_autotune_config()] == [c.kwargs for c in module.CONFIGS]
+    else:
+        assert not hasattr(module, "get_matmul_kernel_autotune_config")
