@@ -134,8 +134,8 @@ REQUIRED_FIELDS = ("kernel", "case", "config_id", "target", "outcome")
 
 
 class SharedValues:
-    """Values many records of one file repeat (target, kernel, case, config keys, the machine, the golden sha):
-    one object each instead of one per record, which is most of what 10^5 records would otherwise take."""
+    """Values many records of one file repeat (target, kernel, case, config keys, the machine, case params,
+    problem, the golden sha): one object each instead of one per record. Records share them: never modified."""
 
     def __init__(self) -> None:
         self._machines: dict[str, dict[str, Any]] = {}
@@ -147,6 +147,7 @@ class SharedValues:
         return {sys.intern(str(k)): v for k, v in mapping.items()}
 
     def machine(self, machine: dict[str, Any]) -> dict[str, Any]:
+        """One dict for equal machines, case params and problems (a file holds a handful of each)."""
         key = repr(sorted(machine.items(), key=lambda kv: str(kv[0])))
         return self._machines.setdefault(key, machine)
 
@@ -193,11 +194,12 @@ def record_from_dict(obj: Any, where: str = "record", *, raw_fields: frozenset[s
         elf_sha256=str(obj.get("elf_sha256") or ""),
         golden_sha256=share.text(obj.get("golden_sha256") or ""),
         machine=share.machine(dict(obj.get("machine") or {})),
-        nodeid=str(obj.get("nodeid") or ""),
+        # the pytest node id: no analysis reads it; a slim record (raw_fields given) keeps it only if asked
+        nodeid=str(obj.get("nodeid") or "") if raw_fields is None or "nodeid" in raw_fields else "",
         message=str(obj.get("message") or ""),
-        time=str(obj.get("time") or ""),
+        time=share.text(obj.get("time") or ""),  # to the second: many items of a run share one
         wall_s=None if wall is None else float(wall),
-        case_params=share.keys(dict(obj.get("case_params") or {})),
-        problem=dict(problem),
+        case_params=share.machine(share.keys(dict(obj.get("case_params") or {}))),
+        problem=share.machine(share.keys(dict(problem))),
         raw=dict(obj) if raw_fields is None else {k: obj[k] for k in raw_fields if k in obj},
     )
