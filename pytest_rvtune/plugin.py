@@ -18,7 +18,7 @@ from pytest_rvtune.benchmark_bridge import (
     add_record,
     benchmark_tables,
     compared_machine_error,
-    emulated_table_columns,
+    table_columns,
 )
 from pytest_rvtune.collect import ITEM_KEY
 from pytest_rvtune.fixtures import rvtune_build, rvtune_golden, rvtune_item, rvtune_target, rvtune_targets
@@ -147,7 +147,7 @@ def pytest_configure(config: pytest.Config) -> None:
     stop = config.stash[_STOP_KEY] = StopOnSignal()  # SIGTERM/SIGHUP: as Ctrl-C, passed on to the workers
     stop.install()
     session = config.stash[SESSION_KEY] = RvtuneSession(config)
-    emulated_table_columns(config, session.target_names)
+    table_columns(config, session.target_names)
     config.pluginmanager.register(ReportHooks(config), "rvtune-session")
     if is_controller(config):
         config.pluginmanager.register(ProgressReporter(config, session.is_kernel_item, RECORD_KEY,

@@ -20,6 +20,12 @@ def test_the_emulated_table_the_comparison_line_and_benchmark_skip(
     assert header.split(")", 1)[1].split()[:2] == ["Min", "OPS"]  # the time that ranks, and launches per second
     assert "StdDev" not in first.stdout.str() and "Rounds" not in first.stdout.str()
     assert max(len(line) for line in first.stdout.lines if "term_axpy[" in line) <= 120
+    # on real hardware (here the host): what ranks and how noisy it was, no column that is always 1
+    host = project.runpytest("--rvtune-case", "small", "--rvtune-target", "host")
+    host.assert_outcomes(passed=2)
+    header = next(line for line in host.stdout.lines if line.startswith("Name (time in "))
+    assert header.split(")", 1)[1].split() == ["Min", "Median", "IQR", "Outliers", "Rounds"]
+    assert max(len(line) for line in host.stdout.lines if "term_axpy[" in line) <= 120
     # the user's own choice of columns stands
     chosen = project.runpytest("--rvtune-case", "small", "--benchmark-columns=min,max,rounds")
     assert any(line.startswith("Name (time in ") and "Rounds" in line for line in chosen.stdout.lines)
