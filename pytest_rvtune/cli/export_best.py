@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from pytest_rvtune.cli.out_dir import out_dir_problem
 from pytest_rvtune.cli.rank_by import add_rank_by_argument
 from pytest_rvtune.results.compare import DEFAULT_ALPHA
 from pytest_rvtune.results.export import DEFAULT_MIN_GAIN_PCT, export_kernel, header_text, tunings
@@ -36,6 +37,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    problem = out_dir_problem(args.out)
+    if not 0 < args.alpha < 1:  # as compare's Thresholds: --alpha 2 called every win significant
+        problem = f"--alpha {args.alpha:g}: the significance level must be between 0 and 1, e.g. 0.01"
+    if problem:
+        print(f"rvtune export-best: {problem}", file=sys.stderr)
+        return 2
     run = load_run(args.run, fields=ANALYSIS_FIELDS)  # a RunFileError is reported by cli.main (exit 2)
     check_rank_by(run.records, args.rank_by, args.run)  # a MetricError too
     by_kernel: dict[tuple[str, str], list[RunRecord]] = {}

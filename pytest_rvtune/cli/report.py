@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_rvtune.cli.out_dir import out_dir_problem
 from pytest_rvtune.cli.rank_by import add_rank_by_argument
 from pytest_rvtune.extras import MissingExtraError
 from pytest_rvtune.results.report import FORMATS, build_case_reports, default_out_dir, render_report, write_perf_stats
@@ -25,7 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="directory for report.<ext>, perf_stats.csv files and plots "
                         "(default: <run>-report beside the run file)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--top", type=int, default=None, metavar="N",
+    p.add_argument("--top", type=_count, default=None, metavar="N",
                    help="show the N best configs per case (files under --out keep all)")
     p.add_argument("--html", type=Path, default=None, metavar="FILE",
                    help="also write one self-contained HTML page (opens offline): sortable rankings, heatmaps, "
@@ -36,12 +37,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_report)
 
 
+def _count(text: str) -> int:
+    """--top N: a whole number of rows, 0 or more (a negative N showed all rows but the last ones)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of rows") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: give 0 or more rows per case")
+    return value
+
+
 def run_report(args: argparse.Namespace) -> int:
     from pytest_rvtune.results.correlation import correlation_rows, strong
 
     if args.base and not args.html:
         print("rvtune report: --base compares in the HTML page only: add --html FILE (or use `rvtune compare`)",
               file=sys.stderr)
+        return 2
+    problem = out_dir_problem(args.out or default_out_dir(Path(args.run)))
+    if problem:
+        print(f"rvtune report: {problem}", file=sys.stderr)
         return 2
     run = load_run(args.run, fields=ANALYSIS_FIELDS)  # a RunFileError is reported by cli.main (exit 2)
     base = load_run(args.base, fields=ANALYSIS_FIELDS) if args.base else None

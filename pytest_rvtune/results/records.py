@@ -165,6 +165,7 @@ def record_from_dict(obj: Any, where: str = "record", *, raw_fields: frozenset[s
     if missing:
         raise RunFileError(f"{where}: missing field(s) {', '.join(missing)}; is this a pytest-rvtune results "
                            "file (or a pytest-benchmark JSON written with the rvtune plugin)?")
+    _check_types(obj, where)
     try:
         samples = [float(s) for s in obj.get("samples_ns") or []]
         counters = {sys.intern(str(k)): float(v) for k, v in (obj.get("counters") or {}).items() if v is not None}
@@ -203,3 +204,45 @@ def record_from_dict(obj: Any, where: str = "record", *, raw_fields: frozenset[s
         problem=share.machine(share.keys(dict(problem))),
         raw=dict(obj) if raw_fields is None else {k: obj[k] for k in raw_fields if k in obj},
     )
+
+
+#: Fields that hold a JSON object, a list of numbers, a number or a string when present (null counts as absent).
+_OBJECT_FIELDS = ("config", "counters", "machine", "case_params")
+_NUMBER_FIELDS = ("wall_s", "run_seconds")
+_TEXT_FIELDS = ("kernel", "case", "config_id", "target")
+
+
+def _check_types(obj: dict[str, Any], where: str) -> None:
+    """RunFileError naming the field of a record whose value has the wrong JSON type: it would otherwise be a
+    traceback far from the file (a list as config) or, worse, other numbers (a string of samples read digit by
+    digit)."""
+    def bad(name: str, expected: str) -> RunFileError:
+        shown = "" if obj[name] is None else f" {obj[name]!r:.60}"
+        return RunFileError(f"{where}: {name} must be {expected}, got {json_type(obj[name])}{shown}; was the file "
+                            "edited or written by another tool?")
+    for name in _TEXT_FIELDS:
+        if not isinstance(obj[name], str):
+            raise bad(name, "a string")
+    for name in _OBJECT_FIELDS:
+        if obj.get(name) is not None and not isinstance(obj[name], dict):
+            raise bad(name, "a JSON object")
+    samples = obj.get("samples_ns")
+    if samples is not None and not isinstance(samples, list):
+        raise bad("samples_ns", "a list of numbers")
+    for name in _NUMBER_FIELDS:
+        value = obj.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise bad(name, "a number (seconds)")
+
+
+def json_type(value: Any) -> str:
+    """What a JSON value is called: object, array, string, number, true/false, null."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return "a string" if isinstance(value, str) else "a number"

@@ -316,7 +316,14 @@ def _parse_line(raw: bytes) -> tuple[Any, _BadLine | None]:
 
 def _load_benchmark_json(path: Path, doc: dict[str, Any]) -> Run:
     records: list[RunRecord] = []
-    for index, bench in enumerate(doc.get("benchmarks") or []):
+    benchmarks = doc.get("benchmarks") or []
+    if not isinstance(benchmarks, list):
+        raise RunFileError(f"{path}: benchmarks must be a list of benchmark objects; is this a pytest-benchmark "
+                           "--benchmark-json file?")
+    for index, bench in enumerate(benchmarks):
+        if not isinstance(bench, dict) or not isinstance(bench.get("extra_info") or {}, dict):
+            raise RunFileError(f"{path}: benchmarks[{index}]: expected an object with an extra_info object, got "
+                               f"{bench!r:.80}; is this a pytest-benchmark --benchmark-json file?")
         where = f"{path}: benchmarks[{index}] ({bench.get('fullname') or bench.get('name', '?')})"
         extra = dict(bench.get("extra_info") or {})
         if "samples_ns" not in extra:
