@@ -84,8 +84,9 @@ def state_dir(root: Path | None = None) -> Path:
 
 
 def results_dir(root: Path | None = None) -> Path:
-    """Where a session's results file goes unless --rvtune-results names another (.rvtune/ made and marked)."""
-    return mark_state_dir(state_dir(root)) / "results"
+    """Where a session's results file goes unless --rvtune-results names another (not made here: a project that
+    collects no kernel gets no .rvtune/; the results writer marks it when it writes the first record)."""
+    return state_dir(root) / "results"
 
 
 def cache_dir() -> Path:

@@ -178,6 +178,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         rvtune.check_results_writable()
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Under pytest-benchmark's header, whose defaults (timer, min_rounds, max_time, calibration) are those of its
+    own fixture: kernel items are timed on the target by the harness, with our options."""
+    if config.pluginmanager.get_plugin("pytest-benchmark") is None or SESSION_KEY not in config.stash \
+            or not session_of(config).kernel_dirs:  # a project that collects no kernels
+        return []
+    return ["rvtune: kernel items are timed by their harness on the target (--rvtune-runs, --rvtune-warmup, "
+            "--rvtune-max-time); the benchmark defaults above apply to tests using pytest-benchmark's fixture"]
+
+
 # --------------------------------------------------------------------------------------------- collection
 @pytest.hookimpl(wrapper=True)
 def pytest_collect_file(file_path: Path,

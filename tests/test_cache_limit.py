@@ -16,6 +16,7 @@ from filelock import FileLock
 from pytest_rvtune import cli, paths
 from pytest_rvtune.cache_limit import DEFAULT_CAP, CapError, format_size, parse_size, prune, resolve_cap, usage
 from pytest_rvtune.compiler.cache import BuildCache, cache_key
+from pytest_rvtune.results.writer import ResultsWriter
 
 
 @pytest.fixture
@@ -32,7 +33,7 @@ def test_the_state_directory_is_ignored_by_git_and_tagged_as_a_cache(project: Pa
     cache = paths.cache_dir()
     (cache / "elf" / "ab").mkdir(parents=True)
     (cache / "elf" / "ab" / "big.elf").write_bytes(b"\0" * 1000)
-    paths.results_dir().mkdir()
+    paths.results_dir().mkdir(parents=True)
     (paths.results_dir() / "run.jsonl").write_text("{}\n")
     (project / "kernel.py").write_text("x = 1\n")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -46,9 +47,11 @@ def test_the_state_directory_is_ignored_by_git_and_tagged_as_a_cache(project: Pa
 
 def test_a_state_directory_of_an_older_version_gets_its_markers(project: Path) -> None:
     (project / ".rvtune" / "results").mkdir(parents=True)
-    paths._marked.clear()
     paths.results_dir()
+    assert not (project / ".rvtune" / ".gitignore").exists()  # naming the directory writes nothing
+    ResultsWriter(paths.results_dir() / "run.jsonl").append({"kernel": "k"})  # the first record does
     assert (project / ".rvtune" / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert (project / ".rvtune" / "CACHEDIR.TAG").is_file()
 
 
 def test_sizes_and_where_the_cap_comes_from(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,7 +134,8 @@ def test_the_cache_command_informs_prunes_and_cleans(tmp_path: Path, monkeypatch
     assert cli.main(["cache", "prune", "--max", "400kB"]) == 0
     out = capsys.readouterr().out
     assert not old.exists() and recent.is_dir()
-    assert f"removed 1 entry, least recently used first ({format_size(old_size)})" in out and "(cap 400.0 kB, option)" in out
+    assert f"removed 1 entry, least recently used first ({format_size(old_size)})" in out
+    assert "(cap 400.0 kB, option)" in out
 
     assert cli.main(["cache", "prune", "--max", "lots"]) == 2
     assert "option=lots: 'lots' is not a size" in capsys.readouterr().err

@@ -19,6 +19,8 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from pytest_rvtune import paths
+
 RecordDict = dict[str, Any]
 
 #: How long an append waits for another process's lock before calling the file unusable (a stuck worker).
@@ -79,6 +81,8 @@ class ResultsWriter:
         line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode("utf-8")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.parent.parent.name == paths.STATE_DIRNAME:  # .rvtune/results/: .rvtune/ ignores itself
+                paths.mark_state_dir(self.path.parent.parent)
             with self._lock:
                 self._append_locked(line)
         except Timeout:

@@ -16,6 +16,9 @@ def test_the_emulated_table_the_comparison_line_and_benchmark_skip(
     add_kernel("term_axpy", configs=(16, 32))
     first = project.runpytest("--rvtune-case", "small")
     first.assert_outcomes(passed=2)
+    first.stdout.fnmatch_lines(["benchmark: * (defaults: timer=*", "rvtune: kernel items are timed by their harness "
+                                "on the target (--rvtune-runs, *); the benchmark defaults above apply to tests using "
+                                "pytest-benchmark's fixture"])
     header = next(line for line in first.stdout.lines if line.startswith("Name (time in "))
     assert header.split(")", 1)[1].split()[:2] == ["Min", "OPS"]  # the time that ranks, and launches per second
     assert "StdDev" not in first.stdout.str() and "Rounds" not in first.stdout.str()

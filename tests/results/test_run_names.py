@@ -41,7 +41,7 @@ def _run(directory: Path, run_id: str, cycles: float, commit: str | None = None,
 
 def test_latest_and_latest_tilde_n_name_runs_by_their_start(project: Path) -> None:
     results = paths.results_dir()
-    results.mkdir()
+    results.mkdir(parents=True)
     # written out of order: the run id's start time orders them, not the file's age
     newest = _run(results, "20261127T120000-1-aaaaaa", 100)
     oldest = _run(results, "20261125T090000-2-bbbbbb", 100)
@@ -59,7 +59,7 @@ def test_latest_and_latest_tilde_n_name_runs_by_their_start(project: Path) -> No
 
 def test_commands_take_latest_and_runs_lists_them(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = paths.results_dir()
-    results.mkdir()
+    results.mkdir(parents=True)
     _run(results, "20261125T090000-2-bbbbbb", 100, commit="a" * 40, outcomes=("passed", "wrong"))
     _run(results, "20261126T093000-3-cccccc", 130, commit="b" * 40, dirty=True)
     assert main(["compare", "latest~1", "latest"]) == 1  # 30 % more cycles: regressed
