@@ -37,7 +37,11 @@ def _records(slower: float) -> list[dict]:
                     [base * slower * (1 + 0.01 * s) for s in range(5)], target="qemu",
                     outcome="wrong" if failed else "passed",
                     counters={} if failed else {"x60_cycles": base * 3 * slower, "launch_insns": base * 5},
-                    output="x" * 2000, rounds=2, rerun={"argv": ["./kernel.elf", str(n)]}))
+                    output="x" * 2000, rounds=2, rerun={"argv": ["./kernel.elf", str(n)]},
+                    # ranked at another case: report and export-best say so (ranked_at.py)
+                    shortlisted_by={"run": "emu.jsonl", "case": "emu", "case_params": {"n": 75},
+                                    "metric": "x60_cycles", "kept": [1, 2], "of_configs": 9} if case == "small"
+                    else None))
     return records
 
 
@@ -67,6 +71,12 @@ def _outputs(tmp: Path, base: Path, new: Path, capsys: pytest.CaptureFixture[str
     return out
 
 
+def test_the_fields_analyses_read_are_kept() -> None:
+    from pytest_rvtune.results import ranked_at
+    from pytest_rvtune.verdict_key import RECORD_FIELD
+    assert {ranked_at.RECORD_FIELD, RECORD_FIELD, "rounds", "threads", "rerun"} <= ANALYSIS_FIELDS
+
+
 def test_commands_print_the_same_with_only_the_analysis_fields_kept(tmp_path: Path, capsys, monkeypatch) -> None:
     base = _write(tmp_path / "base.jsonl", _records(1.0))
     new = _write(tmp_path / "new.jsonl", _records(1.3))
@@ -75,8 +85,9 @@ def test_commands_print_the_same_with_only_the_analysis_fields_kept(tmp_path: Pa
     assert len(run.records) == 2000
     assert run.find({"target": "qemu", "kernel": "matmul", "case": "emu",
                      "config_id": "BLOCK_SIZE_M=64-BLOCK_SIZE_N=3"}).samples_ns == [5.0] * 5
-    assert set(run.records[0].raw) == {"rounds", "rerun", "verdict_key", "wall_s"}  # no output text, no checks
+    assert set(run.records[0].raw) == {"rounds", "rerun", "verdict_key", "wall_s", "shortlisted_by"}  # no output
     streamed = _outputs(tmp_path / "streamed", base, new, capsys)
+    assert "ranked among 2 of 9 configs shortlisted by x60_cycles at case emu" in streamed["report"]
     for module in (cli_report, cli_compare, cli_export):
         monkeypatch.setattr(module, "ANALYSIS_FIELDS", None)  # every record's whole object, as before
     whole = _outputs(tmp_path / "whole", base, new, capsys)
