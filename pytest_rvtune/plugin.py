@@ -184,8 +184,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if config.pluginmanager.get_plugin("pytest-benchmark") is None or SESSION_KEY not in config.stash \
             or not session_of(config).kernel_dirs:  # a project that collects no kernels
         return []
-    return ["rvtune: kernel items are timed by their harness on the target (--rvtune-runs, --rvtune-warmup, "
-            "--rvtune-max-time); the benchmark defaults above apply to tests using pytest-benchmark's fixture"]
+    # Not "rvtune: ...": that prefix marks the session's summary line, which users and tests pick out by it.
+    return ["rvtune timing: kernel items are timed by their harness on the target (--rvtune-runs, --rvtune-warmup, "
+            "--rvtune-max-time); pytest-benchmark's defaults apply to tests using its benchmark fixture"]
 
 
 # --------------------------------------------------------------------------------------------- collection
