@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_rvtune import paths
+from pytest_rvtune.x60.blocks import parse_blocks
 
 #: Bump when the way an estimate is computed changes: cached per-block estimates of another version are unused.
 TIMING_MODEL_VERSION = 1
@@ -146,22 +147,10 @@ class Block:
 
 
 def read_blocks(path: Path) -> list[Block]:
-    """The plugin's ``blocks=`` file: ``<vaddr hex> <count> <insn hex>:<insn hex>... [h=<n0>,<n1>,...]`` per line
-    (``h=`` when a launch ran more than one thread)."""
-    blocks = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        fields = line.split()
-        if not fields:
-            continue
-        harts_field = fields.pop() if len(fields) == 4 and fields[3].startswith("h=") else None
-        if len(fields) != 3:
-            raise ValueError(f"{path}:{number}: expected '<vaddr> <count> <bytes> h=<n0>,...', got {line!r}")
-        harts = [int(n) for n in harts_field[2:].split(",")] if harts_field else [int(fields[1])]
-        if sum(harts) != int(fields[1]):
-            raise ValueError(f"{path}:{number}: h= sums to {sum(harts)}, not to the count {fields[1]}: {line!r}")
-        blocks.append(Block(vaddr=int(fields[0], 16), count=int(fields[1]),
-                            insns=[bytes.fromhex(h) for h in fields[2].split(":")], harts=harts))
-    return blocks
+    """The plugin's ``blocks=`` file (format and checks: x60.blocks.parse_blocks, its one reader), as llvm-mca
+    blocks still to be disassembled."""
+    return [Block(vaddr=b.vaddr, count=b.count, insns=list(b.insns), harts=list(b.per_hart))
+            for b in parse_blocks(path.read_text(), str(path))]
 
 
 # --------------------------------------------------------------------------------------------- disassembly
