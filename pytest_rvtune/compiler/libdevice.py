@@ -34,6 +34,15 @@ _DOUBLE_HELPERS = {"erfinv": "rv_ld_erfinv", "erfcinv": "rv_ld_erfcinv", "normcd
 _FAST = {"fast_sinf": "sinf", "fast_cosf": "cosf", "fast_log2f": "log2f", "fast_logf": "logf", "fast_expf": "expf",
          "fast_tanf": "tanf", "fast_exp10f": "exp10f", "fast_log10f": "log10f"}
 
+# norms and their reciprocals (the ``r`` forms): name -> (its f32 form computed in double, its f64 form)
+_NORMS = {
+    "sqrt": ("sqrt((double){0})", "sqrt({0})"),
+    "cbrt": ("cbrt((double){0})", "cbrt({0})"),
+    "hypot": ("hypot((double){0}, (double){1})", "hypot({0}, {1})"),
+    "norm3d": ("sqrt((double){0} * {0} + (double){1} * {1} + (double){2} * {2})", "hypot(hypot({0}, {1}), {2})"),
+    "norm4d": ("sqrt((double){0} * {0} + (double){1} * {1} + (double){2} * {2} + (double){3} * {3})",
+               "hypot(hypot({0}, {1}), hypot({2}, {3}))"),
+}
 
 def _float_forms() -> dict[str, str]:
     """Symbol -> C template ({0}, {1}, ... the arguments) of the float functions."""
@@ -55,19 +64,7 @@ def _float_forms() -> dict[str, str]:
         "__nv_fmodf": "rv_fmodf({0}, {1})", "__nv_fmod": "rv_fmod({0}, {1})",
         "__nv_fmaf": "fmaf({0}, {1}, {2})", "__nv_fma": "fma({0}, {1}, {2})",
         "__nv_fast_powf": "powf({0}, {1})", "__nv_fast_fdividef": "({0} / {1})",
-        "__nv_rsqrtf": "((float)(1.0 / sqrt((double){0})))", "__nv_rsqrt": "(1.0 / sqrt({0}))",
         "__nv_frsqrt_rn": "((float)(1.0 / sqrt((double){0})))",
-        "__nv_rcbrtf": "((float)(1.0 / cbrt((double){0})))", "__nv_rcbrt": "(1.0 / cbrt({0}))",
-        "__nv_rhypotf": "((float)(1.0 / hypot((double){0}, (double){1})))", "__nv_rhypot": "(1.0 / hypot({0}, {1}))",
-        "__nv_norm3df": "((float)sqrt((double){0} * {0} + (double){1} * {1} + (double){2} * {2}))",
-        "__nv_norm3d": "hypot(hypot({0}, {1}), {2})",
-        "__nv_rnorm3df": "((float)(1.0 / sqrt((double){0} * {0} + (double){1} * {1} + (double){2} * {2})))",
-        "__nv_rnorm3d": "(1.0 / hypot(hypot({0}, {1}), {2}))",
-        "__nv_norm4df": "((float)sqrt((double){0} * {0} + (double){1} * {1} + (double){2} * {2} + (double){3} * {3}))",
-        "__nv_norm4d": "hypot(hypot({0}, {1}), hypot({2}, {3}))",
-        "__nv_rnorm4df": "((float)(1.0 / sqrt((double){0} * {0} + (double){1} * {1} + (double){2} * {2} + "
-                         "(double){3} * {3})))",
-        "__nv_rnorm4d": "(1.0 / hypot(hypot({0}, {1}), hypot({2}, {3})))",
         "__nv_cyl_bessel_i0f": "((float)rv_ld_bessel_i((double){0}, 0))",
         "__nv_cyl_bessel_i0": "rv_ld_bessel_i({0}, 0)",
         "__nv_cyl_bessel_i1f": "((float)rv_ld_bessel_i((double){0}, 1))",
@@ -85,6 +82,12 @@ def _float_forms() -> dict[str, str]:
         "__nv_finitef": "((int32_t)(isfinite({0}) != 0))", "__nv_isfinited": "((int32_t)(isfinite({0}) != 0))",
         "__nv_signbitf": "((int32_t)(signbit({0}) != 0))", "__nv_signbitd": "((int32_t)(signbit({0}) != 0))",
     }
+    for name, (f32, f64) in _NORMS.items():
+        t[f"__nv_r{name}f"] = f"((float)(1.0 / {f32}))"
+        t[f"__nv_r{name}"] = f"(1.0 / {f64})"
+        if name.startswith("norm"):  # sqrt, cbrt and hypot themselves are libm's (_LIBM_UNARY, _LIBM_BINARY)
+            t[f"__nv_{name}f"] = f"((float){f32})"
+            t[f"__nv_{name}"] = f64
     # the IEEE operations in each rounding mode
     for mode, fe in MODES.items():
         for s, t_ in (("f", "f32"), ("d", "f64")):
