@@ -11,9 +11,10 @@ from collections import Counter
 from pathlib import Path
 
 from pytest_rvtune import paths
+from pytest_rvtune.results.history import commit_of
 from pytest_rvtune.results.records import RunFileError
 from pytest_rvtune.results.report import render_rows
-from pytest_rvtune.results.run_names import runs_in, started
+from pytest_rvtune.results.run_names import named_runs, runs_in, started_label
 from pytest_rvtune.results.runs import ANALYSIS_FIELDS, RunFileWarning, load_run
 
 
@@ -26,13 +27,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_runs)
 
 
-def _commit(records: list[dict[str, object]]) -> str:
-    """The commit the run's records carry (several: each, shortened), "+dirty" when any work tree was."""
-    commits = list(dict.fromkeys(str(r["git_commit"])[:10] for r in records if r.get("git_commit")))
-    dirty = "+dirty" if any(r.get("git_dirty") for r in records) else ""
-    return ", ".join(commits) + dirty if commits else "-"
-
-
 def run_runs(args: argparse.Namespace) -> int:
     directory = args.dir or paths.results_dir()
     files = runs_in(directory)
@@ -40,7 +34,7 @@ def run_runs(args: argparse.Namespace) -> int:
         print(f"rvtune runs: no runs in {directory} (a pytest session writes one there)", file=sys.stderr)
         return 0
     rows = []
-    for back, path in zip(range(len(files) - 1, -1, -1), files, strict=True):
+    for name, path in named_runs(files):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RunFileWarning)  # a torn line: `rvtune report` names it
@@ -49,16 +43,15 @@ def run_runs(args: argparse.Namespace) -> int:
             print(f"rvtune runs: skipped {exc}", file=sys.stderr)
             continue
         outcomes = Counter(r.outcome for r in run.records)
-        stamp = started(path)
         rows.append({
-            "name": "latest" if back == 0 else f"latest~{back}",
-            "started (UTC)": f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[9:11]}:{stamp[11:13]}",
+            "name": name,
+            "started (UTC)": started_label(path),
             "target": ",".join(sorted({r.target for r in run.records})),
             "cases": ",".join(sorted({r.case for r in run.records})),
             "kernels": len({r.kernel for r in run.records}),
             "items": len(run.records),
             "outcomes": ", ".join(f"{n} {o}" for o, n in outcomes.most_common()),
-            "commit": _commit([r.raw for r in run.records]),
+            "commit": commit_of(run),
             "file": path.name,
         })
     print(render_rows(rows, args.format))

@@ -38,6 +38,7 @@ class Series:
 
 
 def commit_of(run: Run) -> str:
+    """The commit the run's records carry (several: each, shortened), "+dirty" when any work tree was."""
     commits = list(dict.fromkeys(str(r.raw["git_commit"])[:10] for r in run.records if r.raw.get("git_commit")))
     dirty = "+dirty" if any(r.raw.get("git_dirty") for r in run.records) else ""
     return ", ".join(commits) + dirty if commits else "-"
