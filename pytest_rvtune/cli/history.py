@@ -12,7 +12,7 @@ from pathlib import Path
 from pytest_rvtune import paths
 from pytest_rvtune.results.history import DEFAULT_THRESHOLD_PCT, RunPoint, build_history, commit_of, write_history
 from pytest_rvtune.results.records import RunFileError
-from pytest_rvtune.results.run_names import runs_in, started
+from pytest_rvtune.results.run_names import named_runs, runs_in, started_label
 from pytest_rvtune.results.runs import Run, RunFileWarning, load_run
 
 
@@ -33,7 +33,7 @@ def run_history(args: argparse.Namespace) -> int:
     files = runs_in(directory)
     runs: list[Run] = []
     points: list[RunPoint] = []
-    for back, path in zip(range(len(files) - 1, -1, -1), files, strict=True):
+    for name, path in named_runs(files):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RunFileWarning)
@@ -41,10 +41,8 @@ def run_history(args: argparse.Namespace) -> int:
         except RunFileError as exc:
             print(f"rvtune history: skipped {exc}", file=sys.stderr)
             continue
-        stamp = started(path)
         runs.append(run)
-        points.append(RunPoint("latest" if back == 0 else f"latest~{back}",
-                               f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[9:11]}:{stamp[11:13]}", commit_of(run)))
+        points.append(RunPoint(name, started_label(path), commit_of(run)))
     if not runs:
         print(f"rvtune history: no runs in {directory} (a pytest session writes one there)", file=sys.stderr)
         return 1

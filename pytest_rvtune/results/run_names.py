@@ -30,6 +30,19 @@ def started(path: Path) -> str:
     return datetime.fromtimestamp(path.stat().st_mtime, UTC).strftime("%Y%m%dT%H%M%S")
 
 
+def started_label(path: Path) -> str:
+    """started() as ``YYYY-MM-DD HH:MM`` (UTC), for a listing."""
+    stamp = started(path)
+    return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[9:11]}:{stamp[11:13]}"
+
+
+def named_runs(files: list[Path]) -> list[tuple[str, Path]]:
+    """``files`` (runs_in's, oldest first) each with the name that reaches it: ``latest`` for the newest,
+    ``latest~N`` for the one N runs before it."""
+    last = len(files) - 1
+    return [("latest" if i == last else f"latest~{last - i}", path) for i, path in enumerate(files)]
+
+
 def runs_in(directory: Path) -> list[Path]:
     """The results files of ``directory``, oldest first (empty files, runs that recorded nothing, left out)."""
     if not directory.is_dir():
