@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pytest_rvtune.compat.harness_reader import split_call_args
 from pytest_rvtune.compat.int_expr import IntExprError, evaluate
 
 #: The harness's values are C integers.
@@ -162,15 +163,11 @@ def _string_variables(text: str) -> dict[str, str]:
 
 
 def _call_args(text: str, start: int) -> list[str] | None:
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return _split_top(text[start + 1:i])
-    return None
+    """The arguments of the call whose '(' is at ``start``, or None when its parentheses do not close."""
+    try:
+        return split_call_args(text, start)[0]
+    except ValueError:
+        return None
 
 
 def _get_db(args: list[str] | None, default_dir: str | None,
