@@ -13,7 +13,7 @@ from pytest_rvtune import paths
 from pytest_rvtune.results.history import DEFAULT_THRESHOLD_PCT, RunPoint, build_history, commit_of, write_history
 from pytest_rvtune.results.records import RunFileError
 from pytest_rvtune.results.run_names import named_runs, runs_in, started_label
-from pytest_rvtune.results.runs import Run, RunFileWarning, load_run
+from pytest_rvtune.results.runs import ANALYSIS_FIELDS, Run, RunFileWarning, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -37,7 +37,7 @@ def run_history(args: argparse.Namespace) -> int:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RunFileWarning)
-                run = load_run(path)
+                run = load_run(path, fields=ANALYSIS_FIELDS)  # every run is held: only what is read
         except RunFileError as exc:
             print(f"rvtune history: skipped {exc}", file=sys.stderr)
             continue

@@ -179,7 +179,7 @@ class RunFileWarning(UserWarning):
 WARNED_LINES = 5
 
 
-#: What the analyses (report, compare, export-best, noise, correlate, runs) read from a record's ``raw`` object
+#: What the analyses (report, compare, export-best, noise, correlate, runs, history) read from a record's ``raw`` object
 #: besides RunRecord's own fields: loading with ``fields=ANALYSIS_FIELDS`` keeps only these, not the whole object
 #: (its checks and any text a future writer adds), so 10^5 records fit in a few times the file.
 ANALYSIS_FIELDS: frozenset[str] = frozenset({
