@@ -25,7 +25,7 @@ from pytest_rvtune.counters import parse_hart_launch_insns, read_icount_file
 from pytest_rvtune.elf_info import ElfError, ElfInfo, read_elf
 from pytest_rvtune.targets.local import launcher_symbol, run_process
 from pytest_rvtune.toolchain import QEMU_CPU, ToolchainError, find_tool
-from pytest_rvtune.x60.blocks import read_blocks
+from pytest_rvtune.x60.blocks import ExecutedBlock, read_blocks
 from pytest_rvtune.x60.model import X60_RATIO_COUNTERS, x60_counters
 
 #: The plugin's cache-model counters the X60 model reads (L2 misses: DRAM traffic).
@@ -158,8 +158,11 @@ def count_window(window: LaunchWindow, args: Sequence[str], run_dir: Path, *, ti
             raise CountError(f"{what} ran, but never returned from {window.launcher} (0 launches): the window "
                              "opens at its entry and closes at the instruction after a direct call to it; is it "
                              "called through a function pointer, or is it the wrong function?")
-        blocks = read_blocks(blocks_file) if blocks_file.is_file() else []
-        x60, missing = _x60(blocks_file, window.elf, {k: counters[k] for k in CACHE_COUNTERS if k in counters})
+        # read once, for the vector count and the X60 model; a missing file goes to the model, which says why
+        blocks = read_blocks(blocks_file) if blocks_file.is_file() else None
+        cache = {k: counters[k] for k in CACHE_COUNTERS if k in counters}
+        x60, missing = _x60(blocks_file if blocks is None else blocks, window.elf, cache)
+    blocks = blocks or []
     vector = sum(b.count * sum(is_vector_insn(i) for i in b.insns) for b in blocks)
     return WindowCounts(window=window, launches=launches, launch_insns=counters["launch_insns"],
                         kernel_insns=counters.get("kernel_insns") if window.symbol else None,
@@ -190,7 +193,7 @@ def _tails(stdout: str, stderr: str) -> str:
     return "\n".join(parts) or "It printed nothing."
 
 
-def _x60(blocks: Path, elf: Path, cache: dict[str, float]) -> tuple[dict[str, float], str]:
+def _x60(blocks: Path | list[ExecutedBlock], elf: Path, cache: dict[str, float]) -> tuple[dict[str, float], str]:
     """The X60 model's counters of the windows (totals), or why there are none."""
     try:
         return dict(x60_counters(blocks, elf, cache=cache)), ""

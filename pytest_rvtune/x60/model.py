@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -223,13 +223,14 @@ class _Hart:
     standin: float = 0.0
 
 
-def x60_counters(blocks: Path, elf: Path, *, cache: Mapping[str, float] | None = None) -> dict[str, float]:
+def x60_counters(blocks: Path | Sequence[ExecutedBlock], elf: Path, *,
+                 cache: Mapping[str, float] | None = None) -> dict[str, float]:
     """The X60 model's counters for the launch windows of one run (see the module docstring).
 
-    ``blocks``: the plugin's blocks file; ``elf``: the static ELF that ran; ``cache``: the plugin's cache-model
-    counters (``l1d_accesses``, ``l1d_misses``, ``l2_misses``) when it ran them. Raises BlocksFileError or
-    CodeError (naming the file) for a missing or malformed input."""
-    executed = read_blocks(blocks)
+    ``blocks``: the plugin's blocks file, or its blocks when the caller read them already; ``elf``: the static
+    ELF that ran; ``cache``: the plugin's cache-model counters (``l1d_accesses``, ``l1d_misses``, ``l2_misses``)
+    when it ran them. Raises BlocksFileError or CodeError (naming the file) for a missing or malformed input."""
+    executed = read_blocks(blocks) if isinstance(blocks, Path) else list(blocks)
     code = elf_code(elf, _addresses(executed))
     harts: list[_Hart] = []
     for run in runs_of_blocks(executed, code):
