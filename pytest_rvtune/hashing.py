@@ -9,10 +9,17 @@ from pathlib import Path
 _digests: dict[tuple[str, int, int], str] = {}
 
 
+def file_sha256(path: Path) -> str:
+    """The file's sha256 read now, never from memory: what integrity checks of the cache need (a damaged file may
+    keep its size and mtime)."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
 def sha256_file(path: Path) -> str:
+    """The file's sha256, remembered per (path, size, mtime): inputs hashed for keys, once per process."""
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key not in _digests:
-        with path.open("rb") as fh:
-            _digests[key] = hashlib.file_digest(fh, "sha256").hexdigest()
+        _digests[key] = file_sha256(path)
     return _digests[key]

@@ -30,6 +30,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from pytest_rvtune import repairs
+from pytest_rvtune.hashing import file_sha256
 
 #: The file in every entry listing its other files: {"version": 1, "files": {relative path: [size, sha256]}}.
 MANIFEST = ".rvtune-entry.json"
@@ -52,11 +53,6 @@ def cache_key(**parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _digest(path: Path) -> str:
-    with path.open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def _files(entry: Path) -> Iterator[Path]:
     for path in sorted(entry.rglob("*")):
         if path.is_file() and path.name != MANIFEST:
@@ -65,7 +61,7 @@ def _files(entry: Path) -> Iterator[Path]:
 
 def write_manifest(entry: Path, key: str) -> None:
     """List every file of ``entry`` (a directory not yet published as ``key``) with its size and sha256."""
-    files = {p.relative_to(entry).as_posix(): [p.stat().st_size, _digest(p)] for p in _files(entry)}
+    files = {p.relative_to(entry).as_posix(): [p.stat().st_size, file_sha256(p)] for p in _files(entry)}
     (entry / MANIFEST).write_text(json.dumps({"version": MANIFEST_VERSION, "key": key, "files": files},
                                              sort_keys=True))
 
@@ -96,7 +92,7 @@ def entry_problem(entry: Path) -> str | None:
         actual = path.stat().st_size
         if actual != size:
             return f"{name} has {actual} bytes, {size} when it was built"
-        if _digest(path) != sha:
+        if file_sha256(path) != sha:
             return f"{name} has changed since it was built (sha256 differs)"
     if present:
         return f"{', '.join(sorted(present))} was added after it was built"
