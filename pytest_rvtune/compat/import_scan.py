@@ -214,8 +214,8 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path, cases: 
     needs = _case_names(info, getter, hinfo)
     chosen = _cases_for(result, stem, hinfo, needs, cases or [], harness)
     entry_cases = {}
-    variants = _variants(result, root / (layout.run_dir or "."), module, info, functions, harness, signatures,
-                         space)
+    variants = _variants(result, root / (layout.run_dir or "."), module, info, functions, harness, hinfo,
+                         signatures, space)
     unbuildable = [u for u in hinfo.unreadable if "does not compile" in u.why]
     launch = launch_parameters(module, functions[0]) if unbuildable and variants is None else None
     for case_name, values in chosen.items():
@@ -295,7 +295,7 @@ def _generic_case(result: Scan, root: Path, layout: Layout, module: Path, harnes
 
 
 def _variants(result: Scan, run_dir: Path, module: Path, info: ModuleInfo, functions: list[str], harness: Path,
-              signatures: dict[str, Any], space: dict[str, list[int]]) -> dict[str, Any] | None:
+              hinfo: HarnessInfo, signatures: dict[str, Any], space: dict[str, list[int]]) -> dict[str, Any] | None:
     """When the data is named by a config value: ``variant_key`` and ``variants`` (one plan per value: their
     harness or our generic one, compat/variants.py, every value's files pinned) for each case; else None.
     Checks the space's keys on the way."""
@@ -307,7 +307,7 @@ def _variants(result: Scan, run_dir: Path, module: Path, info: ModuleInfo, funct
                              "its config keys")
     text = strip_comments(harness.read_text(errors="replace"))
     found: VariantScan | None = scan_variants(run_dir, text, read_data(text), constexprs, space, module,
-                                              read_harness(harness).wrap_calls, signatures)
+                                              hinfo.wrap_calls, signatures)
     if found is None:
         return None
     for note in found.notes:
