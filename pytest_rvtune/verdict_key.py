@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_rvtune.compiler.cache import cache_key
-from pytest_rvtune.hashing import sha256_file
+from pytest_rvtune.hashing import argv_by_content, files_by_content
 
 #: Bump when what the key covers changes: records of an older key are then never reused.
 KEY_VERSION = 1
@@ -29,8 +29,8 @@ def verdict_key(*, elf_sha256: str, golden_sha256: str, argv: Sequence[Any], ker
                 files: Mapping[str, Path] | None = None, output_format: str | None = None) -> str:
     """The key of one run as the item makes it: ``argv`` is everything the ELF gets (run options first), with
     ``Path`` entries for the files it reads (hashed by content: the same data at another path is the same run)."""
-    args = [f"file:{sha256_file(a)}" if isinstance(a, Path) else str(a) for a in argv]
-    laid_out = {rel: sha256_file(Path(p)) for rel, p in sorted((files or {}).items())}
+    args = argv_by_content(argv)
+    laid_out = files_by_content(files)
     return cache_key(kind="verdict", version=KEY_VERSION, elf=elf_sha256, data=golden_sha256, argv=args,
                      symbol=kernel_symbol or "", files=laid_out, output_format=output_format or "")
 

@@ -26,7 +26,7 @@ from filelock import FileLock
 from pytest_rvtune import paths, repairs
 from pytest_rvtune.compiler.cache import cache_key, mark_used
 from pytest_rvtune.counters import REQUIRED_ICOUNT_KEYS
-from pytest_rvtune.hashing import sha256_file
+from pytest_rvtune.hashing import argv_by_content, files_by_content
 from pytest_rvtune.targets.base import Check, RunResult
 
 #: Bump when the stored record's shape or meaning changes: older records are then never read.
@@ -47,8 +47,8 @@ def count_key(*, elf_sha256: str, data_sha256: str, fingerprint: Mapping[str, st
               output_format: str | None = None) -> str:
     """The key of one run. File arguments count by content (the same data at another path is the same run);
     ``files`` are the relative paths an external harness opens, with their content."""
-    args = [f"file:{sha256_file(a)}" if isinstance(a, Path) else str(a) for a in argv]
-    laid_out = {rel: sha256_file(Path(p)) for rel, p in (files or {}).items()}
+    args = argv_by_content(argv)
+    laid_out = files_by_content(files)
     return cache_key(kind="counts", version=RECORD_VERSION, elf=elf_sha256, data=data_sha256,
                      target=dict(fingerprint), argv=args, symbol=kernel_symbol or "", files=laid_out,
                      output_format=output_format or "")
