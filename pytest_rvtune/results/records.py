@@ -138,7 +138,7 @@ class SharedValues:
     problem, the golden sha): one object each instead of one per record. Records share them: never modified."""
 
     def __init__(self) -> None:
-        self._machines: dict[str, dict[str, Any]] = {}
+        self._mappings: dict[str, dict[str, Any]] = {}
 
     def text(self, value: Any) -> str:
         return sys.intern(str(value))
@@ -146,10 +146,10 @@ class SharedValues:
     def keys(self, mapping: dict[str, Any]) -> dict[str, Any]:
         return {sys.intern(str(k)): v for k, v in mapping.items()}
 
-    def machine(self, machine: dict[str, Any]) -> dict[str, Any]:
+    def mapping(self, mapping: dict[str, Any]) -> dict[str, Any]:
         """One dict for equal machines, case params and problems (a file holds a handful of each)."""
-        key = repr(sorted(machine.items(), key=lambda kv: str(kv[0])))
-        return self._machines.setdefault(key, machine)
+        key = repr(sorted(mapping.items(), key=lambda kv: str(kv[0])))
+        return self._mappings.setdefault(key, mapping)
 
 
 def record_from_dict(obj: Any, where: str = "record", *, raw_fields: frozenset[str] | None = None,
@@ -194,14 +194,14 @@ def record_from_dict(obj: Any, where: str = "record", *, raw_fields: frozenset[s
         timing_source=share.text(obj.get("timing_source") or "real"),
         elf_sha256=str(obj.get("elf_sha256") or ""),
         golden_sha256=share.text(obj.get("golden_sha256") or ""),
-        machine=share.machine(dict(obj.get("machine") or {})),
+        machine=share.mapping(dict(obj.get("machine") or {})),
         # the pytest node id: no analysis reads it; a slim record (raw_fields given) keeps it only if asked
         nodeid=str(obj.get("nodeid") or "") if raw_fields is None or "nodeid" in raw_fields else "",
         message=str(obj.get("message") or ""),
         time=share.text(obj.get("time") or ""),  # to the second: many items of a run share one
         wall_s=None if wall is None else float(wall),
-        case_params=share.machine(share.keys(dict(obj.get("case_params") or {}))),
-        problem=share.machine(share.keys(dict(problem))),
+        case_params=share.mapping(share.keys(dict(obj.get("case_params") or {}))),
+        problem=share.mapping(share.keys(dict(problem))),
         raw=dict(obj) if raw_fields is None else {k: obj[k] for k in raw_fields if k in obj},
     )
 
