@@ -13,7 +13,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from pytest_rvtune.compiler.cache import TMP_MARK, entry_problem, try_lock
+from pytest_rvtune.compiler.cache import TMP_MARK, BuildCache, entry_problem, try_lock
 from pytest_rvtune.targets.count_cache import record_problem
 
 _KEY = re.compile(r"[0-9a-f]{64}")
@@ -42,7 +42,7 @@ def stale_lock(temp: Path) -> FileLock | None:
     if not _KEY.fullmatch(key):
         return None
     kind_dir = temp.parent.parent
-    return FileLock(str(kind_dir.parent / "locks" / f"{kind_dir.name}-{key}.lock"))
+    return BuildCache(kind_dir.parent).lock(kind_dir.name, key)  # the lock its build takes
 
 
 def is_stale(temp: Path) -> bool:
