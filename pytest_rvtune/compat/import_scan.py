@@ -194,6 +194,7 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path, cases: 
     harness_rel = harness.relative_to(root).as_posix()
     try:
         hinfo = read_harness(harness)
+        harness_text = strip_comments(harness.read_text(errors="replace"))  # read once: the plans below use it
     except OSError as exc:
         result.problem(stem, _unreadable_file(harness, exc))
         return None
@@ -214,17 +215,17 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path, cases: 
     needs = _case_names(info, getter, hinfo)
     chosen = _cases_for(result, stem, hinfo, needs, cases or [], harness)
     entry_cases = {}
-    variants = _variants(result, root / (layout.run_dir or "."), module, info, functions, harness, hinfo,
-                         signatures, space)
+    variants = _variants(result, root / (layout.run_dir or "."), module, info, functions, harness_text,
+                         hinfo, signatures, space)
     unbuildable = [u for u in hinfo.unreadable if "does not compile" in u.why]
     launch = launch_parameters(module, functions[0]) if unbuildable and variants is None else None
     for case_name, values in chosen.items():
         params = {**{n: hinfo.defaults.get(n, 0) for n in hinfo.shape_names}, **values}
         if unbuildable and variants is None:
             entry_cases[case_name] = {"params": params, "sha256": {},
-                                      "generic": _generic_case(result, root, layout, module, harness, signatures,
-                                                               hinfo, launch, case_name, params, unbuildable[0],
-                                                               reference)}
+                                      "generic": _generic_case(result, root, layout, module, harness, harness_text,
+                                                               signatures, hinfo, launch, case_name, params,
+                                                               unbuildable[0], reference)}
         elif variants is None:
             entry_cases[case_name] = {"params": params,
                                       "sha256": _pin_data(result, root, layout, stem, case_name, hinfo, params)}
@@ -259,7 +260,7 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path, cases: 
     return entry
 
 
-def _generic_case(result: Scan, root: Path, layout: Layout, module: Path, harness: Path,
+def _generic_case(result: Scan, root: Path, layout: Layout, module: Path, harness: Path, text: str,
                   signatures: dict[str, Any], hinfo: HarnessInfo, launch: tuple[str, list[str], dict[str, str]] | None,
                   case: str, params: dict[str, int], unbuildable: Unreadable, reference: str | None) -> dict[str, Any]:
     """The ``generic`` table of a case their harness cannot build: their kernel in our generic harness on their
@@ -275,7 +276,6 @@ def _generic_case(result: Scan, root: Path, layout: Layout, module: Path, harnes
     function = next(iter(signatures))
     runtime = [p for p, v in signatures[function].items() if v != 1]
     wrap_params = dict(zip(runtime, hinfo.wrap_calls.get(function, []), strict=False))
-    text = strip_comments(harness.read_text(errors="replace"))
     run_dir = root / (layout.run_dir or ".")
     found = find_reference(module, launch[0])
     if reference:
@@ -294,7 +294,7 @@ def _generic_case(result: Scan, root: Path, layout: Layout, module: Path, harnes
     return plan_table(plan, pins)
 
 
-def _variants(result: Scan, run_dir: Path, module: Path, info: ModuleInfo, functions: list[str], harness: Path,
+def _variants(result: Scan, run_dir: Path, module: Path, info: ModuleInfo, functions: list[str], text: str,
               hinfo: HarnessInfo, signatures: dict[str, Any], space: dict[str, list[int]]) -> dict[str, Any] | None:
     """When the data is named by a config value: ``variant_key`` and ``variants`` (one plan per value: their
     harness or our generic one, compat/variants.py, every value's files pinned) for each case; else None.
@@ -305,7 +305,6 @@ def _variants(result: Scan, run_dir: Path, module: Path, info: ModuleInfo, funct
     if unknown:
         result.problem(stem, f"--space {', '.join(unknown)}: not a tl.constexpr of {', '.join(functions)}: use "
                              "its config keys")
-    text = strip_comments(harness.read_text(errors="replace"))
     found: VariantScan | None = scan_variants(run_dir, text, read_data(text), constexprs, space, module,
                                               hinfo.wrap_calls, signatures)
     if found is None:
