@@ -21,7 +21,7 @@ from typing import Any
 from pytest_rvtune.compat.checkout_layout import KNOWN_RUN, Layout, find_layout
 from pytest_rvtune.compat.fixed_configs import static_block_values
 from pytest_rvtune.compat.harness_reader import HarnessInfo, Unreadable, read_harness, strip_comments
-from pytest_rvtune.compat.harness_values import read_data
+from pytest_rvtune.compat.harness_values import HarnessData, read_data
 from pytest_rvtune.compat.int_expr import IntExprError, names_in
 from pytest_rvtune.compat.launch_signature import derive_signature
 from pytest_rvtune.compat.module_reader import ModuleInfo, read_module
@@ -219,13 +219,15 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path, cases: 
                          hinfo, signatures, space)
     unbuildable = [u for u in hinfo.unreadable if "does not compile" in u.why]
     launch = launch_parameters(module, functions[0]) if unbuildable and variants is None else None
+    generic_data: HarnessData | None = None  # the generic plans' reads: the same for every case, read once
     for case_name, values in chosen.items():
         params = {**{n: hinfo.defaults.get(n, 0) for n in hinfo.shape_names}, **values}
         if unbuildable and variants is None:
+            generic_data = generic_data or read_data(harness_text, stem)
             entry_cases[case_name] = {"params": params, "sha256": {},
                                       "generic": _generic_case(result, root, layout, module, harness, harness_text,
-                                                               signatures, hinfo, launch, case_name, params,
-                                                               unbuildable[0], reference)}
+                                                               generic_data, signatures, hinfo, launch, case_name,
+                                                               params, unbuildable[0], reference)}
         elif variants is None:
             entry_cases[case_name] = {"params": params,
                                       "sha256": _pin_data(result, root, layout, stem, case_name, hinfo, params)}
@@ -261,8 +263,9 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path, cases: 
 
 
 def _generic_case(result: Scan, root: Path, layout: Layout, module: Path, harness: Path, text: str,
-                  signatures: dict[str, Any], hinfo: HarnessInfo, launch: tuple[str, list[str], dict[str, str]] | None,
-                  case: str, params: dict[str, int], unbuildable: Unreadable, reference: str | None) -> dict[str, Any]:
+                  data: HarnessData, signatures: dict[str, Any], hinfo: HarnessInfo,
+                  launch: tuple[str, list[str], dict[str, str]] | None, case: str, params: dict[str, int],
+                  unbuildable: Unreadable, reference: str | None) -> dict[str, Any]:
     """The ``generic`` table of a case their harness cannot build: their kernel in our generic harness on their
     data for the case, the expected value from their file or their Python reference (variants.case_plan)."""
     stem = module.stem
@@ -280,8 +283,7 @@ def _generic_case(result: Scan, root: Path, layout: Layout, module: Path, harnes
     found = find_reference(module, launch[0])
     if reference:
         found = ReferenceFound(reference, found.candidates, f"reference in [triton_rvv.kernels.{stem}]")
-    plan, problems = case_plan(why, read_data(text, stem), text, params, run_dir, wrap_params, launch[2], found,
-                               subject, stem)
+    plan, problems = case_plan(why, data, text, params, run_dir, wrap_params, launch[2], found, subject, stem)
     for problem in problems:
         result.problem(stem, problem.removeprefix(f"{stem}: "))
     if plan.harness == "generic":
