@@ -112,27 +112,27 @@ def harness_args_of(launch: Launch, inputs: Mapping[str, Path],
     """The launch's non-constexpr args with their role: a tensor with an expected file is written by the
     kernel ("out", or "inout" when it also has an input file); other tensors are read ("in")."""
     out: list[generic.HarnessArg] = []
-    seen: dict[str, str] = {}
+    seen: dict[str, generic.HarnessArg] = {}  # tensor -> the argument it was passed to first
     for a in launch.args:
         tensor = a.tensor  # None: a scalar argument
         if tensor is None:
             out.append(generic.HarnessArg(a.name, a.type, "scalar"))
             continue
         if tensor in seen:  # passed twice (updated in place through a second parameter): one buffer
-            first = next(b for b in out if b.name == seen[tensor])
+            first = seen[tensor]
             if first.ttype != a.type:
                 raise generic.HarnessError(
-                    f"tensor {tensor!r} is passed to {seen[tensor]} as {first.ttype} and to {a.name} as {a.type}: "
+                    f"tensor {tensor!r} is passed to {first.name} as {first.ttype} and to {a.name} as {a.type}: "
                     f"the generic harness cannot reinterpret a buffer; write main_cpp/<kernel>.cpp for this kernel")
             out.append(generic.HarnessArg(a.name, a.type, "alias", label=tensor))
             continue
-        seen[tensor] = a.name
         written, read = tensor in expected, tensor in inputs
         if not (written or read):
             raise generic.HarnessError(f"tensor {tensor!r} (argument {a.name}) has no golden file: "
                                        "regenerate the golden data (`rvtune golden generate`)")
         role: generic.Role = ("inout" if read else "out") if written else "in"
-        out.append(generic.HarnessArg(a.name, a.type, role, label=tensor))
+        seen[tensor] = generic.HarnessArg(a.name, a.type, role, label=tensor)
+        out.append(seen[tensor])
     return out
 
 
