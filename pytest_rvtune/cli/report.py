@@ -11,6 +11,7 @@ from pytest_rvtune.cli.out_dir import out_dir_problem
 from pytest_rvtune.cli.rank_by import add_rank_by_argument
 from pytest_rvtune.extras import MissingExtraError
 from pytest_rvtune.results.report import FORMATS, build_case_reports, default_out_dir, render_report, write_perf_stats
+from pytest_rvtune.results.run_names import resolve
 from pytest_rvtune.results.runs import ANALYSIS_FIELDS, check_rank_by, load_run
 
 
@@ -55,7 +56,9 @@ def run_report(args: argparse.Namespace) -> int:
         print("rvtune report: --base compares in the HTML page only: add --html FILE (or use `rvtune compare`)",
               file=sys.stderr)
         return 2
-    problem = out_dir_problem(args.out or default_out_dir(Path(args.run)))
+    # latest / latest~N named once: the default output goes beside the run file it names, not ./latest-report
+    run_path = resolve(args.run)
+    problem = out_dir_problem(args.out or default_out_dir(run_path))
     if problem:
         print(f"rvtune report: {problem}", file=sys.stderr)
         return 2
@@ -74,7 +77,7 @@ def run_report(args: argparse.Namespace) -> int:
         for rep in reports:
             if rep.note:
                 print(f"note: {rep.note}", file=sys.stderr)
-    out: Path = args.out or default_out_dir(Path(args.run))
+    out: Path = args.out or default_out_dir(run_path)
     out.mkdir(parents=True, exist_ok=True)
     ext = {"table": "txt", "markdown": "md"}.get(args.format, args.format)
     written = [out / f"report.{ext}"]

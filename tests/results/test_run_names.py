@@ -66,6 +66,7 @@ def test_commands_take_latest_and_runs_lists_them(project: Path, capsys: pytest.
     assert "compared 2 of the base run's 2 items against latest~1" in capsys.readouterr().err
     assert main(["report", "latest", "--no-plots", "--format", "json"]) == 0
     capsys.readouterr()
+    assert (results / "20261126T093000-3-cccccc-report").is_dir() and not (project / "latest-report").exists()
     assert main(["compare", "latest~2", "latest"]) == 2
     err = capsys.readouterr().err
     assert "rvtune compare: latest~2: " in err and "results holds 2 runs, so there is no latest~2" in err
