@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pytest_rvtune.compiler.cache import BuildCache, cache_key
 from pytest_rvtune.compiler.runtime_object import KERNEL_HELPER_PREFIX
+from pytest_rvtune.elf_symbols import ElfFormatError, read_symbols
 from pytest_rvtune.harness import HEADER, HEADER_DIR
 from pytest_rvtune.harness import generate as generic
 from pytest_rvtune.hashing import sha256_file
@@ -202,18 +203,9 @@ def disassemble(tc: Toolchain, elf: Path, symbols: Sequence[str], out: Path) -> 
 def code_symbols(obj: Path) -> list[str]:
     """Functions an object defines (global and static): the kernel and any helper the lowering emitted. Read
     from its symbol table in process (an llvm-nm-19 run per config was 3 % of a cold build's CPU)."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.sections import SymbolTableSection
-
     try:
-        with obj.open("rb") as f:
-            table = ELFFile(f).get_section_by_name(".symtab")
-            if not isinstance(table, SymbolTableSection):
-                return []
-            return [s.name for s in table.iter_symbols()
-                    if s["st_info"]["type"] == "STT_FUNC" and s["st_shndx"] != "SHN_UNDEF" and s.name]
-    except (OSError, ELFError) as exc:
+        return list(dict.fromkeys(s.name for s in read_symbols(obj.read_bytes()).functions()))
+    except (OSError, ElfFormatError) as exc:
         raise ToolchainError(f"listing the symbols of {obj} failed: {exc}") from exc
 
 

@@ -3,7 +3,7 @@ it defines (the kernel, its launcher), and the block constants a kernel build le
 
 Read with ``struct`` from the file itself (no tool, no process): the ELF header, the program headers (a
 ``PT_INTERP`` means a dynamic executable, which qemu-user can only run with a riscv64 loader it would have to
-find) and the symbol table. Block constants are the ``const int <kernel>_<NAME>`` objects our launcher
+find) and the symbol table (elf_symbols). Block constants are the ``const int <kernel>_<NAME>`` objects our launcher
 (compiler/launcher.py, ``<name>_consts.c``) and Triton_RVV's triton-cpu launcher both emit per config.
 """
 
@@ -13,14 +13,10 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_rvtune.elf_symbols import STT_FUNC, ElfFormatError, Symbol, read_symbols
+
 EM_RISCV = 243
 _PT_INTERP = 3
-_SHT_SYMTAB = 2
-_SHT_NOBITS = 8
-_STT_OBJECT = 1
-_STT_FUNC = 2
-_SHN_UNDEF = 0
-_SHN_LORESERVE = 0xFF00
 
 #: ELF machine numbers people meet, for "this is an x86-64 ELF, not rv64".
 _MACHINES = {3: "i386", 40: "ARM", 62: "x86-64", 183: "AArch64", EM_RISCV: "RISC-V"}
@@ -28,14 +24,6 @@ _MACHINES = {3: "i386", 40: "ARM", 62: "x86-64", 183: "AArch64", EM_RISCV: "RISC
 
 class ElfError(ValueError):
     """An ELF ``rvtune count`` cannot run; the message names the file and what to do."""
-
-
-@dataclass(frozen=True)
-class Symbol:
-    name: str
-    address: int
-    size: int
-    section: int
 
 
 @dataclass
@@ -108,8 +96,7 @@ def read_elf(path: Path) -> ElfInfo:
                        "64-bit little-endian RISC-V (rv64) ELFs only")
     if len(data) < 64:
         raise ElfError(f"{path}: truncated ELF header ({len(data)} bytes)")
-    (e_type, machine, _, _entry, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum,
-     _) = struct.unpack_from("<HHIQQQIHHHHHH", data, 16)
+    e_type, machine, _, _entry, phoff, _, _, _, phentsize, phnum = struct.unpack_from("<HHIQQQIHHH", data, 16)
     if machine != EM_RISCV:
         raise ElfError(f"{path} is an ELF for {_MACHINES.get(machine, f'machine {machine}')}, not rv64 RISC-V: "
                        "build it with --target=riscv64-linux-gnu")
@@ -121,24 +108,13 @@ def read_elf(path: Path) -> ElfInfo:
             raise ElfError(f"{path} is dynamically linked (it asks for a program interpreter): rvtune count runs "
                            "static ELFs; link it with -static")
     info = ElfInfo(path=path)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
-                for i in range(shnum) if shoff + (i + 1) * shentsize <= len(data) and shentsize >= 64]
-    for index, (_, sh_type, _, addr, offset, size, _, _, _, _) in enumerate(sections):
-        if sh_type != _SHT_NOBITS and addr:
-            info.sections[index] = (addr, offset, size)
-    for sh_type, offset, size, link, entsize in ((s[1], s[4], s[5], s[6], s[9]) for s in sections):
-        if sh_type != _SHT_SYMTAB or link >= len(sections) or entsize < 24:
-            continue
-        str_off, str_size = sections[link][4], sections[link][5]
-        for at in range(offset, offset + size - entsize + 1, entsize):
-            st_name, st_info, _, shndx, value, sym_size = struct.unpack_from("<IBBHQQ", data, at)
-            kind = st_info & 0xF
-            if kind not in (_STT_FUNC, _STT_OBJECT) or shndx == _SHN_UNDEF or shndx >= _SHN_LORESERVE:
-                continue
-            end = data.find(b"\0", str_off + st_name, str_off + str_size)
-            name = data[str_off + st_name:end].decode("utf-8", "replace")
-            table = info.functions if kind == _STT_FUNC else info.objects
-            table.setdefault(name, Symbol(name, value, sym_size, shndx))
+    try:
+        table = read_symbols(data)
+    except ElfFormatError as exc:
+        raise ElfError(f"{path}: unreadable section headers ({exc}): is the file truncated?") from exc
+    info.sections.update(table.sections)
+    for sym in table.symbols:
+        (info.functions if sym.kind == STT_FUNC else info.objects).setdefault(sym.name, sym)
     if not info.functions:
         raise ElfError(f"{path} has no symbol table (stripped?): rvtune count finds the launch window by function "
                        "name; build it without -s / strip")

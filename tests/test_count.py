@@ -80,7 +80,11 @@ def foo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (run_dir / "data" / "n.txt").write_text("1000\n")
     subprocess.run([find_tool("llvm-strip-19"), str(tmp / "foo.elf"), "-o", str(tmp / "foo_stripped.elf")],
                    check=True, capture_output=True)  # llvm-19: the toolchain's package
-    return {"elf": tmp / "foo.elf", "dyn": tmp / "foo_dyn.elf", "cxx": tmp / "foo_cxx.elf", "run": run_dir, "src": src,
+    damaged = bytearray((tmp / "foo.elf").read_bytes())
+    damaged[58:60] = (40).to_bytes(2, "little")  # e_shentsize: an ELF64 section header has 64 bytes
+    (tmp / "foo_badsh.elf").write_bytes(damaged)
+    return {"badsh": tmp / "foo_badsh.elf",
+            "elf": tmp / "foo.elf", "dyn": tmp / "foo_dyn.elf", "cxx": tmp / "foo_cxx.elf", "run": run_dir, "src": src,
             "obj": tmp / "foo.o", "stripped": tmp / "foo_stripped.elf"}
 
 
@@ -171,6 +175,7 @@ def test_program_arguments_after_the_separator_are_not_ours(foo: dict[str, Path]
     ("dyn", ["--symbol", "foo"], "is dynamically linked"),
     ("obj", ["--symbol", "foo"], "is not an executable"),
     ("stripped", ["--symbol", "foo"], "has no symbol table (stripped?)"),
+    ("badsh", ["--symbol", "foo"], "unreadable section headers (section headers of 40 bytes"),
     ("elf", ["--symbol", "bar"], "has no function 'bar'"),
     ("elf", [], "no --symbol (the kernel function) and no --launch"),
     ("elf", ["--launch", "nope_wrap"], "has no launcher function 'nope_wrap'"),
