@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_rvtune import paths
-from pytest_rvtune.x60.blocks import parse_blocks
+from pytest_rvtune.x60.blocks import ExecutedBlock, parse_blocks
 
 #: Bump when the way an estimate is computed changes: cached per-block estimates of another version are unused.
 TIMING_MODEL_VERSION = 1
@@ -149,8 +149,12 @@ class Block:
 def read_blocks(path: Path) -> list[Block]:
     """The plugin's ``blocks=`` file (format and checks: x60.blocks.parse_blocks, its one reader), as llvm-mca
     blocks still to be disassembled."""
-    return [Block(vaddr=b.vaddr, count=b.count, insns=list(b.insns), harts=list(b.per_hart))
-            for b in parse_blocks(path.read_text(), str(path))]
+    return blocks_of(parse_blocks(path.read_text(), str(path)))
+
+
+def blocks_of(executed: Sequence[ExecutedBlock]) -> list[Block]:
+    """The blocks a caller read already (for the X60 model), as llvm-mca blocks still to be disassembled."""
+    return [Block(vaddr=b.vaddr, count=b.count, insns=list(b.insns), harts=list(b.per_hart)) for b in executed]
 
 
 # --------------------------------------------------------------------------------------------- disassembly
@@ -316,9 +320,12 @@ def estimate(blocks: Sequence[Block], model: CoreModel) -> Estimate:
     return Estimate(cycles=total, blocks=len(blocks), fallback_blocks=len(fallback_keys), model=model.name)
 
 
-def est_cycles_of(blocks_file: Path, model: CoreModel) -> dict[str, float]:
-    """``{"est_cycles": n}`` for the plugin's blocks file (whole launch windows; the caller divides by the
-    launches), ``{}`` when the file is missing (QEMU killed before it exited)."""
-    if not blocks_file.is_file():
-        return {}
-    return {EST_CYCLES: estimate(read_blocks(blocks_file), model).cycles}
+def est_cycles_of(blocks: Path | Sequence[ExecutedBlock], model: CoreModel) -> dict[str, float]:
+    """``{"est_cycles": n}`` for the plugin's blocks file, or its blocks when the caller read them already (whole
+    launch windows; the caller divides by the launches), ``{}`` when the file is missing (QEMU killed before it
+    exited)."""
+    if isinstance(blocks, Path):
+        if not blocks.is_file():
+            return {}
+        return {EST_CYCLES: estimate(read_blocks(blocks), model).cycles}
+    return {EST_CYCLES: estimate(blocks_of(blocks), model).cycles}

@@ -35,6 +35,7 @@ from pytest_rvtune.targets.output_cap import CappedOutput
 from pytest_rvtune.toolchain import HOST_ISA, QEMU_CPU, RISCV_ISA, RISCV_VLEN, find_tool, tool_version
 from pytest_rvtune.tools import plugin_state
 from pytest_rvtune.x60 import model as x60_model
+from pytest_rvtune.x60.blocks import read_blocks
 
 #: Host events tried by default; used only if this machine's PMU really counts them (see perf_events_that_count).
 DEFAULT_HOST_PERF_EVENTS: tuple[str, ...] = ("cycles", "instructions")
@@ -282,10 +283,11 @@ class QemuTarget:
             done = run_process([*cmd, str(elf.resolve()), *_local_args(args)], timeout, run_dir)
             counters = read_icount_file(icount) if self.counters else {}
             if counters and kernel_symbol and blocks.is_file():
+                executed = read_blocks(blocks)  # once, for the X60 model and the llvm-mca timing model
                 counters.update(x60_model.x60_counters(
-                    blocks, elf, cache={k: counters[k] for k in timing_model.CACHE_COUNTERS if k in counters}))
-            if counters and kernel_symbol and self.with_timing_model:
-                counters.update(timing_model.est_cycles_of(blocks, timing_model.riscv_core_model()))
+                    executed, elf, cache={k: counters[k] for k in timing_model.CACHE_COUNTERS if k in counters}))
+                if self.with_timing_model:
+                    counters.update(timing_model.est_cycles_of(executed, timing_model.riscv_core_model()))
         return _result(done, counters, output_format=output_format)
 
     def close(self) -> None:
