@@ -6,17 +6,16 @@ Nothing here knows pytest.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from filelock import FileLock
 
+from pytest_rvtune.cache_layout import KEY, walk
 from pytest_rvtune.compiler.cache import TMP_MARK, BuildCache, entry_problem, try_lock
 from pytest_rvtune.targets.count_cache import record_problem
 
-_KEY = re.compile(r"[0-9a-f]{64}")
 #: A temporary directory whose key cannot be told (an older version's name) is stale after this long.
 STALE_AFTER_S = 3600.0
 #: entry_problem's word for an entry an older pytest-rvtune made (no manifest): made again, not damaged.
@@ -39,7 +38,7 @@ def stale_lock(temp: Path) -> FileLock | None:
     """The lock a live build of ``temp`` (``<root>/<kind>/<key[:2]>/.<key>.tmp-...``) would hold; None when the
     name holds no key."""
     key = temp.name[1:].split(TMP_MARK)[0]
-    if not _KEY.fullmatch(key):
+    if not KEY.fullmatch(key):
         return None
     kind_dir = temp.parent.parent
     return BuildCache(kind_dir.parent).lock(kind_dir.name, key)  # the lock its build takes
@@ -58,11 +57,12 @@ def is_stale(temp: Path) -> bool:
 
 def check_cache(root: Path) -> CacheCheck:
     found = CacheCheck()
-    for path in sorted(root.rglob("*")):
-        if path.name.startswith(".") and TMP_MARK in path.name and path.is_dir():
+    for where in walk(root):
+        path = where.path
+        if where.kind == "temp":
             if is_stale(path):
                 found.stale.append(path)
-        elif _KEY.fullmatch(path.name) and path.parent.name == path.name[:2] and path.is_dir():
+        elif where.kind == "entry":
             problem = entry_problem(path)
             if problem is None:
                 found.intact += 1
@@ -70,7 +70,7 @@ def check_cache(root: Path) -> CacheCheck:
                 found.older.append(path)
             else:
                 found.damaged.append((path, problem))
-        elif path.suffix == ".json" and path.parent.parent.name == "counts" and _KEY.fullmatch(path.stem):
+        elif where.kind == "record" and path.parent.parent.name == "counts":
             problem = record_problem(path)
             if problem is None:
                 found.counts_intact += 1

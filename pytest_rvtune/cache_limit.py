@@ -23,12 +23,12 @@ import os
 import re
 import time
 import tomllib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_rvtune import paths
-from pytest_rvtune.compiler.cache import TMP_MARK, remove_entry, try_lock
+from pytest_rvtune.cache_layout import walk
+from pytest_rvtune.compiler.cache import BuildCache, remove_entry, try_lock
 
 #: 4 GB: a few full sweeps of every kernel (one 6-config kernel's cache was 204 MB), well below a laptop's disk.
 DEFAULT_CAP = 4_000_000_000
@@ -37,7 +37,6 @@ CAP_INI = "rvtune_cache_max"
 #: `rvtune cache prune` keeps entries used this recently: another session may hold their paths right now.
 RECENT_S = 600.0
 
-_KEY_NAME = re.compile(r"([0-9a-f]{2})[0-9a-f]{6,}(\.json)?")
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
           "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", re.IGNORECASE)
@@ -128,37 +127,23 @@ def _tree_size(path: Path) -> int:
     return total
 
 
-def _is_entry(path: Path) -> bool:
-    match = _KEY_NAME.fullmatch(path.name)
-    return match is not None and path.parent.name == match[1] and not path.name.startswith(".")
-
-
-def _walk(root: Path) -> Iterator[tuple[Path, bool]]:
-    """(path, is an entry) for every entry and every file outside one."""
-    for dirpath, dirs, files in os.walk(root):
-        here = Path(dirpath)
-        for name in list(dirs):
-            if _is_entry(here / name):
-                dirs.remove(name)
-                yield here / name, True
-        for name in files:
-            yield here / name, _is_entry(here / name)
-
-
 def usage(root: Path | None = None) -> Usage:
     root = root or paths.cache_dir()
     entries: list[Entry] = []
     other_bytes = other_files = 0
     if not root.is_dir():
         return Usage(entries, 0, 0)
-    for path, is_entry in _walk(root):
+    for found in walk(root):
         try:
-            st = path.lstat()
+            st = found.path.lstat()
         except OSError:
             continue
-        if is_entry:
-            size = _tree_size(path) if path.is_dir() else st.st_size
-            entries.append(Entry(path, size, st.st_mtime))
+        if found.kind in ("entry", "record"):
+            size = _tree_size(found.path) if found.kind == "entry" else st.st_size
+            entries.append(Entry(found.path, size, st.st_mtime))
+        elif found.kind == "temp":  # a build filling it (prune leaves it); `rvtune cache verify` removes stale ones
+            other_bytes += _tree_size(found.path)
+            other_files += 1
         else:
             other_bytes += st.st_size
             other_files += 1
@@ -170,10 +155,8 @@ def _remove(entry: Path) -> bool:
     if entry.is_file():
         entry.unlink(missing_ok=True)
         return True
-    from filelock import FileLock
-
     kind_dir = entry.parent.parent
-    lock = FileLock(str(kind_dir.parent / "locks" / f"{kind_dir.name}-{entry.name}.lock"))
+    lock = BuildCache(kind_dir.parent).lock(kind_dir.name, entry.name)  # the lock a build of its key takes
     if not try_lock(lock):
         return False
     try:
@@ -191,7 +174,7 @@ def prune(cap: int, keep_since: float, root: Path | None = None) -> Pruned:
     for entry in sorted(found.entries, key=lambda e: e.used):
         if result.after <= cap:
             break
-        if entry.used >= keep_since or TMP_MARK in entry.path.name or not _remove(entry.path):
+        if entry.used >= keep_since or not _remove(entry.path):
             result.kept_busy += 1
             continue
         result.removed += 1
