@@ -401,7 +401,7 @@ class RvtuneSession:
         """What the session's report starts with (before pytest-benchmark's tables): what --rvtune-shortlist kept,
         per kernel, case and problem the best configs by the ranking metric, and where the results are."""
         from pytest_rvtune.results.records import record_from_dict
-        from pytest_rvtune.results.summary import ranking_lines
+        from pytest_rvtune.results.summary import ranking_lines, wrap
         lines: list[str] = []
         if self.shortlist is not None and self.finished_records:
             groups = [(r.kernel, r.case, r.problem_id) for r in map(record_from_dict, self.finished_records)]
@@ -413,11 +413,11 @@ class RvtuneSession:
         lines += [*ranking, f"  all configs: rvtune report {self.results_path}"]
         emulated = [r for r in self.finished_records if r.get("timing_source") == "emulated" and r.get("samples_ns")]
         if benchmark_tables and any(modelled_ns(r) is not None for r in emulated):
-            lines.append("  (pytest-benchmark's tables below show the modelled SpacemiT X60 time of emulated items, "
-                         "x60_cycles at 1.6 GHz; --benchmark-json keeps every counter)")
+            lines += wrap("  (pytest-benchmark's tables below show the modelled SpacemiT X60 time of emulated items, "
+                          "x60_cycles at 1.6 GHz; --benchmark-json keeps every counter)")
         elif benchmark_tables and emulated:
-            lines.append("  (pytest-benchmark's tables below show QEMU's emulated times, which are not performance; "
-                         "--benchmark-json keeps every counter)")
+            lines += wrap("  (pytest-benchmark's tables below show QEMU's emulated times, which are not performance; "
+                          "--benchmark-json keeps every counter)")
         return lines
 
     def summary_lines(self) -> list[str]:

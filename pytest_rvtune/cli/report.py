@@ -92,9 +92,10 @@ def run_report(args: argparse.Namespace) -> int:
             status = 2
         else:
             written += write_plots(run, out, args.rank_by)
-    print(f"wrote {len(written)} files under {out}", file=sys.stderr)
     if args.html:
         from pytest_rvtune.results.html import write_html
 
-        print(f"wrote {write_html(run, args.html, base)}", file=sys.stderr)
+        written += write_html(run, args.html, base)
+    for path in written:  # each by name: which file to open is the reader's next question
+        print(f"wrote {path}", file=sys.stderr)
     return status

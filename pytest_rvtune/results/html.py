@@ -511,10 +511,11 @@ def render_html(run: Run, base: Run | None = None, thresholds: Thresholds | None
     return PAGE.format(title=escape(title), style=STYLE, body="\n".join(body), script=SCRIPT)
 
 
-def write_html(run: Run, path: Path, base: Run | None = None, thresholds: Thresholds | None = None) -> Path:
+def write_html(run: Run, path: Path, base: Run | None = None, thresholds: Thresholds | None = None) -> list[Path]:
+    """The page at ``path``; returns the files written (the page first)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(run, base, thresholds), encoding="utf-8")
-    return path
+    return [path]
 
 
 PAGE = """<!DOCTYPE html>

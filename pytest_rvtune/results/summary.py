@@ -14,7 +14,9 @@ spread says how many distinct results the configs gave. Nothing here knows pytes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import re
+import textwrap
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_rvtune.results.records import RunRecord, group_label, record_from_dict
@@ -25,6 +27,8 @@ from pytest_rvtune.results.runs import MetricError, check_rank_by, group_by_prob
 TOP = 3
 #: Aliases named after a result (the rest are counted).
 ALIASES_SHOWN = 2
+#: Columns a summary line may take: a config id of six keys made a 200-column line that wrapped mid-number.
+WIDTH = 120
 
 
 def run_identity(record: RunRecord) -> tuple[str, ...]:
@@ -44,10 +48,10 @@ def distinct_results(order: Sequence[RunRecord]) -> list[list[RunRecord]]:
     return list(results.values())
 
 
-def _aliases(result: Sequence[RunRecord]) -> str:
+def _aliases(result: Sequence[RunRecord], name: Callable[[str], str] = str) -> str:
     if len(result) == 1:
         return ""
-    shown = ", ".join(r.config_id for r in result[1:1 + ALIASES_SHOWN])
+    shown = ", ".join(name(r.config_id) for r in result[1:1 + ALIASES_SHOWN])
     more = len(result) - 1 - ALIASES_SHOWN
     return f" (= {shown}{f', +{more} more' if more > 0 else ''})"
 
@@ -76,20 +80,27 @@ def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP, rank
         metrics.add(metric)
         results = distinct_results(order)
         best, worst = ranked_value(order[0], metric), ranked_value(order[-1], metric)
-        listed = "  ".join(f"{i}. {result[0].config_id} {format_metric(metric, ranked_value(result[0], metric))}"
-                           f"{_aliases(result)}" for i, result in enumerate(results[:top], 1))
-        text = f"  {kernel} / {group_label(case, problem)} on {target}: {listed}"
-        if len(order) > 1 and best:
-            distinct = f", {len(results)} distinct" if len(results) < len(order) else ""
-            text += f"; worst/best {worst / best:.2f}x over {len(order)} configs{distinct}"
         default = defaults.get((target, kernel, problem))
         place = next((i for i, result in enumerate(results, 1) if default in {r.config_id for r in result}), None)
+        shown = [r for result in results[:top] for r in result[:1 + ALIASES_SHOWN]]
+        if default is not None and place is not None and place > 1:
+            shown.append(results[place - 1][0])
+        name = ConfigNames([r.config_id for r in group], [r.config_id for r in shown], group[0].problem)
+        head = f"  {kernel} / {group_label(case, problem)} on {target}: "
+        entries = [f"{i}. {name(result[0].config_id)} {format_metric(metric, ranked_value(result[0], metric))}"
+                   f"{_aliases(result, name)}" for i, result in enumerate(results[:top], 1)]
+        tail = []
+        if len(order) > 1 and best:
+            distinct = f", {len(results)} distinct" if len(results) < len(order) else ""
+            tail.append(f"worst/best {worst / best:.2f}x over {len(order)} configs{distinct}")
         if default is not None and place is not None and place > 1:
             slower = ranked_value(results[place - 1][0], metric) / best - 1 if best else 0.0
-            text += f"; default {default} #{place} (+{slower * 100:.1f}%)"
+            tail.append(f"default {name(default)} #{place} (+{slower * 100:.1f}%)")
         elif place == 1 and len({r.case for r in records if r.kernel == kernel and r.target == target}) > 1:
-            text += "; #1 is the default"  # (with one case the default is its winner: nothing to say)
-        lines.append(text)
+            tail.append("#1 is the default")  # (with one case the default is its winner: nothing to say)
+        if name.legend:
+            tail.append(name.legend)
+        lines += fit(head, entries, tail)
     if not lines:
         return []
     what = " / ".join(sorted(metrics))
@@ -108,4 +119,70 @@ def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP, rank
     note = ["  (emulated groups without instruction counts are not ranked)"] if emulated_time else []
     if unknown_metric:
         note.append(unknown_metric)
-    return [f"{title}:", *lines, *note]
+    return [*wrap(f"{title}:"), *lines, *note]
+
+
+def wrap(text: str, indent: str = "    ", width: int = WIDTH) -> list[str]:
+    """``text`` in lines of at most ``width`` columns, broken between words, continuations indented."""
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+
+
+def fit(head: str, entries: Sequence[str], tail: Sequence[str], width: int = WIDTH) -> list[str]:
+    """One group's summary: ``head``, the entries (``  `` between them), then ``; `` and each part of the tail, on
+    one line when that fits ``width``; else broken before an entry or part, continuation lines indented."""
+    pieces = [("  " if i else "", e) for i, e in enumerate(entries)] + [("; ", t) for t in tail]
+    lines, current = [], head.rstrip(" ")
+    for sep, text in pieces:
+        fresh = current == head.rstrip(" ")
+        joined = f"{current}{' ' if fresh else sep}{text}"
+        if len(joined) <= width or fresh:
+            current = joined
+        else:
+            lines.append(current + sep.rstrip())
+            current = f"      {text}"
+    return [*lines, current]
+
+
+class ConfigNames:
+    """Config ids short enough for a summary line, by a stable scheme, when the full ids do not fit
+    (a six-key Triton_RVV config id is ~80 columns):
+
+    - keys with one value over the whole group (``GROUP_SIZE_M=8``, ``num_threads=1``) are left out of every id
+      and named once, in the legend: ``(all: GSM=8, nt=1)``; the problem keys (the group's heading names them)
+      are left out;
+    - every key is written as the initials of its ``_``-separated parts, case kept: ``BLOCK_SIZE_M`` -> ``BSM``,
+      ``num_threads`` -> ``nt``; keys whose initials collide keep their full names.
+
+    Ids that are short already (every shown id at most SHORT_ID columns) stay as they are: ``BLOCK=64``."""
+
+    SHORT_ID = 24
+
+    def __init__(self, ids: Sequence[str], shown: Sequence[str], problem_keys: Iterable[str] = ()) -> None:
+        self.short: dict[str, str] = {}
+        self.legend = ""
+        if all(len(c) <= self.SHORT_ID for c in shown):
+            return
+        configs = {i: id_pairs(i) for i in ids}
+        keys = list(dict.fromkeys(k for pairs in configs.values() for k, _ in pairs))
+        initials = {k: "".join(part[:1] for part in k.split("_") if part) or k for k in keys}
+        taken = list(initials.values())
+        abbrev = {k: initials[k] if taken.count(initials[k]) == 1 else k for k in keys}
+        values = {k: {dict(pairs).get(k) for pairs in configs.values()} for k in keys}
+        fixed = [k for k in keys if len(values[k]) == 1 and None not in values[k]]
+        dropped = set(fixed) | set(problem_keys)
+        for full, pairs in configs.items():
+            self.short[full] = "-".join(f"{abbrev[k]}={v}" for k, v in pairs if k not in dropped) or full
+        named = [f"{abbrev[k]}={next(iter(values[k]))}" for k in fixed if k not in set(problem_keys)]
+        self.legend = f"(all: {', '.join(named)})" if named else ""
+
+    def __call__(self, config_id: str) -> str:
+        return self.short.get(config_id, config_id)
+
+
+_PAIR = re.compile(r"([A-Za-z_]\w*)=(.*?)(?=-[A-Za-z_]\w*=|$)")
+
+
+def id_pairs(config_id: str) -> list[tuple[str, str]]:
+    """``BLOCK_SIZE_M=8-K=-1`` -> [("BLOCK_SIZE_M", "8"), ("K", "-1")]: a config id's keys in the kernel's order
+    (a results file sorts the config object's keys; the id keeps the order of the kernel's configs)."""
+    return _PAIR.findall(config_id)
