@@ -210,7 +210,7 @@ def _statement_end(text: str, start: int) -> int:
     return len(text)
 
 
-def _split_top(text: str, sep: str) -> list[tuple[str, int]]:
+def split_top(text: str, sep: str) -> list[tuple[str, int]]:
     """``text`` split at ``sep`` outside brackets and string literals, each part with its offset."""
     parts, depth, start, i = list[tuple[str, int]](), 0, 0, 0
     while i < len(text):
@@ -249,7 +249,7 @@ def _declarations(text: str, lines: _Lines) -> dict[str, list[Declaration]]:
         ctype = re.sub(r"\s+", " ", m.group("type")).replace("std::", "")
         end = _statement_end(text, m.end())
         body = text[m.end():end]
-        for part, offset in _split_top(body, ","):
+        for part, offset in split_top(body, ","):
             d = re.fullmatch(r"\s*(\*?)\s*(&?)\s*([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*(?:=\s*(.*?))?\s*", part, re.S)
             if d is None:
                 continue
@@ -316,7 +316,7 @@ class _Evaluator:
     # ---- strings: "a" + std::to_string(e) + s
     def string(self, text: str) -> str:
         pieces = []
-        for part, _ in _split_top(text, "+"):
+        for part, _ in split_top(text, "+"):
             part = part.strip()
             if not part:
                 raise _CannotRead(text, "an empty operand of +")

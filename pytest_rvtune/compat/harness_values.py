@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pytest_rvtune.compat.harness_reader import split_call_args
+from pytest_rvtune.compat.harness_reader import split_call_args, split_top
 from pytest_rvtune.compat.int_expr import IntExprError, evaluate
 
 #: The harness's values are C integers.
@@ -31,18 +31,8 @@ _DECLARATION = re.compile(rf"\b{_INT_TYPES}\s+([^;(){{}}]+?);")
 
 
 def _split_top(text: str, sep: str = ",") -> list[str]:
-    """The parts of ``text`` between top-level ``sep`` (not inside parentheses or braces), stripped."""
-    depth, start, out = 0, 0, []
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
-    return [p.strip() for p in out if p.strip()]
+    """The non-empty parts of ``text`` between top-level ``sep`` (not inside brackets or string literals), stripped."""
+    return [part.strip() for part, _ in split_top(text, sep) if part.strip()]
 
 
 def declarations(text: str) -> list[tuple[str, str]]:

@@ -164,7 +164,8 @@ def parse_function_type(text: str) -> tuple[list[Type], list[Type]]:
 
 
 def _split_top(text: str, sep: str) -> list[str]:
-    """Split at top-level separators, ignoring ones nested in brackets or strings (``->`` is not a bracket)."""
+    """Split at top-level separators, ignoring ones nested in brackets or strings (``->`` is not a bracket). MLIR's
+    grammar, not C's (compat/harness_reader.split_top): ``<...>`` nests here (``!tt.ptr<f32, 1>``)."""
     parts, depth, start, i, n = [], 0, 0, 0, len(text)
     while i < n:
         c = text[i]
