@@ -47,6 +47,10 @@ PACKAGE_DATA = (
     "pytest_rvtune/compiler/runtime/rvtune_dot_panels.c",
     "pytest_rvtune/harness/rvtune_harness.h",
     "pytest_rvtune/harness/formats/triton-rvv.toml",
+    "pytest_rvtune/results/templates/page.html.j2",
+    "pytest_rvtune/results/templates/macros.html.j2",
+    "pytest_rvtune/results/templates/report.css",
+    "pytest_rvtune/results/templates/report.js",
 )
 
 #: The new project's kernel: y = 2 x + b over n elements, written for this test (no kernel of the checkout).

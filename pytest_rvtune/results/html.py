@@ -5,11 +5,14 @@ clicking a header, a heatmap of the two block parameters that vary (svg.py), the
 time (correlation.py) and a scatter of the strongest counter against time; the best config per group; the items
 without a valid result; with a base run, every item's change and verdict as ``rvtune compare`` computes them.
 
-The file carries everything inline (CSS, a small script for sorting, SVG charts): no network, no CDN, so it
-opens from a mail attachment or a CI artifact as it is. Every string from a run (kernel names, config values,
-messages, counter names) is escaped with :func:`html.escape`. ``#sort=TABLE:COLUMN[:asc|desc]`` in the URL sorts
-a table on load (the table ids and column keys are the ``id`` and ``data-key`` attributes), so a sorted view
-can be linked. Nothing here knows pytest or argparse.
+This module computes what the page shows (tables of cells, facts, charts); the markup is in Jinja2 templates
+(``templates/page.html.j2``, ``macros.html.j2``, with the page's CSS and script beside them), rendered with
+autoescape on: every string from a run (kernel names, config values, messages, counter names) is escaped on
+output, and only the charts svg.py draws (which escapes what it draws) go in as markup. The file carries
+everything inline (CSS, a small script for sorting, SVG charts): no network, no CDN, so it opens from a mail
+attachment or a CI artifact as it is. ``#sort=TABLE:COLUMN[:asc|desc]`` in the URL sorts a table on load (the
+table ids and column keys are the ``id`` and ``data-key`` attributes), so a sorted view can be linked. Nothing
+here knows pytest or argparse.
 """
 
 from __future__ import annotations
@@ -18,9 +21,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from html import escape
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
 from pytest_rvtune.results.compare import Change, ItemComparison, Thresholds, compare_runs, format_pct
 from pytest_rvtune.results.correlation import STRONG, correlation_rows
@@ -46,6 +52,14 @@ VERDICT_TONE = {"regressed": "bad", "broken": "bad", "still failing": "bad", "im
                 "changed": "warn", "unchanged": "plain", "same": "plain", "not gated": "plain"}
 TONE_ORDER = ("bad", "warn", "good", "plain")
 
+
+@cache
+def environment() -> Environment:
+    """The templates' environment: autoescape on, and an undefined name is an error, never an empty string."""
+    return Environment(loader=PackageLoader("pytest_rvtune.results", "templates"), autoescape=True,
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
 # --- tables -----------------------------------------------------------------------------------------------
 
 SortValue = float | str | None
@@ -65,6 +79,11 @@ class Cell:
     sort: SortValue = None  # what the column sorts by (None: shown last); the text when omitted
     css: str = ""
     tooltip: str = ""
+    href: str = ""  # a link (relative, beside the page) the text opens
+
+    @property
+    def data_v(self) -> str:
+        return "" if self.sort is None else (repr(self.sort) if isinstance(self.sort, float) else self.sort)
 
 
 @dataclass(frozen=True)
@@ -83,8 +102,10 @@ def txt(text: str, css: str = "", tooltip: str = "") -> Cell:
     return Cell(text, text, css, tooltip)
 
 
-def class_attr(css: str) -> str:
-    return f' class="{escape(css)}"' if css else ""
+def classes(*names: str) -> dict[str, str]:
+    """``{"class": "a b"}`` of the non-empty names, ``{}`` when there are none."""
+    joined = " ".join(n for n in names if n)
+    return {"class": joined} if joined else {}
 
 
 #: Rows one table shows at most: a results file of 10^5 items made a 130 MB page no browser opens; the report's
@@ -92,39 +113,69 @@ def class_attr(css: str) -> str:
 MAX_TABLE_ROWS = 500
 
 
-def table_html(table_id: str, columns: Sequence[Column], rows: Sequence[Row], sorted_by: str | None = None,
-               empty: str = "nothing to show") -> str:
+@dataclass(frozen=True)
+class HeadCell:
+    title: str
+    attrs: dict[str, str]
+
+
+@dataclass(frozen=True)
+class BodyCell:
+    text: str
+    attrs: dict[str, str]
+    href: str = ""
+
+
+@dataclass(frozen=True)
+class BodyRow:
+    attrs: dict[str, str]
+    cells: list[BodyCell]
+
+
+@dataclass(frozen=True)
+class Table:
     """A sortable table: clicking a header sorts by it (numbers as numbers); ``sorted_by`` marks the column the
-    rows are already in ascending order of. At most MAX_TABLE_ROWS rows, in their order; a note says how many
-    more there are."""
-    if not rows:
-        return f'<p class="empty">{escape(empty)}</p>'
-    more = len(rows) - MAX_TABLE_ROWS
-    rows = rows[:MAX_TABLE_ROWS]
-    head = []
-    for column in columns:
-        attrs = f' data-key="{escape(column.key)}" data-type="{"num" if column.numeric else "text"}"'
-        if column.key == sorted_by:
-            attrs += ' aria-sort="ascending"'
-        css = " ".join(c for c in ("num" if column.numeric else "", column.css) if c)
-        head.append(f'<th{attrs}{class_attr(css)} scope="col" tabindex="0">'
-                    f"{escape(column.title)}</th>")
-    body = []
-    for row in rows:
-        attrs = "".join(f' {escape(name)}="{escape(value)}"' for name, value in row.attrs.items())
+    rows are already in ascending order of. At most ``limit`` rows, in their order; a note says how many there
+    are."""
+
+    id: str
+    columns: Sequence[Column]
+    rows: Sequence[Row]
+    sorted_by: str | None = None
+    empty: str = "nothing to show"
+    limit: int = MAX_TABLE_ROWS
+
+    @property
+    def more(self) -> int:
+        return len(self.rows) - self.limit
+
+    def head(self) -> list[HeadCell]:
         cells = []
-        for column, cell in zip(columns, row.cells, strict=True):
-            css = " ".join(c for c in ("num" if column.numeric else "", column.css, cell.css) if c)
-            sort = "" if cell.sort is None else (repr(cell.sort) if isinstance(cell.sort, float) else cell.sort)
-            title = f' title="{escape(cell.tooltip)}"' if cell.tooltip else ""
-            cells.append(f'<td data-v="{escape(sort)}"{class_attr(css)}{title}>'
-                         f"{escape(cell.text)}</td>")
-        body.append(f"<tr{attrs}>{''.join(cells)}</tr>")
-    capped = (f'<p class="note">The first {MAX_TABLE_ROWS} rows of {MAX_TABLE_ROWS + more} (sorting sorts these); '
-              "<code>rvtune report --format csv</code> lists every row.</p>") if more > 0 else ""
-    return (f'<div class="table-wrap"><table id="{escape(table_id)}" class="sortable">'
-            f"<thead><tr>{''.join(head)}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table></div>"
-            + capped)
+        for column in self.columns:
+            attrs = {"data-key": column.key, "data-type": "num" if column.numeric else "text"}
+            if column.key == self.sorted_by:
+                attrs["aria-sort"] = "ascending"
+            cells.append(HeadCell(column.title, attrs | classes("num" if column.numeric else "", column.css)))
+        return cells
+
+    def body(self) -> list[BodyRow]:
+        rows = []
+        for row in self.rows[: self.limit]:
+            cells = []
+            for column, cell in zip(self.columns, row.cells, strict=True):
+                attrs = {"data-v": cell.data_v} | classes("num" if column.numeric else "", column.css, cell.css)
+                if cell.tooltip:
+                    attrs["title"] = cell.tooltip
+                cells.append(BodyCell(cell.text, attrs, cell.href))
+            rows.append(BodyRow(row.attrs, cells))
+        return rows
+
+
+@dataclass(frozen=True)
+class Figure:
+    svg: Markup  # drawn by svg.py, which escapes every string it draws
+    caption: str
+    css: str = ""
 
 
 def ratio(value: float | None) -> Cell:
@@ -160,7 +211,7 @@ def param_columns(group: Sequence[RunRecord]) -> list[str]:
 
 
 def ranking_table(table_id: str, rep: CaseReport, group: Sequence[RunRecord],
-                  verdicts: dict[tuple[str, str, str, str], ItemComparison] | None) -> str:
+                  verdicts: dict[tuple[str, str, str, str], ItemComparison] | None) -> Table:
     by_config = {r.config_id: r for r in group}
     params = param_columns(group)
     counters = [n for n in counter_names(group) if n != rep.metric]
@@ -197,7 +248,7 @@ def ranking_table(table_id: str, rep: CaseReport, group: Sequence[RunRecord],
             attrs["class"] = "winner"
         rows.append(Row(cells, attrs))
     sorted_by = f"counter:{rep.metric}" if rep.metric != "time" else "median"
-    return table_html(table_id, columns, rows, sorted_by=sorted_by)
+    return Table(table_id, columns, rows, sorted_by=sorted_by)
 
 
 def metric_change(verdict: ItemComparison | None, metric: str) -> Change | None:
@@ -207,7 +258,7 @@ def metric_change(verdict: ItemComparison | None, metric: str) -> Change | None:
     return next((c for c in verdict.changes if c.metric == metric), None)
 
 
-def heatmap_figure(grid: HeatmapGrid, chart_id: str) -> str:
+def heatmap_figure(grid: HeatmapGrid, chart_id: str) -> Figure:
     def label(value: Any) -> str:
         return "" if value is None else str(value)
 
@@ -231,8 +282,8 @@ def heatmap_figure(grid: HeatmapGrid, chart_id: str) -> str:
     svg = heatmap_svg(cells, [label(v) for v in grid.rows], [label(v) for v in grid.cols], grid.row_param,
                       grid.col_param or "", legend, grid.best, f"heatmap of {metric_title(grid.metric)}", chart_id)
     others = (f"; {', '.join(grid.others)} at their best in each cell" if grid.others else "")
-    return (f'<figure class="plot">{svg}<figcaption>{escape(metric_title(grid.metric))} per cell, lower is better'
-            f"{escape(others)}; outlined: the winner, {escape(grid.winner.config_id)}</figcaption></figure>")
+    return Figure(Markup(svg), f"{metric_title(grid.metric)} per cell, lower is better{others}; outlined: the "
+                               f"winner, {grid.winner.config_id}")
 
 
 def short(metric: str, value: float) -> str:
@@ -249,7 +300,7 @@ def compact(value: float) -> str:
     return f"{value:.3g}"
 
 
-def scatter_figure(group: Sequence[RunRecord], strongest: dict[str, Any], emulated: bool) -> str:
+def scatter_figure(group: Sequence[RunRecord], strongest: dict[str, Any], emulated: bool) -> Figure:
     name = strongest["counter"]
     valid = [r for r in group if r.valid and r.median_ns is not None and name in r.counters]
     best = ranked(valid, rank_metric(valid))[0]
@@ -259,11 +310,11 @@ def scatter_figure(group: Sequence[RunRecord], strongest: dict[str, Any], emulat
     time_title = "median time" + (" (emulated by QEMU)" if emulated else "")
     svg = scatter_svg(points, name, time_title, compact, format_ns, f"{name} against median time",
                       note=f"Spearman {strongest['spearman']:+.2f}, Pearson {strongest['pearson']:+.2f}")
-    return (f'<figure class="plot">{svg}<figcaption>The counter most correlated with time, {escape(name)}, '
-            f"one point per valid config; diamond: the winner, {escape(best.config_id)}</figcaption></figure>")
+    return Figure(Markup(svg), f"The counter most correlated with time, {name}, one point per valid config; "
+                               f"diamond: the winner, {best.config_id}")
 
 
-def correlation_table(table_id: str, rows: Sequence[dict[str, Any]]) -> str:
+def correlation_table(table_id: str, rows: Sequence[dict[str, Any]]) -> Table:
     columns = [Column("counter", "counter", False), Column("n", "n"), Column("spearman", "Spearman"),
                Column("spearman_p", "p"), Column("pearson", "Pearson"), Column("pearson_p", "p ")]
     shown = []
@@ -275,38 +326,22 @@ def correlation_table(table_id: str, rows: Sequence[dict[str, Any]]) -> str:
                           num(row["pearson"], f"{row['pearson']:+.3f}"), num(row["pearson p"],
                                                                              f"{row['pearson p']:.2g}")],
                          {"class": "strong"} if strong else {}))
-    return table_html(table_id, columns, shown, empty="no counter varies over three or more valid configs")
+    return Table(table_id, columns, shown, empty="no counter varies over three or more valid configs")
 
 
-def failure_table(table_id: str, records: Sequence[RunRecord]) -> str:
+def failure_table(table_id: str, records: Sequence[RunRecord]) -> Table:
     columns = [Column("target", "target", False), Column("kernel", "kernel", False), Column("case", "case", False),
                Column("config", "config", False, "config"), Column("outcome", "outcome", False),
                Column("message", "message", False)]
     rows = [Row([txt(r.target), txt(r.kernel), txt(r.case), txt(r.config_id),
                  txt(r.outcome, "verdict tone-bad"),
                  txt(first_line(r.message), tooltip=r.message)], {"data-config": r.config_id}) for r in records]
-    return table_html(table_id, columns, rows)
+    return Table(table_id, columns, rows)
 
 
 def first_line(message: str, width: int = 160) -> str:
     line = message.strip().splitlines()[0] if message.strip() else ""
     return line if len(line) <= width else line[: width - 3] + "..."
-
-
-@dataclass
-class GroupView:
-    """What the page shows of one group, and the anchor it is reached by."""
-
-    anchor: str
-    key: GroupKey
-    report: CaseReport
-    records: list[RunRecord]
-    correlations: list[dict[str, Any]]
-    default_id: str | None  # the kernel's default config for this target and problem (report.default_configs)
-
-    @property
-    def title(self) -> str:
-        return f"{self.report.kernel} / {self.report.label}"
 
 
 def ranking_note(rep: CaseReport) -> str:
@@ -323,55 +358,104 @@ def ranking_note(rep: CaseReport) -> str:
             "exact instruction counts; the times are shown for reference.")
 
 
-def group_section(view: GroupView, verdicts: dict[tuple[str, str, str, str], ItemComparison] | None) -> str:
-    rep, n = view.report, view.anchor
-    facts = []
-    if rep.rows:
-        best = rep.rows[0]
-        value = best["median_ns"] if rep.metric == "time" else best.get(rep.metric)
-        facts.append(("best", best["config"]))
-        facts.append((metric_title(rep.metric), format_metric(rep.metric, value)))
-        if best["vs_worst"]:
-            facts.append(("worst / best", f"{best['vs_worst']:.2f}x over {len(rep.rows)} configs"))
-        default_rank = next((r["rank"] for r in rep.rows if r["config"] == view.default_id), None)
-        if default_rank and default_rank > 1:
-            facts.append(("kernel default", f"#{default_rank}, best is {best['vs_default']:.2f}x faster"))
-    if rep.failures:
-        facts.append(("without a valid result", str(len(rep.failures))))
-    badges = [f'<span class="badge target">{escape(rep.target)}</span>']
-    if rep.emulated:
-        badges.append('<span class="badge emulated" title="QEMU: instruction counts are exact, times are not '
-                      'performance">emulated</span>')
-    parts = [f'<section class="group" id="{n}">',
-             f"<h2>{escape(view.title)} {''.join(badges)}</h2>",
-             f'<p class="note">{escape(ranking_note(rep))}</p>']
-    if facts:
-        parts.append('<dl class="facts">' + "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>"
-                                                     for k, v in facts) + "</dl>")
-    figures = []
-    grid = heatmap_grid(view.records)
-    if grid is not None:
-        figures.append(heatmap_figure(grid, f"{n}-heat"))
-    if view.correlations:
-        figures.append(scatter_figure(view.records, view.correlations[0], rep.emulated))
-    if figures:
-        parts.append(f'<div class="plots">{"".join(figures)}</div>')
-    parts += [f"<h3>Configs, best first <small>({len(rep.rows)} valid; click a header to sort)</small></h3>",
-              ranking_table(f"rank-{n}", rep, view.records, verdicts)]
-    parts += [f"<h3>Counters against time <small>(valid configs; |r| &gt; {STRONG} highlighted"
-              f"{'; times emulated' if rep.emulated else ''})</small></h3>",
-              correlation_table(f"corr-{n}", view.correlations)]
-    if rep.failures:
-        parts += [f"<h3>Without a valid result <small>({len(rep.failures)}, not ranked)</small></h3>",
-                  failure_table(f"fail-{n}", rep.failures)]
-    parts.append("</section>")
-    return "\n".join(parts)
+@dataclass
+class GroupView:
+    """What the page shows of one group, and the anchor it is reached by."""
+
+    anchor: str
+    key: GroupKey
+    report: CaseReport
+    records: list[RunRecord]
+    correlations: list[dict[str, Any]]
+    default_id: str | None  # the kernel's default config for this target and problem (report.default_configs)
+    verdicts: dict[tuple[str, str, str, str], ItemComparison] | None = None
+    strong: float = STRONG
+
+    @property
+    def title(self) -> str:
+        return f"{self.report.kernel} / {self.report.label}"
+
+    @property
+    def target(self) -> str:
+        return self.report.target
+
+    @property
+    def emulated(self) -> bool:
+        return self.report.emulated
+
+    @property
+    def valid(self) -> int:
+        return len(self.report.rows)
+
+    @property
+    def metric_title(self) -> str:
+        return metric_title(self.report.metric)
+
+    @property
+    def spread(self) -> str:
+        rows = self.report.rows
+        return f"{rows[0]['vs_worst']:.2f}x" if rows and rows[0]["vs_worst"] else ""
+
+    @property
+    def note(self) -> str:
+        return ranking_note(self.report)
+
+    @property
+    def badges(self) -> list[tuple[str, str, str]]:
+        """(class, text, tooltip) of the heading's badges."""
+        badges = [("target", self.report.target, "")]
+        if self.report.emulated:
+            badges.append(("emulated", "emulated", "QEMU: instruction counts are exact, times are not performance"))
+        return badges
+
+    @property
+    def facts(self) -> list[tuple[str, str]]:
+        rep, facts = self.report, []
+        if rep.rows:
+            best = rep.rows[0]
+            value = best["median_ns"] if rep.metric == "time" else best.get(rep.metric)
+            facts.append(("best", best["config"]))
+            facts.append((metric_title(rep.metric), format_metric(rep.metric, value)))
+            if best["vs_worst"]:
+                facts.append(("worst / best", f"{best['vs_worst']:.2f}x over {len(rep.rows)} configs"))
+            default_rank = next((r["rank"] for r in rep.rows if r["config"] == self.default_id), None)
+            if default_rank and default_rank > 1:
+                facts.append(("kernel default", f"#{default_rank}, best is {best['vs_default']:.2f}x faster"))
+        if rep.failures:
+            facts.append(("without a valid result", str(len(rep.failures))))
+        return facts
+
+    @property
+    def figures(self) -> list[Figure]:
+        figures = []
+        grid = heatmap_grid(self.records)
+        if grid is not None:
+            figures.append(heatmap_figure(grid, f"{self.anchor}-heat"))
+        if self.correlations:
+            figures.append(scatter_figure(self.records, self.correlations[0], self.report.emulated))
+        return figures
+
+    @property
+    def param_figures(self) -> list[Figure]:
+        return []
+
+    @property
+    def ranking(self) -> Table:
+        return ranking_table(f"rank-{self.anchor}", self.report, self.records, self.verdicts)
+
+    @property
+    def correlation(self) -> Table:
+        return correlation_table(f"corr-{self.anchor}", self.correlations)
+
+    @property
+    def failures(self) -> Table | None:
+        return failure_table(f"fail-{self.anchor}", self.report.failures) if self.report.failures else None
 
 
 # --- the page ---------------------------------------------------------------------------------------------
 
 
-def best_table(views: Sequence[GroupView], defaults: dict[tuple[str, str, str], str]) -> str:
+def best_table(views: Sequence[GroupView], defaults: dict[tuple[str, str, str], str]) -> Table:
     with_problem = any(v.report.problem for v in views)
     columns = [Column("target", "target", False), Column("kernel", "kernel", False), Column("case", "case", False)]
     if with_problem:
@@ -392,17 +476,28 @@ def best_table(views: Sequence[GroupView], defaults: dict[tuple[str, str, str], 
                   ratio(best.get("vs_worst")), num(len(rep.rows), f"{len(rep.rows)} of {len(view.records)}"),
                   txt(defaults.get((rep.target, rep.kernel, rep.problem_id), ""))]
         rows.append(Row(cells, {"data-group": view.anchor}))
-    return table_html("best", columns, rows)
+    return Table("best", columns, rows)
 
 
-def comparison_section(base: Run, run: Run, verdicts: Sequence[ItemComparison], thresholds: Thresholds) -> str:
+@dataclass
+class Comparison:
+    """The section comparing the run with a base run: its path, the verdict counts, the gate, the table."""
+
+    base: str
+    chips: list[tuple[str, int, str]]  # (tone, count, status), worst first
+    gate: str
+    table: Table
+
+
+def comparison_section(base: Run, run: Run, verdicts: Sequence[ItemComparison], thresholds: Thresholds
+                       ) -> Comparison:
     """Every item's verdict against the base run, worst first: the change of its group's ranking metric, and the
     other metrics that moved."""
     counts: dict[str, int] = {}
     for verdict in verdicts:
         counts[verdict.status] = counts.get(verdict.status, 0) + 1
-    chips = "".join(f'<span class="chip tone-{tone(status)}">{n} {escape(status)}</span>'
-                    for status, n in sorted(counts.items(), key=lambda kv: (severity(kv[0]), kv[0])))
+    chips = [(tone(status), n, status) for status, n in sorted(counts.items(), key=lambda kv: (severity(kv[0]),
+                                                                                               kv[0]))]
     metrics = {key: rank_metric(group) for key, group in group_by_problem([*base.records, *run.records]).items()}
     columns = [Column("target", "target", False), Column("kernel", "kernel", False), Column("case", "case", False),
                Column("config", "config", False, "config"), Column("verdict", "verdict", False),
@@ -427,10 +522,7 @@ def comparison_section(base: Run, run: Run, verdicts: Sequence[ItemComparison], 
     gate = (f"a change counts when it is significant (Mann-Whitney, p < {thresholds.alpha:g}) and beyond "
             f"{thresholds.default_pct:g} %; QEMU instruction counts are exact, so only the threshold applies to "
             "them; emulated time is never gated")
-    return (f'<section id="comparison"><h2>Against the base run <small>{escape(str(base.path))}</small></h2>'
-            f'<p class="chips">{chips}</p><p class="note">Per item, as <code>rvtune compare</code> judges it: '
-            f"{escape(gate)}. Hover a row's last cell for the full verdict.</p>"
-            + table_html("compare", columns, rows, empty="no item in either run") + "</section>")
+    return Comparison(str(base.path), chips, gate, Table("compare", columns, rows, empty="no item in either run"))
 
 
 def record_key(verdict: ItemComparison) -> dict[str, str]:
@@ -446,32 +538,25 @@ def severity(status: str) -> int:
     return TONE_ORDER.index(tone(status))
 
 
-def _nav(views: Sequence[GroupView]) -> str:
-    items = []
-    for view in views:
-        rep = view.report
-        spread = f"{rep.rows[0]['vs_worst']:.2f}x" if rep.rows and rep.rows[0]["vs_worst"] else ""
-        items.append(f'<li><a href="#{view.anchor}"><span>{escape(view.title)}</span>'
-                     f'<span class="muted">{escape(rep.target)} {escape(spread)}</span></a></li>')
-    return '<nav><h2>Groups</h2><ul>' + "".join(items) + "</ul></nav>"
-
-
-def _summary(run: Run, views: Sequence[GroupView]) -> str:
+def summary_tiles(run: Run, views: Sequence[GroupView]) -> list[tuple[str, str, bool]]:
+    """(name, value, bad) of the header's tiles."""
     valid = sum(r.valid for r in run.records)
     failed = len(run.records) - valid
     targets = sorted({r.target for r in run.records})
-    stats = [("items", str(len(run.records))), ("valid", str(valid)), ("without a valid result", str(failed)),
-             ("groups", str(len(views))), ("targets", ", ".join(targets))]
+    return [("items", str(len(run.records)), False), ("valid", str(valid), False),
+            ("without a valid result", str(failed), failed > 0), ("groups", str(len(views)), False),
+            ("targets", ", ".join(targets), False)]
+
+
+def machines_of(run: Run) -> list[tuple[str, str]]:
+    """(target, its ISA, board and CPU) of each target that describes its machine."""
     machines = {}
     for record in run.records:
         machine = record.machine
         described = ", ".join(str(machine[k]) for k in ("isa", "board", "cpu") if machine.get(k))
         if described:
             machines[record.target] = described
-    tiles = [f'<div{class_attr("bad" if k.startswith("without") and v != "0" else "")}><dt>{escape(k)}</dt>'
-             f"<dd>{escape(v)}</dd></div>" for k, v in stats]
-    return ('<dl class="summary">' + "".join(tiles) + "</dl>"
-            + "".join(f'<p class="machine"><b>{escape(t)}</b>: {escape(m)}</p>' for t, m in sorted(machines.items())))
+    return sorted(machines.items())
 
 
 def render_html(run: Run, base: Run | None = None, thresholds: Thresholds | None = None,
@@ -485,30 +570,23 @@ def render_html(run: Run, base: Run | None = None, thresholds: Thresholds | None
         key = (row["target"], row["kernel"], row["case"], row.get("problem", ""))
         correlations.setdefault(key, []).append(row)
     defaults = default_configs(run.records)
-    views = [GroupView(f"g{i}", key, reports[key], records, correlations.get(key, []),
-                       defaults.get((key[0], key[1], key[3])))
-             for i, (key, records) in enumerate(groups.items(), 1)]
     verdict_list = compare_runs(base, run, thresholds) if base is not None else None
     verdicts = {v.key: v for v in verdict_list} if verdict_list is not None else None
+    views = [GroupView(f"g{i}", key, reports[key], records, correlations.get(key, []),
+                       defaults.get((key[0], key[1], key[3])), verdicts)
+             for i, (key, records) in enumerate(groups.items(), 1)]
     failures = [r for r in run.records if not r.valid]
-    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    body = [f"<header><h1>rvtune report <span>{escape(run.path.name)}</span></h1>"
-            f'<p class="muted">{escape(str(run.path))} &middot; generated {escape(stamp)}</p>'
-            f"{_summary(run, views)}</header>",
-            '<div class="layout">', _nav(views), "<main>",
-            '<section id="overview"><h2>Best config per group</h2>'
-            '<p class="note">Default = the kernel\'s most common winner across its cases (what '
-            "<code>rvtune export-best</code> ships); vs worst = how much the best gains over the worst valid "
-            "config.</p>" + best_table(views, defaults) + "</section>"]
-    if base is not None and verdict_list is not None:
-        body.append(comparison_section(base, run, verdict_list, thresholds))
-    body += [group_section(view, verdicts) for view in views]
-    if failures and len(views) > 1:  # (one group: its section lists them already)
-        body.append(f'<section id="failures"><h2>Items without a valid result ({len(failures)})</h2>'
-                    + failure_table("failures-all", failures) + "</section>")
-    body += ["</main>", "</div>"]
-    title = f"rvtune report: {run.path.name}"
-    return PAGE.format(title=escape(title), style=STYLE, body="\n".join(body), script=SCRIPT)
+    comparison = (comparison_section(base, run, verdict_list, thresholds)
+                  if base is not None and verdict_list is not None else None)
+    return environment().get_template("page.html.j2").render(
+        run_name=run.path.name, run_path=str(run.path),
+        stamp=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
+        summary=summary_tiles(run, views), machines=machines_of(run), groups=views,
+        overview_note=("Default = the kernel's most common winner across its cases (what rvtune export-best "
+                       "ships); vs worst = how much the best gains over the worst valid config."),
+        best=best_table(views, defaults), roofline=None, comparison=comparison, strong=STRONG,
+        # (one group: its section lists them already)
+        failures=failure_table("failures-all", failures) if failures and len(views) > 1 else None)
 
 
 def write_html(run: Run, path: Path, base: Run | None = None, thresholds: Thresholds | None = None) -> list[Path]:
@@ -516,143 +594,3 @@ def write_html(run: Run, path: Path, base: Run | None = None, thresholds: Thresh
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(run, base, thresholds), encoding="utf-8")
     return [path]
-
-
-PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="pytest-rvtune">
-<title>{title}</title>
-<style>{style}</style>
-</head>
-<body>
-{body}
-<script>{script}</script>
-</body>
-</html>
-"""
-
-STYLE = """
-:root { --ink:#111827; --muted:#6b7280; --line:#e5e7eb; --bg:#f6f7f9; --card:#fff; --accent:#1d4ed8;
-  --bad:#b91c1c; --bad-bg:#fee2e2; --good:#15803d; --good-bg:#dcfce7; --warn:#92400e; --warn-bg:#fef3c7; }
-* { box-sizing: border-box; }
-body { margin:0; font:14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color:var(--ink);
-  background:var(--bg); }
-header { background:#0f172a; color:#e5e7eb; padding:18px 28px 14px; }
-header h1 { margin:0 0 2px; font-size:20px; font-weight:650; }
-header h1 span { color:#93c5fd; font-weight:500; margin-left:6px; }
-header .muted { color:#94a3b8; margin:0 0 10px; }
-dl.summary { display:flex; flex-wrap:wrap; gap:10px; margin:0 0 6px; }
-dl.summary div { background:#1e293b; border-radius:8px; padding:6px 12px; min-width:92px; }
-dl.summary div.bad dd { color:#fca5a5; }
-dl.summary dt { font-size:11px; text-transform:uppercase; letter-spacing:.04em; color:#94a3b8; }
-dl.summary dd { margin:0; font-size:17px; font-weight:600; }
-p.machine { margin:2px 0; color:#cbd5e1; font-size:12px; }
-.layout { display:flex; align-items:flex-start; gap:20px; padding:20px 28px; }
-nav { position:sticky; top:12px; flex:0 0 200px; background:var(--card); border-radius:10px; padding:12px;
-  box-shadow:0 1px 2px rgba(0,0,0,.06); max-height:calc(100vh - 24px); overflow:auto; }
-nav h2 { font-size:12px; text-transform:uppercase; letter-spacing:.05em; color:var(--muted); margin:0 0 8px; }
-nav ul { list-style:none; margin:0; padding:0; }
-nav a { display:block; padding:5px 8px; border-radius:6px; color:var(--ink); text-decoration:none;
-  font-size:13px; }
-nav a span { display:block; }
-nav a span.muted { font-size:11.5px; }
-nav a:hover { background:#eef2ff; }
-main { flex:1; min-width:0; }
-section { background:var(--card); border-radius:10px; padding:16px 20px 18px; margin-bottom:20px;
-  box-shadow:0 1px 2px rgba(0,0,0,.06); }
-h2 { font-size:17px; margin:0 0 6px; }
-h2 small, h3 small { font-weight:400; color:var(--muted); font-size:12px; }
-h3 { font-size:14px; margin:18px 0 6px; }
-.note { color:#374151; margin:4px 0 10px; max-width:900px; }
-.muted { color:var(--muted); }
-code { background:#f1f5f9; padding:1px 4px; border-radius:4px; font-size:12px; }
-.badge { display:inline-block; font-size:11px; font-weight:600; padding:2px 8px; border-radius:999px;
-  vertical-align:middle; margin-left:6px; background:#e0e7ff; color:#3730a3; }
-.badge.emulated { background:var(--warn-bg); color:var(--warn); }
-dl.facts { display:flex; flex-wrap:wrap; gap:8px 22px; margin:6px 0 4px; }
-dl.facts dt { font-size:11px; color:var(--muted); text-transform:uppercase; letter-spacing:.04em; }
-dl.facts dd { margin:0; font-weight:600; word-break:break-all; }
-.plots { display:flex; flex-wrap:wrap; align-items:flex-start; gap:18px; margin:12px 0 4px; }
-figure.plot { margin:0; padding:10px; border:1px solid var(--line); border-radius:8px; background:#fff;
-  max-width:100%; overflow-x:auto; }
-figcaption { font-size:12px; color:var(--muted); max-width:460px; margin-top:4px; }
-svg.chart .cell:hover rect, svg.chart .point:hover * { stroke:#111827; stroke-width:2; }
-.table-wrap { display:inline-block; max-width:100%; overflow:auto; max-height:560px;
-  border:1px solid var(--line); border-radius:8px; }
-table { border-collapse:collapse; font-size:12.5px; }
-th, td { padding:5px 9px; border-bottom:1px solid var(--line); text-align:left; white-space:nowrap; }
-th { position:sticky; top:0; background:#f8fafc; font-weight:600; cursor:pointer; user-select:none; z-index:1; }
-th:hover { background:#eef2ff; }
-th::after { content:"\\2195"; color:#cbd5e1; margin-left:4px; font-size:11px; }
-th[aria-sort=ascending]::after { content:"\\25B2"; color:var(--accent); }
-th[aria-sort=descending]::after { content:"\\25BC"; color:var(--accent); }
-.num { text-align:right; font-variant-numeric:tabular-nums; }
-td.metric { font-weight:650; background:#f8fafc; }
-td.config { white-space:normal; width:24em; min-width:24em; overflow-wrap:anywhere; }
-tbody tr:nth-child(even) { background:#fcfcfd; }
-tbody tr:hover { background:#eef2ff; }
-tr.winner td { background:#ecfdf5; }
-tr.winner td:first-child { box-shadow:inset 3px 0 0 var(--good); }
-tr.strong td { background:#fffbeb; }
-.verdict, .chip { font-weight:600; }
-.tone-bad { color:var(--bad); } .tone-good { color:var(--good); } .tone-warn { color:var(--warn); }
-.tone-plain { color:var(--muted); }
-.chip { display:inline-block; padding:3px 10px; border-radius:999px; margin:0 6px 4px 0; font-size:12px;
-  background:#f1f5f9; }
-.chip.tone-bad { background:var(--bad-bg); } .chip.tone-good { background:var(--good-bg); }
-.chip.tone-warn { background:var(--warn-bg); }
-p.empty { color:var(--muted); font-style:italic; }
-@media (max-width: 900px) { .layout { display:block; } nav { position:static; margin-bottom:16px; } }
-@media print { nav { display:none; } .table-wrap { max-height:none; } }
-"""
-
-SCRIPT = r"""
-(function () {
-  "use strict";
-  function sortTable(table, key, dir) {
-    var heads = table.tHead.rows[0].cells, index = -1;
-    for (var i = 0; i < heads.length; i++) {
-      if (heads[i].getAttribute("data-key") === key) index = i;
-    }
-    if (index < 0) return false;
-    var numeric = heads[index].getAttribute("data-type") === "num";
-    var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
-    rows.sort(function (a, b) {
-      var x = a.cells[index].getAttribute("data-v"), y = b.cells[index].getAttribute("data-v");
-      if (x === "" || y === "") return x === y ? 0 : (x === "" ? 1 : -1);  // blanks last either way
-      var c = numeric ? parseFloat(x) - parseFloat(y) : x.localeCompare(y, undefined, {numeric: true});
-      return dir === "desc" ? -c : c;
-    });
-    rows.forEach(function (row) { body.appendChild(row); });
-    for (var j = 0; j < heads.length; j++) heads[j].removeAttribute("aria-sort");
-    heads[index].setAttribute("aria-sort", dir === "desc" ? "descending" : "ascending");
-    table.setAttribute("data-sorted-by", key + ":" + dir);
-    return true;
-  }
-  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
-      function toggle() {
-        sortTable(table, th.getAttribute("data-key"),
-                  th.getAttribute("aria-sort") === "ascending" ? "desc" : "asc");
-      }
-      th.addEventListener("click", toggle);
-      th.addEventListener("keydown", function (e) {
-        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(); }
-      });
-    });
-  });
-  Array.prototype.forEach.call(document.querySelectorAll("tr[data-group]"), function (row) {
-    row.addEventListener("click", function () { location.hash = row.getAttribute("data-group"); });
-  });
-  // #sort=TABLE:COLUMN[:asc|desc] sorts one table on load: a link to a sorted view (and the page test's hook)
-  var match = /^#sort=([^:]+):(.+?)(?::(asc|desc))?$/.exec(decodeURIComponent(location.hash));
-  if (match) {
-    var table = document.getElementById(match[1]);
-    if (table) sortTable(table, match[2], match[3] || "asc");
-  }
-  document.body.setAttribute("data-ready", "1");
-})();
-"""
