@@ -436,6 +436,42 @@ def op_expand_dims(f: FuncEmitter, op: Op) -> bool:
     return True
 
 
+def _unit_dims_inserted(src: tuple[int, ...], shape: tuple[int, ...]) -> list[int] | None:
+    """The axes at which ``shape`` is ``src`` with unit dims inserted (``[64] -> [64, 1]``: ``[1]``), in
+    increasing order, or None when the reshape does anything else."""
+    axes, i = [], 0
+    for r, n in enumerate(shape):
+        if i < len(src) and n == src[i]:
+            i += 1
+        elif n == 1:
+            axes.append(r)
+        else:
+            return None
+    return axes if i == len(src) else None
+
+
+@optional("tt.reshape")
+def op_reshape(f: FuncEmitter, op: Op) -> bool:
+    """A reshape that only inserts unit dims is an expand_dims. Triton's rewrite of tensor descriptors into
+    pointers (frontend.py) shapes a descriptor's offsets with ``reshape`` ([BM] -> [BM, 1]), not ``[:, None]``.
+    Kept symbolic, the descriptor's mask ``0 <= offs < shape`` is loop bounds and its loads are row copies; a
+    materialised offset tile made per-element byte masks (a 64x64 matmul config: 3-15 s of the host's clang,
+    most of it unrolling and SLP-vectorising those tests)."""
+    src = _peek(f, op.operands[0])
+    if not isinstance(src.sym, Affine | Bounds):
+        return False
+    t = op.result_types[0]
+    axes = _unit_dims_inserted(src.shape, t.shape or ())
+    if axes is None:
+        return False
+    sym, shape = src.sym, src.shape
+    for axis in axes:
+        shape = (*shape[:axis], 1, *shape[axis:])
+        sym = sym.expand(shape, axis)
+    f.values[op.results[0]] = _sym_val(t, sym)
+    return True
+
+
 @optional("tt.broadcast")
 def op_broadcast(f: FuncEmitter, op: Op) -> bool:
     src = _peek(f, op.operands[0])

@@ -70,12 +70,26 @@ def rows_kernel(src_ptr, rows_ptr, dst_ptr, n_rows, N, stride, BM: tl.constexpr,
     tl.store(dst_ptr + offs_m[:, None] * BN + offs_n[None, :], x)
 
 
+@triton.jit
+def reshaped_offsets_kernel(src_ptr, dst_ptr, M, N, stride, BM: tl.constexpr, BN: tl.constexpr):
+    """Offsets and a mask given their unit dims by tl.reshape (as Triton's tensor-descriptor rewrite does)."""
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    rows = tl.reshape(offs_m, (BM, 1))  # offsets: [BM] -> [BM, 1]
+    cols = tl.reshape(offs_n, (1, BN))
+    row_ok = tl.reshape((offs_m >= 1) & (offs_m < M), (BM, 1))  # a mask: [BM] -> [BM, 1]
+    x = tl.load(src_ptr + rows * stride + cols, mask=row_ok & (cols < N), other=-2.0)
+    tl.store(dst_ptr + tl.reshape(offs_m, (1, BM, 1)) * BN + tl.reshape(offs_n, (1, 1, BN)),
+             tl.reshape(x, (1, BM, BN)) + 1.0)
+
+
 _BLOCK_SIG = {"src_ptr": "*fp32", "dst_ptr": "*fp32", "M": "i32", "N": "i32", "stride_sm": "i32", "stride_sn": "i32",
               "LO": "i32", "HI": "i32"}
 _LOOP_SIG = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32"}
 _INDIRECT_SIG = {"src_ptr": "*fp32", "idx_ptr": "*i32", "dst_ptr": "*fp32", "n": "i32"}
 _ROWS_SIG = {"src_ptr": "*fp32", "rows_ptr": "*i32", "dst_ptr": "*fp32", "n_rows": "i32", "N": "i32",
              "stride": "i32"}
+_RESHAPED_SIG = {"src_ptr": "*fp32", "dst_ptr": "*fp32", "M": "i32", "N": "i32", "stride": "i32"}
 
 
 def _c(fn, sig, consts) -> str:
@@ -119,6 +133,14 @@ def test_indirect_rows_with_contiguous_columns_are_a_block() -> None:
     assert not re.search(r"\? \*", c)
 
 
+def test_unit_dims_added_by_reshape_keep_offsets_and_masks_symbolic() -> None:
+    """tl.reshape that only adds unit dims is an expand_dims: the load is a block of rows between bounds, with
+    no tile of offsets or of mask bytes."""
+    c = _c(reshaped_offsets_kernel, _RESHAPED_SIG, {"BM": 8, "BN": 16})
+    assert not re.findall(r"tensor<[0-9x]+xi(1|32|64)>", c)
+    assert "rv_clamp64(" in c and not re.search(r"\? \*", c)
+
+
 # ---- differential ------------------------------------------------------------------------------------------
 
 
@@ -151,6 +173,8 @@ def _launches() -> dict[str, KernelCall]:
     rows = np.array([3, 0, 39, 7, 50, 12, 99, 1], np.int32)  # 50 and 99 are past n_rows: masked rows
     out["indirect_rows"] = KernelCall(rows_kernel, _ROWS_SIG, {"BM": 8, "BN": 16},
                                       [big, rows, np.zeros((8, 16), np.float32), 40, 13, 60], (1,))
+    out["reshaped_offsets"] = KernelCall(reshaped_offsets_kernel, _RESHAPED_SIG, {"BM": 8, "BN": 16},
+                                         [big, np.zeros((24, 16), np.float32), 19, 13, 60], (3,))
     return out
 
 
