@@ -63,6 +63,14 @@ CASES = {
 TOLERANCE = dict(atol=1e-4, rtol=1e-4)
 
 
+def FLOPS(case):  # one multiply and one add per (m, n, k): what reports turn into FLOP/cycle
+    return 2 * case["M"] * case["N"] * case["K"]
+
+
+def BYTES(case):  # fp32 A and B read once, C written once: the compulsory traffic of one launch
+    return 4 * (case["M"] * case["K"] + case["K"] * case["N"] + case["M"] * case["N"])
+
+
 def make_inputs(case, seed):
     g = torch.Generator().manual_seed(seed)
     M, N, K = case["M"], case["N"], case["K"]

@@ -87,7 +87,8 @@ def add_benchmark(
 
 #: Record fields carried into pytest-benchmark's extra_info (the JSON keeps them; the table does not show them).
 EXTRA_INFO_FIELDS = ("kernel", "case", "case_params", "problem", "config", "config_id", "target", "machine",
-                     "counters", "timing_source", "elf_sha256", "golden_sha256", "samples_ns", "outcome", "nodeid")
+                     "counters", "timing_source", "elf_sha256", "golden_sha256", "samples_ns", "outcome", "nodeid",
+                     "kernel_default", "flops", "bytes")
 
 
 def benchmark_tables(config: pytest.Config) -> bool:

@@ -26,7 +26,7 @@ from pytest_rvtune.harness import HEADER, HEADER_DIR
 from pytest_rvtune.harness import generate as generic
 from pytest_rvtune.hashing import sha256_file
 from pytest_rvtune.paths import cache_dir
-from pytest_rvtune.toolchain import RISCV_ISA, Toolchain, ToolchainError, find_tool, tool_version
+from pytest_rvtune.toolchain import HOST_ISA, RISCV_ISA, Toolchain, ToolchainError, find_tool, tool_version
 
 if TYPE_CHECKING:  # the compiler and golden data load triton and torch: imported where an item is built
     from pytest_rvtune.compiler.api import CompiledKernel
@@ -95,12 +95,29 @@ class BuildArtifact:
     seconds: float  # wall time build_item spent
     disassembly: Disassembly = dataclasses.field(repr=False, compare=False)
     kernel_symbol: str  # e.g. "matmul_kernel": the QEMU counter plugin's symbol
+    c_source: Path | None = None  # the kernel's generated C, in the compiler's cache entry
+
+    def code_field(self) -> dict[str, str]:
+        """The record's ``code`` field: where the kernel's C is and what makes its .s later (code_files)."""
+        field = {"elf": str(self.elf), "kernel_symbol": self.kernel_symbol,
+                 "kernel_obj": str(self.disassembly.shown[0][1])}
+        return field | ({"c": str(self.c_source)} if self.c_source else {})
 
     @property
     def asm(self) -> Path:
         """llvm-objdump-19 disassembly of the kernel's functions and its wrapper in the linked ELF (made now if no
         one asked before)."""
         return self.disassembly.path()
+
+
+def disassembly_of(elf: Path, kernel_symbol: str, kernel_obj: Path) -> Path:
+    """The .s of an ELF built here earlier (a record's ``code`` field), made now if no one asked before: what
+    ``BuildArtifact.asm`` gives, for a report made after the session. ToolchainError or OSError if the ELF or
+    the object is gone (a cleaned cache) or llvm-objdump-19 is missing."""
+    isa = RISCV_ISA if elf.name.endswith(".rv64.elf") else HOST_ISA
+    if not elf.is_file() or not kernel_obj.is_file():
+        raise FileNotFoundError(f"{elf if not elf.is_file() else kernel_obj} is gone (build cache cleaned?)")
+    return Disassembly(Toolchain.for_isa(isa), elf, ((kernel_symbol, kernel_obj),)).path()
 
 
 def _cache() -> BuildCache:
@@ -285,4 +302,4 @@ def build_item(spec: KernelSpec, case_name: str, config: Mapping[str, ConfigValu
     return BuildArtifact(elf=elf, elf_sha256=sha256_file(elf), harness_kind="main_cpp" if custom else "generic",
                          argv=argv, cache_hit=hit and bool(getattr(ck, "cache_hit", True)),
                          seconds=time.perf_counter() - started, disassembly=disassembly,
-                         kernel_symbol=launch.kernel)
+                         kernel_symbol=launch.kernel, c_source=ck.kernel_dir / f"{ck.name}.c")

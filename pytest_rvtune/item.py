@@ -269,15 +269,22 @@ def run_kernel_item(session: RvtuneSession, nodeid: str, info: KernelItemInfo, t
     every failure becomes an outcome with a message, recorded like a pass."""
     work = ItemWork(nodeid, info.spec.name, info.case, info.config_values, info.config_id,
                     info.target, dict(info.spec.cases[info.case]), info.spec.problem_of(info.config))
+    # what reports read beside the measurement: the kernel's untuned config, the launch's FLOPs and bytes
+    try:
+        kernel_fields: dict[str, Any] = {"kernel_default": info.spec.default_config_id(work.problem),
+                                         **info.spec.work_of(info.case, info.spec.variant_of(info.config))}
+    except Exception as exc:  # FLOPS(case) / BYTES(case) failed: the module's error, naming the function
+        return item_error(work, target, f"{work.what}: {exc}")
     # Golden data first: a corrupt or missing file is bad input (outcome "error", naming the file), not a
     # build failure, although the build reads the same files.
     golden = kernel_golden(info, session.golden_dir)
     if isinstance(golden, str):
-        return item_error(work, target, golden)
+        return item_error(work, target, golden).with_fields(**kernel_fields)
     build = build_kernel_item(info, target, session.golden_dir)
     if build.artifact is None:
-        return build_failed(work, target, str(build.error), build.seconds)
-    return run_or_resume(session, work, target, build.artifact, build.seconds, golden, info.config.num_threads)
+        return build_failed(work, target, str(build.error), build.seconds).with_fields(**kernel_fields)
+    return run_or_resume(session, work, target, build.artifact, build.seconds, golden,
+                         info.config.num_threads).with_fields(**kernel_fields, code=build.artifact.code_field())
 
 
 def run_or_resume(session: RvtuneSession, work: ItemWork, target: Target, artifact: BuildArtifact,

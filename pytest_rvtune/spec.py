@@ -14,7 +14,11 @@ A kernel module ``kernels/<name>.py`` defines (see docs/kernels.md):
 - ``make_inputs(case, seed) -> dict[str, Tensor]``: seeded inputs and output buffers, by name;
 - ``reference(inputs, case) -> dict[str, Tensor]``: the expected value of every output, by name;
 - ``launch(kernel, inputs, case)``: ``kernel[grid](...)`` exactly as a Triton user writes it; the config's
-  constexprs are added by whoever calls launch (as Triton's autotuner does).
+  constexprs are added by whoever calls launch (as Triton's autotuner does);
+- ``DEFAULT_CONFIG``: the kernel's untuned config (optional; a dict or ``triton.Config`` of one of the configs'
+  values, problem keys left out; default: the first config of each problem), what reports measure tuning against;
+- ``FLOPS(case)`` / ``BYTES(case)``: the floating-point operations and the bytes of memory traffic of one launch
+  on a case (optional): reports turn them into FLOP/cycle, bytes/cycle and a roofline.
 
 This module knows nothing of pytest: the plugin, the golden-data generator and the CLI all drive it.
 """
@@ -28,7 +32,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -261,6 +265,7 @@ class KernelSpec:
     seed: int = DEFAULT_SEED
     inout: frozenset[str] | None = None  # INOUT: outputs updated in place (None: inferred from the kernel)
     expect_nan: bool = False  # EXPECT_NAN: reference() may put NaN into an output (the kernel must match it)
+    default_config: dict[str, ConfigValue] | None = None  # DEFAULT_CONFIG's values (None: the first config)
     _inputs_cache: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     # ---- parameters of the kernel -------------------------------------------------------------
@@ -298,6 +303,29 @@ class KernelSpec:
         """The problem-key values of a config, in PROBLEM_KEYS order ({} when the kernel has none)."""
         config = as_config(config)
         return {k: config[k] for k in self.problem_keys}
+
+    def default_config_id(self, problem: Mapping[str, ConfigValue]) -> str:
+        """The id of the kernel's untuned config for one problem: the config matching DEFAULT_CONFIG's values
+        (its problem keys, if it names them, are ignored), else the first config of that problem."""
+        mine = [c for c in self.configs if self.problem_of(c) == dict(problem)] or self.configs
+        if self.default_config is not None:
+            wanted = {k: v for k, v in self.default_config.items() if k not in self.problem_keys}
+            mine = [c for c in mine if all(c.get(k) == v for k, v in wanted.items())] or mine
+        return config_id(mine[0])
+
+    def work_of(self, case_name: str, variant: Mapping[str, ConfigValue] | None = None) -> dict[str, float]:
+        """``{"flops": FLOPS(case), "bytes": BYTES(case)}`` of one launch, for what the module declares ({}:
+        neither); KernelModuleError naming the function if one fails or gives no positive number."""
+        work = {}
+        for fn_name, key in (("FLOPS", "flops"), ("BYTES", "bytes")):
+            if callable(getattr(self.module, fn_name, None)):
+                value = self._call(fn_name, self.case(case_name, variant))
+                if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or \
+                        not math.isfinite(value):
+                    raise KernelModuleError(f"kernel module {self.path}: {fn_name}(case) must return a positive "
+                                            f"number (per launch), got {value!r} for case {case_name!r}")
+                work[key] = float(value)
+        return work
 
     def variants(self) -> list[Config]:
         """The distinct data variants of the config space, in config order."""
@@ -662,6 +690,12 @@ def load_kernel_module(path: str | Path) -> KernelSpec:
             f"kernel module {path}: get_{name}_kernel_autotune_config() failed: {_describe(e)}"
         ) from e
     spec.configs = _validate_configs(path, raw, getter.__name__, spec.kernel_name, spec.constexpr_names, spec.fn)
+    spec.default_config = _default_config(path, module, spec.configs, spec.problem_keys)
+    for fn_name in ("FLOPS", "BYTES"):
+        f = getattr(module, fn_name, None)
+        if f is not None and (not callable(f) or not _takes(f, 1)):
+            raise KernelModuleError(f"kernel module {path}: {fn_name} must be a function of the case dict, "
+                                    f"FLOPS(case) -> number (per launch), got {f!r}")
     for attr, keys in (("VARIANT_KEYS", spec.variant_keys), ("PROBLEM_KEYS", spec.problem_keys)):
         for key in keys:
             unset = next((c for c in spec.configs if key not in c), None)
@@ -671,6 +705,32 @@ def load_kernel_module(path: str | Path) -> KernelSpec:
                     f"{config_id(unset)} does not); set it in every config or drop it from {attr}"
                 )
     return spec
+
+
+def _takes(fn: Callable[..., Any], nparams: int) -> bool:
+    try:
+        inspect.signature(fn).bind(*range(nparams))
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _default_config(path: Path, module: Any, configs: Sequence[BlockConfig],
+                    problem_keys: Sequence[str]) -> dict[str, ConfigValue] | None:
+    """DEFAULT_CONFIG's values (a dict or a triton.Config), checked to name one of the configs; None without it."""
+    raw = getattr(module, "DEFAULT_CONFIG", None)
+    if raw is None:
+        return None
+    values = getattr(raw, "kwargs", raw)
+    if not isinstance(values, dict) or not values:
+        raise KernelModuleError(f"kernel module {path}: DEFAULT_CONFIG must be a dict of config values (or a "
+                                f"triton.Config), e.g. {{\"BLOCK\": 32}}, got {raw!r}")
+    wanted = {k: v for k, v in values.items() if k not in problem_keys}
+    if not any(all(c.get(k) == v for k, v in wanted.items()) for c in configs):
+        raise KernelModuleError(f"kernel module {path}: DEFAULT_CONFIG {config_id(values)} is none of the "
+                                "kernel's configs; name the values of one of them (the untuned config reports "
+                                "compare the tuned ones with)")
+    return dict(values)
 
 
 def _describe(exc: BaseException) -> str:

@@ -106,6 +106,34 @@ def test_a_good_module_loads(tmp_path):
     assert spec.tolerance == {"atol": 1e-6, "rtol": 1e-6} and spec.variant_keys == ()
 
 
+def test_default_config_and_the_work_of_a_launch(tmp_path):
+    """DEFAULT_CONFIG names the untuned config (else the first config is); FLOPS(case) / BYTES(case) give one
+    launch's work for the report's FLOP/cycle, bytes/cycle and roofline."""
+    plain = load_kernel_module(write_module(tmp_path))
+    assert plain.default_config_id({}) == "BLOCK=4" and plain.work_of("small") == {}
+    extra = textwrap.dedent("""
+        DEFAULT_CONFIG = triton.Config({"BLOCK": 8, "FLAG": True})
+        def FLOPS(case):
+            return case["n"]
+        def BYTES(case):
+            return 8 * case["n"]
+        """)
+    path = write_module(tmp_path)
+    path.write_text(path.read_text() + extra)
+    spec = load_kernel_module(path)
+    assert spec.default_config_id({}) == "BLOCK=8-FLAG=True"
+    assert spec.work_of("small") == {"flops": 10.0, "bytes": 80.0}
+    path.write_text(path.read_text().replace('DEFAULT_CONFIG = triton.Config({"BLOCK": 8, "FLAG": True})',
+                                             'DEFAULT_CONFIG = {"BLOCK": 16}'))
+    assert "DEFAULT_CONFIG BLOCK=16 is none of the kernel's configs" in load_error(path)
+    path.write_text(path.read_text().replace('{"BLOCK": 16}', '{"BLOCK": 4}').replace('return case["n"]\n',
+                                                                                      'return -1\n'))
+    with pytest.raises(KernelModuleError, match=r"FLOPS\(case\) must return a positive number .* got -1"):
+        load_kernel_module(path).work_of("small")
+    path.write_text(path.read_text() + "\nBYTES = 12\n")
+    assert "BYTES must be a function of the case dict" in load_error(path)
+
+
 def test_import_failure_is_named(tmp_path):
     path = write_module(tmp_path, body="import torch\nraise RuntimeError('boom in module')\n")
     assert "import failed" in load_error(path) and "boom in module" in load_error(path)

@@ -93,9 +93,10 @@ def run_report(args: argparse.Namespace) -> int:
         else:
             written += write_plots(run, out, args.rank_by)
     if args.html:
+        from pytest_rvtune.build import disassembly_of
         from pytest_rvtune.results.html import write_html
 
-        written += write_html(run, args.html, base)
+        written += write_html(run, args.html, base, make_asm=disassembly_of)
     for path in written:  # each by name: which file to open is the reader's next question
         print(f"wrote {path}", file=sys.stderr)
     return status

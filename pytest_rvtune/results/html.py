@@ -18,21 +18,24 @@ here knows pytest or argparse.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from pytest_rvtune.results.code_files import CodeFiles, ItemKey, MakeAsm, copy_code
 from pytest_rvtune.results.compare import Change, ItemComparison, Thresholds, compare_runs, format_pct
 from pytest_rvtune.results.correlation import STRONG, correlation_rows
-from pytest_rvtune.results.heatmap import HeatmapGrid, heatmap_grid
+from pytest_rvtune.results.heatmap import HeatmapGrid, heatmap_grid, sorted_values
 from pytest_rvtune.results.records import GroupKey, RunRecord
 from pytest_rvtune.results.report import (
+    RATE_COLUMNS,
     CaseReport,
     build_case_reports,
     counter_names,
@@ -43,8 +46,19 @@ from pytest_rvtune.results.report import (
     metric_title,
     ranked,
 )
-from pytest_rvtune.results.runs import Run, group_by_problem, rank_metric
-from pytest_rvtune.results.svg import HeatCell, Point, heatmap_svg, scatter_svg
+from pytest_rvtune.results.roofline import BYTES_PER_CYCLE, PEAK_FLOP_PER_CYCLE, roof_points
+from pytest_rvtune.results.roofline import METRIC as ROOF_METRIC
+from pytest_rvtune.results.runs import Run, group_by_problem, metric_value, rank_metric
+from pytest_rvtune.results.svg import (
+    HeatCell,
+    Point,
+    Series,
+    colour_scale,
+    heatmap_svg,
+    line_chart_svg,
+    roofline_svg,
+    scatter_svg,
+)
 
 #: ItemComparison statuses (compare.ItemComparison.status) by how they read: bad, good, worth a look, nothing to say.
 VERDICT_TONE = {"regressed": "bad", "broken": "bad", "still failing": "bad", "improved": "good", "fixed": "good",
@@ -79,7 +93,7 @@ class Cell:
     sort: SortValue = None  # what the column sorts by (None: shown last); the text when omitted
     css: str = ""
     tooltip: str = ""
-    href: str = ""  # a link (relative, beside the page) the text opens
+    links: tuple[tuple[str, str], ...] = ()  # (text, href) shown instead of the text: links beside the page
 
     @property
     def data_v(self) -> str:
@@ -123,7 +137,7 @@ class HeadCell:
 class BodyCell:
     text: str
     attrs: dict[str, str]
-    href: str = ""
+    links: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,7 +180,7 @@ class Table:
                 attrs = {"data-v": cell.data_v} | classes("num" if column.numeric else "", column.css, cell.css)
                 if cell.tooltip:
                     attrs["title"] = cell.tooltip
-                cells.append(BodyCell(cell.text, attrs, cell.href))
+                cells.append(BodyCell(cell.text, attrs, cell.links))
             rows.append(BodyRow(row.attrs, cells))
         return rows
 
@@ -211,41 +225,56 @@ def param_columns(group: Sequence[RunRecord]) -> list[str]:
 
 
 def ranking_table(table_id: str, rep: CaseReport, group: Sequence[RunRecord],
-                  verdicts: dict[tuple[str, str, str, str], ItemComparison] | None) -> Table:
+                  verdicts: dict[tuple[str, str, str, str], ItemComparison] | None,
+                  links: dict[ItemKey, dict[str, str]] | None = None) -> Table:
     by_config = {r.config_id: r for r in group}
     params = param_columns(group)
     counters = [n for n in counter_names(group) if n != rep.metric]
+    rates = [name for name in RATE_COLUMNS if any(name in raw for raw in rep.rows)]
+    links = links or {}
+    code = any(r.key in links for r in group)
     columns = [Column("rank", "#")]
     columns += [Column(f"param:{p}", p, numeric=all(_is_number(r.config.get(p)) for r in group)) for p in params]
     if rep.metric != "time":
         columns.append(Column(f"counter:{rep.metric}", rep.metric, css="metric"))
+    columns += [Column(f"rate:{name}", name) for name in rates]
     columns += [Column("median", "median time", css="metric" if rep.metric == "time" else ""),
                 Column("iqr", "IQR"), Column("n", "samples")]
     columns += [Column(f"counter:{n}", n) for n in counters]
-    columns += [Column("vs_worst", "vs worst"), Column("vs_default", "vs default")]
+    columns += [Column("vs_worst", "vs worst"), Column("vs_default", "vs default"),
+                Column("vs_common", "vs common winner")]
+    if code:
+        columns += [Column("code", "code", False)]
     if verdicts is not None:
         columns += [Column("change", f"{metric_title(rep.metric)} vs base"), Column("verdict", "verdict", False)]
     rows = []
     for raw in rep.rows:
         record = by_config[raw["config"]]
-        cells = [num(raw["rank"], str(raw["rank"]))]
+        is_default = raw["config"] == rep.default_id
+        cells = [Cell(f"{raw['rank']} (default)" if is_default else str(raw["rank"]), float(raw["rank"]),
+                      tooltip="the kernel's untuned config (DEFAULT_CONFIG or its first)" if is_default else "")]
         for p in params:
             value = record.config.get(p)
             cells.append(num(value, str(value)) if _is_number(value) else txt("" if value is None else str(value)))
         if rep.metric != "time":
             cells.append(num(raw.get(rep.metric), format_count(raw.get(rep.metric))))
+        cells += [num(raw.get(name), "" if raw.get(name) is None else f"{raw[name]:.3g}") for name in rates]
         cells += [num(raw["median_ns"], format_ns(raw["median_ns"])), num(raw["iqr_ns"], format_ns(raw["iqr_ns"])),
                   num(raw["n"], str(raw["n"]))]
         cells += [num(raw.get(n), format_count(raw.get(n))) for n in counters]
-        cells += [ratio(raw["vs_worst"]), ratio(raw["vs_default"])]
+        cells += [ratio(raw["vs_worst"]), ratio(raw["vs_default"]), ratio(raw["vs_common"])]
+        if code:
+            mine = links.get(record.key, {})
+            cells.append(Cell(" ".join(mine), " ".join(mine), links=tuple(mine.items())))
         if verdicts is not None:
             verdict = verdicts.get(record.key)
             change = metric_change(verdict, rep.metric)
             pct = change.change_pct if change else None
             cells += [num(pct, format_pct(pct)), verdict_cell(verdict.status if verdict else "")]
         attrs = {"data-config": record.config_id, "title": record.config_id}
-        if raw["rank"] == 1:
-            attrs["class"] = "winner"
+        css = " ".join(c for c in ("winner" if raw["rank"] == 1 else "", "default" if is_default else "") if c)
+        if css:
+            attrs["class"] = css
         rows.append(Row(cells, attrs))
     sorted_by = f"counter:{rep.metric}" if rep.metric != "time" else "median"
     return Table(table_id, columns, rows, sorted_by=sorted_by)
@@ -258,7 +287,19 @@ def metric_change(verdict: ItemComparison | None, metric: str) -> Change | None:
     return next((c for c in verdict.changes if c.metric == metric), None)
 
 
-def heatmap_figure(grid: HeatmapGrid, chart_id: str) -> Figure:
+def default_cell(grid: HeatmapGrid, records: Sequence[RunRecord], default_id: str | None) -> tuple[int, int] | None:
+    """The heatmap cell holding the untuned default config (None when it is not known or not in the run)."""
+    record = next((r for r in records if r.config_id == default_id), None)
+    if record is None:
+        return None
+    row = record.config.get(grid.row_param)
+    col = record.config.get(grid.col_param) if grid.col_param else None
+    if row not in grid.rows or col not in grid.cols:
+        return None
+    return grid.rows.index(row), grid.cols.index(col)
+
+
+def heatmap_figure(grid: HeatmapGrid, chart_id: str, default: tuple[int, int] | None = None) -> Figure:
     def label(value: Any) -> str:
         return "" if value is None else str(value)
 
@@ -280,10 +321,49 @@ def heatmap_figure(grid: HeatmapGrid, chart_id: str) -> Figure:
     values = [v for v in map(grid.value, grid.best_in_cell) if v is not None]
     legend = (short(grid.metric, min(values)), short(grid.metric, max(values)))
     svg = heatmap_svg(cells, [label(v) for v in grid.rows], [label(v) for v in grid.cols], grid.row_param,
-                      grid.col_param or "", legend, grid.best, f"heatmap of {metric_title(grid.metric)}", chart_id)
+                      grid.col_param or "", legend, grid.best, f"heatmap of {metric_title(grid.metric)}", chart_id,
+                      default)
     others = (f"; {', '.join(grid.others)} at their best in each cell" if grid.others else "")
-    return Figure(Markup(svg), f"{metric_title(grid.metric)} per cell, lower is better{others}; outlined: the "
-                               f"winner, {grid.winner.config_id}")
+    scale = colour_scale(values)
+    how = {"log": "colours on a log scale (a 10x outlier takes one step of the scale)",
+           "rank": "colours by rank among the cells (one outlier would wash a log scale out); the numbers are "
+                   "the values"}.get(scale.kind, "")
+    dashed = "; dashed: the cell of the untuned default config" if default is not None else ""
+    return Figure(Markup(svg), f"{metric_title(grid.metric)} per cell, lower is better{others}; "
+                               f"{how + '; ' if how else ''}outlined: the winner, {grid.winner.config_id}{dashed}")
+
+
+#: Line colours of the per-parameter charts: the best over the other parameters, and their median.
+BEST_COLOUR, MEDIAN_COLOUR = "#1d4ed8", "#9ca3af"
+
+
+def param_figures(group: Sequence[RunRecord], metric: str, emulated: bool) -> list[Figure]:
+    """One chart per block parameter with two or more values: the group's metric at each of its values, the best
+    and the median over the configs that share that value (the other parameters free); the winner's value marked.
+    The heatmap folds all but two parameters away; these show each on its own."""
+    valid = [r for r in group if r.valid and metric_value(r, metric) is not None]
+    if len(valid) < 2:
+        return []
+    winner = ranked(valid, metric)[0]
+    figures = []
+    for param in param_columns(group):
+        xs = sorted_values(r.config.get(param) for r in valid if param in r.config)
+        if len(xs) < 2:
+            continue
+        at = {x: [v for r in valid if r.config.get(param) == x and (v := metric_value(r, metric)) is not None]
+              for x in xs}
+        best = [min(at[x]) for x in xs]
+        middle = [statistics.median(at[x]) for x in xs]
+        tips = [f"{param}={x}: best {format_metric(metric, b)}, median {format_metric(metric, m)} over "
+                f"{len(at[x])} configs" for x, b, m in zip(xs, best, middle, strict=True)]
+        series = [Series("best", best, BEST_COLOUR, tooltips=tips),
+                  Series("median", middle, MEDIAN_COLOUR, dashed=True, tooltips=tips)]
+        y_title = metric_title(metric) + (" (emulated)" if metric == "time" and emulated else "")
+        svg = line_chart_svg([str(x) for x in xs], series, param, y_title, partial(short, metric),
+                             f"{metric_title(metric)} against {param}", mark=xs.index(winner.config.get(param)))
+        figures.append(Figure(Markup(svg), f"{param}: diamond at the winner's value ({param}="
+                                           f"{winner.config.get(param)})", "param"))
+    return figures
 
 
 def short(metric: str, value: float) -> str:
@@ -367,9 +447,9 @@ class GroupView:
     report: CaseReport
     records: list[RunRecord]
     correlations: list[dict[str, Any]]
-    default_id: str | None  # the kernel's default config for this target and problem (report.default_configs)
+    common_id: str | None  # the kernel's most common winner for this target and problem (report.default_configs)
     verdicts: dict[tuple[str, str, str, str], ItemComparison] | None = None
-    strong: float = STRONG
+    links: dict[ItemKey, dict[str, str]] = field(default_factory=dict)  # per-config code links (code_files.py)
 
     @property
     def title(self) -> str:
@@ -418,9 +498,11 @@ class GroupView:
             facts.append((metric_title(rep.metric), format_metric(rep.metric, value)))
             if best["vs_worst"]:
                 facts.append(("worst / best", f"{best['vs_worst']:.2f}x over {len(rep.rows)} configs"))
-            default_rank = next((r["rank"] for r in rep.rows if r["config"] == self.default_id), None)
-            if default_rank and default_rank > 1:
-                facts.append(("kernel default", f"#{default_rank}, best is {best['vs_default']:.2f}x faster"))
+            if rep.default_rank is not None:
+                faster = f", the best is {best['vs_default']:.2f}x faster" if rep.default_rank > 1 else ""
+                facts.append(("default (untuned)", f"#{rep.default_rank}{faster}"))
+            elif rep.default_id:
+                facts.append(("default (untuned)", f"{rep.default_id}: {default_absence(rep, self.records)}"))
         if rep.failures:
             facts.append(("without a valid result", str(len(rep.failures))))
         return facts
@@ -430,18 +512,19 @@ class GroupView:
         figures = []
         grid = heatmap_grid(self.records)
         if grid is not None:
-            figures.append(heatmap_figure(grid, f"{self.anchor}-heat"))
+            figures.append(heatmap_figure(grid, f"{self.anchor}-heat",
+                                          default_cell(grid, self.records, self.report.default_id)))
         if self.correlations:
             figures.append(scatter_figure(self.records, self.correlations[0], self.report.emulated))
         return figures
 
     @property
     def param_figures(self) -> list[Figure]:
-        return []
+        return param_figures(self.records, self.report.metric, self.report.emulated)
 
     @property
     def ranking(self) -> Table:
-        return ranking_table(f"rank-{self.anchor}", self.report, self.records, self.verdicts)
+        return ranking_table(f"rank-{self.anchor}", self.report, self.records, self.verdicts, self.links)
 
     @property
     def correlation(self) -> Table:
@@ -462,7 +545,8 @@ def best_table(views: Sequence[GroupView], defaults: dict[tuple[str, str, str], 
         columns.append(Column("problem", "problem", False))
     columns += [Column("best", "best config", False, "config"), Column("by", "ranked by", False),
                 Column("value", "value"), Column("vs_worst", "vs worst"), Column("configs", "valid configs"),
-                Column("default", "kernel default", False, "config")]
+                Column("default", "default (untuned)", False, "config"), Column("vs_default", "vs default"),
+                Column("common", "most common winner", False, "config")]
     rows = []
     for view in views:
         rep = view.report
@@ -472,11 +556,43 @@ def best_table(views: Sequence[GroupView], defaults: dict[tuple[str, str, str], 
         if with_problem:
             cells.append(txt(rep.problem_id))
         cells.append(txt(best.get("config", "(none valid)")))
+        default = rep.default_id or ""
+        if default and rep.default_rank is None:
+            default += f" ({default_absence(rep, view.records)})"
         cells += [txt(metric_title(rep.metric)), num(value, format_metric(rep.metric, value)),
                   ratio(best.get("vs_worst")), num(len(rep.rows), f"{len(rep.rows)} of {len(view.records)}"),
+                  txt(default), ratio(best.get("vs_default")),
                   txt(defaults.get((rep.target, rep.kernel, rep.problem_id), ""))]
         rows.append(Row(cells, {"data-group": view.anchor}))
     return Table("best", columns, rows)
+
+
+def default_absence(rep: CaseReport, records: Sequence[RunRecord]) -> str:
+    """Why the untuned default config has no rank: not run (a --rvtune-config selection), or no valid result."""
+    ran = any(r.config_id == rep.default_id for r in records)
+    return "no valid result in this run" if ran else "not in this run"
+
+
+def roofline_figure(views: Sequence[GroupView]) -> Figure | None:
+    """Every config of the groups ranked by the X60 model whose kernel declares FLOPS and BYTES, against the X60
+    core's roofline (roofline.py); each group's winner a diamond. None when no group has the figures."""
+    points = roof_points([v.records for v in views if v.report.metric == ROOF_METRIC])
+    if not points:
+        return None
+    drawn = [Point(p.intensity, p.flop_per_cycle,
+                   f"{p.record.kernel} / {p.record.group_label}: {p.record.config_id}\n"
+                   f"{p.intensity:.3g} FLOP/byte, {p.flop_per_cycle:.3g} FLOP/cycle"
+                   f" ({p.flop_per_cycle / PEAK_FLOP_PER_CYCLE:.1%} of the peak)", highlight=p.best)
+             for p in points]
+    svg = roofline_svg(drawn, PEAK_FLOP_PER_CYCLE, BYTES_PER_CYCLE, "arithmetic intensity (FLOP/byte)",
+                       "FLOP/cycle (X60 model)", "roofline of the SpacemiT X60",
+                       f"X60 peak {PEAK_FLOP_PER_CYCLE:g} FLOP/cycle, DRAM {BYTES_PER_CYCLE:.2f} bytes/cycle")
+    kernels = sorted({p.record.kernel for p in points})
+    return Figure(Markup(svg), f"Roofline of one SpacemiT X60 core: measured fp32 peak {PEAK_FLOP_PER_CYCLE:g} "
+                               f"FLOP/cycle, DRAM bandwidth {BYTES_PER_CYCLE:.2f} bytes/cycle (10.66 GB/s at "
+                               f"1.6 GHz). One point per config, FLOP/cycle of the X60 model's cycles, intensity "
+                               f"from the kernel's FLOPS(case) / BYTES(case) ({', '.join(kernels)}); diamonds: each "
+                               "group's winner.", "roofline")
 
 
 @dataclass
@@ -560,8 +676,9 @@ def machines_of(run: Run) -> list[tuple[str, str]]:
 
 
 def render_html(run: Run, base: Run | None = None, thresholds: Thresholds | None = None,
-                now: datetime | None = None) -> str:
-    """The whole page of ``run`` (compared with ``base`` when given) as one HTML string."""
+                now: datetime | None = None, code: CodeFiles | None = None) -> str:
+    """The whole page of ``run`` (compared with ``base`` when given) as one HTML string; ``code``: the configs'
+    C and .s copied beside the page (code_files.py), linked from their rows."""
     thresholds = thresholds or Thresholds()
     groups = group_by_problem(run.records)
     reports = {(r.target, r.kernel, r.case, r.problem_id): r for r in build_case_reports(run)}
@@ -573,7 +690,7 @@ def render_html(run: Run, base: Run | None = None, thresholds: Thresholds | None
     verdict_list = compare_runs(base, run, thresholds) if base is not None else None
     verdicts = {v.key: v for v in verdict_list} if verdict_list is not None else None
     views = [GroupView(f"g{i}", key, reports[key], records, correlations.get(key, []),
-                       defaults.get((key[0], key[1], key[3])), verdicts)
+                       defaults.get((key[0], key[1], key[3])), verdicts, code.links if code else {})
              for i, (key, records) in enumerate(groups.items(), 1)]
     failures = [r for r in run.records if not r.valid]
     comparison = (comparison_section(base, run, verdict_list, thresholds)
@@ -582,15 +699,32 @@ def render_html(run: Run, base: Run | None = None, thresholds: Thresholds | None
         run_name=run.path.name, run_path=str(run.path),
         stamp=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
         summary=summary_tiles(run, views), machines=machines_of(run), groups=views,
-        overview_note=("Default = the kernel's most common winner across its cases (what rvtune export-best "
-                       "ships); vs worst = how much the best gains over the worst valid config."),
-        best=best_table(views, defaults), roofline=None, comparison=comparison, strong=STRONG,
+        overview_note=("Default = the kernel's untuned config (its module's DEFAULT_CONFIG, else its first "
+                       "config); vs default = how many times faster the best is than it; vs worst = than the worst "
+                       "valid config. Most common winner = the config that wins most of the kernel's cases (what "
+                       "rvtune export-best ships as its default)."),
+        code_note=code_note(code),
+        best=best_table(views, defaults), roofline=roofline_figure(views), comparison=comparison, strong=STRONG,
         # (one group: its section lists them already)
         failures=failure_table("failures-all", failures) if failures and len(views) > 1 else None)
 
 
-def write_html(run: Run, path: Path, base: Run | None = None, thresholds: Thresholds | None = None) -> list[Path]:
-    """The page at ``path``; returns the files written (the page first)."""
+def code_note(code: CodeFiles | None) -> str:
+    if code is None or not (code.links or code.missing):
+        return ""
+    folder = f"{Path(code.written[0]).parent.name}/" if code.written else "the folder beside this page"
+    missing = (f" The code of {code.missing} configs was not found (a cleaned build cache, or another machine)."
+               if code.missing else "")
+    return (f"A config's C and asm links open its generated C and its disassembly, copied into {folder} (keep it "
+            f"beside the page).{missing}")
+
+
+def write_html(run: Run, path: Path, base: Run | None = None, thresholds: Thresholds | None = None,
+               make_asm: MakeAsm | None = None) -> list[Path]:
+    """The page at ``path`` and, for records that name their code, each shown config's C and .s in
+    ``<stem>-code/`` beside it (the .s made by ``make_asm``, build.disassembly_of); returns the files written,
+    the page first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(run, base, thresholds), encoding="utf-8")
-    return [path]
+    code = copy_code(run.records, path.parent / f"{path.stem}-code", make_asm, MAX_TABLE_ROWS)
+    path.write_text(render_html(run, base, thresholds, code=code), encoding="utf-8")
+    return [path, *code.written]

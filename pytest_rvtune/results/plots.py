@@ -20,6 +20,7 @@ from scipy.stats import spearmanr
 from pytest_rvtune.extras import missing_extra
 
 try:
+    from matplotlib.colors import LogNorm
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 except ImportError as exc:  # the [plots] extra
@@ -29,6 +30,7 @@ from pytest_rvtune.results.heatmap import heatmap_grid
 from pytest_rvtune.results.records import RunRecord
 from pytest_rvtune.results.report import counter_names, problem_file, ranked
 from pytest_rvtune.results.runs import Run, group_by_problem, rank_metric, ranked_value
+from pytest_rvtune.results.svg import colour_scale
 
 MAX_SCATTER_PANELS = 12
 
@@ -73,8 +75,16 @@ def heatmap_figure(group: Sequence[RunRecord], rank_by: str | None = None) -> Fi
     fig = Figure(figsize=(1.2 * len(cols) + 3.5, 0.7 * len(rows) + 2.5), dpi=110, layout="constrained")
     ax = fig.add_subplot()
     ax.set_facecolor("#d9d9d9")  # cells without a valid config (failed, or not in the space) show grey
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap="YlOrRd", aspect="auto")
-    fig.colorbar(image, ax=ax, label=f"{unit}, lower is better")
+    # the HTML heatmap's scale (svg.colour_scale): log, or rank when one outlier would wash the log scale out
+    scale = colour_scale([float(v) for v in grid[~np.isnan(grid)]])
+    if scale.kind == "rank":
+        shades = np.vectorize(lambda v: np.nan if np.isnan(v) else scale.fraction(float(v)))(grid)
+        image = ax.imshow(np.ma.masked_invalid(shades), cmap="YlOrRd", aspect="auto", vmin=0.0, vmax=1.0)
+        fig.colorbar(image, ax=ax, label=f"rank of the cell's {unit} (0 = lowest), lower is better")
+    else:
+        norm = LogNorm() if scale.kind == "log" else None
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap="YlOrRd", aspect="auto", norm=norm)
+        fig.colorbar(image, ax=ax, label=f"{unit}, {scale.title + ', ' if scale.title else ''}lower is better")
     ax.set_xticks(range(len(cols)), [str(c) for c in cols] if col_p else [""])
     ax.set_yticks(range(len(rows)), [str(r) for r in rows])
     ax.set_xlabel(col_p or "")
@@ -87,7 +97,7 @@ def heatmap_figure(group: Sequence[RunRecord], rank_by: str | None = None) -> Fi
                 text, colour = ("fail" if (i, j) in grid_data.tried else ""), "black"
             else:
                 text = f"{value:.4g}"
-                colour = "white" if hi > lo and (value - lo) / (hi - lo) > 0.6 else "black"
+                colour = "white" if hi > lo and scale.fraction(float(value)) > 0.6 else "black"
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
     bi, bj = grid_data.best
     ax.add_patch(Rectangle((bj - 0.5, bi - 0.5), 1, 1, fill=False, edgecolor="blue", linewidth=2.5))

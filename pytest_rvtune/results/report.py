@@ -9,10 +9,15 @@ emulated wall time is not performance; ``launch_insns`` (guest instructions per 
 libc calls it makes, such as memset) stays a column and ranks results recorded before the model, ``kernel_insns``
 (inside the kernel symbol only) those recorded before launches were counted. The output says which.
 
-"Default config" (the speed-up column "vs default") is the kernel's most common winner across its cases on that
-target (per problem), the same config ``rvtune export-best`` writes as the default: the column says what per-case tuning
-gains over shipping one config. (The first config of the space is not known from results alone: items finish
-in any order under xdist.)
+"Default config" (the speed-up column "vs default") is the kernel's untuned config: its module's
+``DEFAULT_CONFIG``, else its first config (per problem), as each record of a kernel module names it
+(``kernel_default``; runs recorded before have none, and no "vs default"). "vs common winner" compares with the
+kernel's most common winner across its cases on that target (per problem), the config ``rvtune export-best`` writes
+as its default: what per-case tuning gains over shipping one tuned config.
+
+Normalised metrics, from the module's ``FLOPS(case)`` / ``BYTES(case)`` per launch (records' ``flops`` / ``bytes``),
+computed here: FLOP/cycle and bytes/cycle of the X60 model's cycles where ``x60_cycles`` ranks, GFLOP/s and GB/s
+of the median time on real hardware (never of emulated time).
 
 perf_stats.csv keeps the seeds' columns so their scripts (analysis_correlation.py, plot_making.py) keep
 working: one file per target, kernel and case at ``<out>/<target>/<kernel>/<case>/perf_stats.csv``; a kernel
@@ -170,6 +175,48 @@ def counter_names(records: Iterable[RunRecord]) -> list[str]:
     return first + sorted(names - set(first))
 
 
+def untuned_defaults(records: Iterable[RunRecord]) -> dict[tuple[str, str, str], str]:
+    """(target, kernel, problem id) -> the config id of the kernel's untuned config, as its records name it
+    (``kernel_default``: DEFAULT_CONFIG or the first config); kernels whose records do not say are left out."""
+    found: dict[tuple[str, str, str], str] = {}
+    for record in records:
+        named = record.raw.get("kernel_default") if isinstance(record.raw, dict) else None
+        if isinstance(named, str) and named:
+            found.setdefault((record.target, record.kernel, record.problem_id), named)
+    return found
+
+
+#: Normalised columns: name -> (numerator field, what the ranking metric must be, scale). "cycles": per X60 model
+#: cycle; "time": per second of measured (not emulated) time, in G.
+RATE_COLUMNS = {"flop/cycle": ("flops", "x60_cycles"), "bytes/cycle": ("bytes", "x60_cycles"),
+                "GFLOP/s": ("flops", "time"), "GB/s": ("bytes", "time")}
+
+
+def work_of(record: RunRecord, name: str) -> float | None:
+    """The record's ``flops`` or ``bytes`` per launch (None when its kernel declares none)."""
+    value = record.raw.get(name) if isinstance(record.raw, dict) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+
+
+def rates(record: RunRecord, metric: str) -> dict[str, float]:
+    """FLOP/cycle and bytes/cycle (``metric`` x60_cycles) or GFLOP/s and GB/s (``metric`` time, measured on real
+    hardware) of one record, for the work its kernel declares; {} when there is none or no such metric."""
+    out: dict[str, float] = {}
+    for name, (field_name, per) in RATE_COLUMNS.items():
+        work = work_of(record, field_name)
+        if work is None or per != metric:
+            continue
+        if metric == "time":
+            ns = record.median_ns
+            if ns and not record.emulated:
+                out[name] = work / ns  # per ns = G per s
+        else:
+            cycles = record.counters.get(metric)
+            if cycles:
+                out[name] = work / cycles
+    return out
+
+
 @dataclass
 class CaseReport:
     target: str
@@ -183,6 +230,12 @@ class CaseReport:
     problem_id: str = ""
     shortlisted_by: dict[str, Any] | None = None  # a shortlist ranked at another case (ranked_at.py)
     note: str = ""  # says so, naming both sizes
+    default_id: str | None = None  # the kernel's untuned config (untuned_defaults), None when not known
+
+    @property
+    def default_rank(self) -> int | None:
+        """Where the untuned config ranks (None: not known, or it gave no valid result in this run)."""
+        return next((row["rank"] for row in self.rows if row["config"] == self.default_id), None)
 
     @property
     def label(self) -> str:
@@ -199,12 +252,20 @@ class CaseReport:
         return text
 
 
-def case_report(group: Sequence[RunRecord], default_id: str | None, rank_by: str | None = None) -> CaseReport:
+def case_report(group: Sequence[RunRecord], common_id: str | None, rank_by: str | None = None,
+                untuned_id: str | None = None) -> CaseReport:
+    """One group's ranking. ``common_id``: the kernel's most common winner (default_configs); ``untuned_id``:
+    its untuned config (untuned_defaults). Each row's "vs_common" / "vs_default" is how many times faster the
+    row is than that config (None when it is not known or gave no valid result)."""
     metric = rank_metric(group, rank_by)
     order = ranked(group, metric)
     counters = counter_names(order)
-    default = next((r for r in order if r.config_id == default_id), None)
-    default_value = ranked_value(default, metric) if default else None
+
+    def value_of(config: str | None) -> float | None:
+        record = next((r for r in order if r.config_id == config), None)
+        return ranked_value(record, metric) if record else None
+
+    common_value, untuned_value = value_of(common_id), value_of(untuned_id)
     rows = []
     for rank, record in enumerate(order, 1):
         value = ranked_value(record, metric)
@@ -212,24 +273,30 @@ def case_report(group: Sequence[RunRecord], default_id: str | None, rank_by: str
                                "iqr_ns": record.iqr_ns, "n": len(record.samples_ns)}
         for name in counters:
             row[name] = record.counters.get(name)
+        row.update(rates(record, metric))
         row["vs_worst"] = ranked_value(order[-1], metric) / value if value else None
-        row["vs_default"] = default_value / value if value and default_value else None
+        row["vs_default"] = untuned_value / value if value and untuned_value else None
+        row["vs_common"] = common_value / value if value and common_value else None
         rows.append(row)
     first = group[0]
     by = ranked_elsewhere(group)
     return CaseReport(first.target, first.kernel, first.case, metric, any(r.emulated for r in group), rows,
                       [r for r in group if not r.valid], dict(first.problem), first.problem_id, by,
-                      size_note(first.kernel, first.group_label, first.case_params, by) if by else "")
+                      size_note(first.kernel, first.group_label, first.case_params, by) if by else "",
+                      untuned_id)
 
 
 def build_case_reports(run: Run, rank_by: str | None = None) -> list[CaseReport]:
     defaults = default_configs(run.records, rank_by)
-    return [case_report(group, defaults.get((target, kernel, problem)), rank_by)
+    untuned = untuned_defaults(run.records)
+    return [case_report(group, defaults.get((target, kernel, problem)), rank_by,
+                        untuned.get((target, kernel, problem)))
             for (target, kernel, _case, problem), group in group_by_problem(run.records).items()]
 
 
 _SHOWN = {"median_ns": "median", "iqr_ns": "IQR", "vs_worst": "vs worst", "vs_default": "vs default",
-          "best_config": "best config", "default_config": "default config"}
+          "vs_common": "vs common winner", "best_config": "best config", "default_config": "default config",
+          "common_winner": "most common winner"}
 
 
 def display(row: dict[str, Any], metric: str = "time") -> dict[str, Any]:
@@ -238,8 +305,10 @@ def display(row: dict[str, Any], metric: str = "time") -> dict[str, Any]:
     for key, value in row.items():
         if key in ("median_ns", "iqr_ns"):
             value = format_ns(value)
-        elif key in ("vs_worst", "vs_default"):
+        elif key in ("vs_worst", "vs_default", "vs_common"):
             value = "" if value is None else f"{value:.2f}x"
+        elif key in RATE_COLUMNS:
+            value = "" if value is None else f"{value:.3g}"
         elif key == "value":
             value = format_metric(metric, value)
         elif isinstance(value, float) or value is None:
@@ -258,7 +327,8 @@ def group_columns(rep: CaseReport, with_problem: bool) -> dict[str, Any]:
 
 
 def best_rows(reports: Sequence[CaseReport], defaults: dict[tuple[str, str, str], str]) -> list[dict[str, Any]]:
-    """One row per group: its best config, and the default of its kernel and problem."""
+    """One row per group: its best config, how much faster it is than the kernel's untuned default config, and the
+    most common winner of its kernel and problem (``defaults``)."""
     with_problem = any(rep.problem for rep in reports)
     rows = []
     for rep in reports:
@@ -267,7 +337,8 @@ def best_rows(reports: Sequence[CaseReport], defaults: dict[tuple[str, str, str]
         rows.append({**group_columns(rep, with_problem),
                      "best_config": best.get("config", "(none valid)"), "by": metric_title(rep.metric),
                      "value": value, "vs_worst": best.get("vs_worst"),
-                     "default_config": defaults.get((rep.target, rep.kernel, rep.problem_id), "")})
+                     "default_config": rep.default_id or "", "vs_default": best.get("vs_default"),
+                     "common_winner": defaults.get((rep.target, rep.kernel, rep.problem_id), "")})
     return rows
 
 
@@ -361,8 +432,8 @@ def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlation
             parts.append(f"note: {rep.note}")
     best = [display(row, rep.metric) for rep, row in zip(reports, best, strict=True)]
     title = "Best config per case" + (" and problem" if with_problem else "")
-    default = "most common winner of the kernel" + (" and problem" if with_problem else "")
-    parts += [f"{h}{title} (default = {default})", render_rows(best, fmt)]
+    parts += [f"{h}{title} (default = the kernel's untuned config: DEFAULT_CONFIG or its first; most common "
+              f"winner = what export-best ships)", render_rows(best, fmt)]
     notes = [rep.note for rep in reports if rep.note]
     if notes:  # again under the winners: these winners were picked among configs ranked at another size
         parts += [f"{h}Ranked at another size", "\n".join(f"note: {n}" for n in notes)]

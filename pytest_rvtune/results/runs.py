@@ -185,6 +185,7 @@ WARNED_LINES = 5
 ANALYSIS_FIELDS: frozenset[str] = frozenset({
     "rounds", "threads", "rerun", "run_id", "wall_s", "run_seconds", "verdict_key",
     "git_commit", "git_dirty", "kernel_sha256",
+    "kernel_default", "flops", "bytes", "code",  # the untuned config, the launch's work, its C/.s (report.py)
     "shortlisted_by",  # ranked_at.RECORD_FIELD: report and export-best's note on a ranking made at another size
 })
 

@@ -3,9 +3,10 @@ best-to-worst spread and where the default config stands.
 
 Under QEMU configs are ranked by the X60 model's cycles (``x60_cycles``; ``launch_insns`` for runs recorded before
 it, runs.py), never by emulated time, which is not performance (a group with no counts is left out); on real
-targets by median time. ``rvtune report`` has the full tables. The default is the config ``rvtune export-best``
-would write as the kernel's default (the most common winner across the session's cases, report.default_configs),
-so its place says what tuning per case would gain.
+targets by median time. ``rvtune report`` has the full tables. The default is the kernel's untuned config
+(DEFAULT_CONFIG or its first config, as its records name it: report.untuned_defaults), so its place says what
+tuning gains; for records that do not name it, the most common winner across the session's cases (the config
+``rvtune export-best`` writes as the kernel's default, report.default_configs), called so.
 
 Configs whose runs are the same run (the same ELF, data and arguments: a constexpr the kernel ignores builds
 identical code, build.py) are one result: listed once, the others as its aliases ``(= CONFIG, ...)``, and the
@@ -20,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_rvtune.results.records import RunRecord, group_label, record_from_dict
-from pytest_rvtune.results.report import default_configs, format_metric, ranked
+from pytest_rvtune.results.report import default_configs, format_metric, ranked, untuned_defaults
 from pytest_rvtune.results.runs import MetricError, check_rank_by, group_by_problem, rank_metric, ranked_value
 
 #: Distinct results listed per group.
@@ -66,6 +67,7 @@ def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP, rank
     except MetricError as exc:  # known only at the session's end (no usage error then): say so, rank by default
         unknown_metric, rank_by = f"  {exc}: ranked by the default", None
     defaults = default_configs(records, rank_by)
+    untuned = untuned_defaults(records)
     lines: list[str] = []
     metrics: set[str] = set()
     emulated_time = False
@@ -80,7 +82,9 @@ def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP, rank
         metrics.add(metric)
         results = distinct_results(order)
         best, worst = ranked_value(order[0], metric), ranked_value(order[-1], metric)
-        default = defaults.get((target, kernel, problem))
+        default, called = untuned.get((target, kernel, problem)), "default"
+        if default is None:
+            default, called = defaults.get((target, kernel, problem)), "most common winner"
         place = next((i for i, result in enumerate(results, 1) if default in {r.config_id for r in result}), None)
         shown = [r for result in results[:top] for r in result[:1 + ALIASES_SHOWN]]
         if default is not None and place is not None and place > 1:
@@ -95,9 +99,10 @@ def ranking_lines(raw_records: Iterable[Mapping[str, Any]], top: int = TOP, rank
             tail.append(f"worst/best {worst / best:.2f}x over {len(order)} configs{distinct}")
         if default is not None and place is not None and place > 1:
             slower = ranked_value(results[place - 1][0], metric) / best - 1 if best else 0.0
-            tail.append(f"default {name(default)} #{place} (+{slower * 100:.1f}%)")
-        elif place == 1 and len({r.case for r in records if r.kernel == kernel and r.target == target}) > 1:
-            tail.append("#1 is the default")  # (with one case the default is its winner: nothing to say)
+            tail.append(f"{called} {name(default)} #{place} (+{slower * 100:.1f}%)")
+        elif place == 1 and (called == "default" or
+                             len({r.case for r in records if r.kernel == kernel and r.target == target}) > 1):
+            tail.append(f"#1 is the {called}")  # (one case's most common winner is its winner: nothing to say)
         if name.legend:
             tail.append(name.legend)
         lines += fit(head, entries, tail)

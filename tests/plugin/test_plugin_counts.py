@@ -138,20 +138,34 @@ def test_a_ranking_follows_the_whole_launch_where_the_kernel_count_disagrees(pro
     assert by("kernel_insns") == ["BLOCK=64-LIBM=1", "BLOCK=64-LIBM=0"]
     assert by("launch_insns") == ["BLOCK=64-LIBM=0", "BLOCK=64-LIBM=1"]
     # by default the X60 model's cycles rank them, also a figure of the whole launch
-    assert case_report(group, default_id=None).metric == "x60_cycles"
-    report = case_report(group, default_id=None, rank_by="launch_insns")
+    assert case_report(group, common_id=None).metric == "x60_cycles"
+    report = case_report(group, common_id=None, rank_by="launch_insns")
     assert report.metric == "launch_insns"
     assert [row["config"] for row in report.rows] == by("launch_insns")
     winner = case_winner(group, rank_by="launch_insns")
     assert winner is not None and winner["ranked_by"] == "launch_insns"
     assert winner["config_id"] == "BLOCK=64-LIBM=0"
     # the session ends with the ranking --rvtune-rank-by asked for, then says where the rest is
-    result.stdout.fnmatch_lines([
+    joined(result).fnmatch_lines([
         "rvtune ranking, by launch_insns (instructions per launch, counted under emulation*",
-        "  pc_flip / emu on qemu: 1. BLOCK=64-LIBM=0 *  2. BLOCK=64-LIBM=1 *; worst/best *x over 2 configs",
+        "  pc_flip / emu on qemu: 1. BLOCK=64-LIBM=0 *  2. BLOCK=64-LIBM=1 *; worst/best *x over 2 configs*",
         "  all configs: rvtune report *run.jsonl",
         "rvtune: 2 passed, *",
     ])
+
+
+def joined(result: pytest.RunResult) -> pytest.LineMatcher:
+    """The session's output with each ranking line that was broken to fit 120 columns joined back together
+    (its continuation lines are indented six spaces; the ranking's title and notes wrap with four)."""
+    lines: list[str] = []
+    for line in result.stdout.lines:
+        if line.startswith("      ") and line.strip() and lines:
+            lines[-1] += " " + line.strip()
+        elif line.startswith("    ") and not line.startswith("     ") and line.strip() and lines:
+            lines[-1] += " " + line.strip()  # a wrapped title or note
+        else:
+            lines.append(line)
+    return pytest.LineMatcher(lines)
 
 
 @pytest.fixture
@@ -231,9 +245,9 @@ def test_identical_builds_are_one_result(project: pytest.Pytester, add_kernel: C
              for r in records}
     assert all(len(shas) == 1 for shas in elves.values()) and elves[16] != elves[32]
     assert sum(not r["counts_cached"] for r in records) == 2  # the others took the first one's run
-    result.stdout.fnmatch_lines([
-        "  pc_alias / small on qemu: 1. BLOCK=* (= BLOCK=*-UNUSED=*, BLOCK=*-UNUSED=*)  2. BLOCK=* (= *); "
-        "worst/best *x over 6 configs, 2 distinct",
+    joined(result).fnmatch_lines([
+        "  pc_alias / small on qemu: 1. BLOCK=* (= BLOCK=*-UNUSED=*, BLOCK=*-UNUSED=*)*2. BLOCK=* (= *); "
+        "worst/best *x over 6 configs, 2 distinct*",
     ])
 
 
@@ -243,9 +257,9 @@ def test_session_ends_with_the_ranking_then_the_labelled_emulated_table(project:
     result = project.runpytest("--rvtune-case", "small", "--rvtune-results", "run.jsonl",
                                "--benchmark-json=bench.json")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines([
+    joined(result).fnmatch_lines([
         "rvtune ranking, by x60_cycles (modelled SpacemiT X60 cycles per launch*",
-        "  pc_table / small on qemu: 1. BLOCK=* *  2. BLOCK=* *; worst/best *x over 2 configs",
+        "  pc_table / small on qemu: 1. BLOCK=* *  2. BLOCK=* *; worst/best *x over 2 configs; default BLOCK=16 *",
         "  all configs: rvtune report *run.jsonl",
         "  (pytest-benchmark's tables below show the modelled SpacemiT X60 time of emulated items*",
         "*benchmark 'pc_table-small (modelled SpacemiT X60 time: x60_cycles at 1.6 GHz, not measured)': 2 tests*",

@@ -8,6 +8,17 @@ from results_data import make_record
 from pytest_rvtune.results.summary import ranking_lines
 
 
+def joined(lines: list[str]) -> list[str]:
+    """The lines with each continuation (a group's line broken to fit 120 columns) joined back to its line."""
+    out: list[str] = []
+    for line in lines:
+        if line.startswith("      ") and out:
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
 def _qemu(case: str, block: int, launch: float, kernel: float, outcome: str = "passed") -> dict:
     return make_record("k", case, {"BLOCK": block}, [1000, 1100], target="qemu", outcome=outcome,
                        counters={"launch_insns": launch, "kernel_insns": kernel})
@@ -27,13 +38,18 @@ def test_emulated_groups_list_the_best_configs_by_launch_the_spread_and_the_defa
         # is 64 here, 5 % behind
         _qemu("B", 16, 4000, 10), _qemu("B", 32, 1000, 20), _qemu("B", 64, 1050, 30),
     ]
-    lines = ranking_lines(records, top=2)
+    lines = joined(ranking_lines(records, top=2))
     assert lines[0].startswith("rvtune ranking, by launch_insns (instructions per launch, counted under emulation")
     assert lines[1] == "  k / A on qemu: 1. BLOCK=64 1,000  2. BLOCK=32 2,000; worst/best 3.00x over 3 configs; " \
-                       "#1 is the default"
+                       "#1 is the most common winner"
     assert lines[2] == "  k / B on qemu: 1. BLOCK=32 1,000  2. BLOCK=64 1,050; worst/best 4.00x over 3 configs; " \
-                       "default BLOCK=64 #2 (+5.0%)"
+                       "most common winner BLOCK=64 #2 (+5.0%)"
     assert len(lines) == 3
+    # records that name their kernel's untuned config (DEFAULT_CONFIG or the first): that is the default
+    named = [r | {"kernel_default": "BLOCK=16"} for r in records]
+    lines = joined(ranking_lines(named, top=2))
+    assert lines[1].endswith("; worst/best 3.00x over 3 configs; default BLOCK=16 #3 (+200.0%)")
+    assert lines[2].endswith("; default BLOCK=16 #3 (+300.0%)")
 
 
 def test_configs_that_ran_the_same_run_are_one_result_with_aliases() -> None:
