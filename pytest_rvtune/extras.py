@@ -1,7 +1,8 @@
 """Optional features and the pip extra that brings each: a missing one is a clear error naming the extra.
 
-``[boards]`` (asyncssh) for RISC-V boards over SSH, ``[plots]`` (matplotlib) for `rvtune report`'s PNGs. The
-kernel suite on QEMU or the host, and every other command, need neither.
+``[boards]`` (asyncssh) for RISC-V boards over SSH, ``[labgrid]`` (labgrid, and asyncssh) for boards taken from a
+labgrid coordinator's places, ``[plots]`` (matplotlib) for `rvtune report`'s PNGs. The kernel suite on QEMU or the
+host, and every other command, need none of them.
 """
 
 from __future__ import annotations

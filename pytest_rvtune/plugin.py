@@ -7,7 +7,7 @@ pipeline in item.py, fixtures in fixtures.py and the pytest-benchmark hand-over 
 from __future__ import annotations
 
 import platform
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ from pytest_rvtune.progress import ProgressReporter
 from pytest_rvtune.run_options import DEFAULT_MAX_TIME
 from pytest_rvtune.selection import case_notes, filter_errors, keyword_hint, rewrite_keyword
 from pytest_rvtune.session import (
+    PLACES_KEY,
     RECORD_KEY,
     RENAMED_INI,
     SESSION_KEY,
@@ -155,8 +156,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_configure_node(node: WorkerController) -> None:
-    """xdist controller: every worker appends to the controller's results file."""
-    node.workerinput["rvtune_run_id"] = session_of(node.config).run_id
+    """xdist controller: every worker appends to the controller's results file, and runs on the boards the
+    controller took from a farm for the session (a labgrid place: reserved once, here, before any worker runs)."""
+    session = session_of(node.config)
+    node.workerinput["rvtune_run_id"] = session.run_id
+    node.workerinput[PLACES_KEY] = session.take_places(_terminal_line(node.config))  # once, before any worker runs
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -170,12 +174,26 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         paths.set_project_root(config.stash[_OUTER_ROOT_KEY])
 
 
+def _terminal_line(config: pytest.Config) -> Callable[[str], None]:
+    """Say a line of ours on the terminal now (outside any item: e.g. that a farm's board is taken by others
+    and the session waits for it)."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+
+    def say(text: str) -> None:
+        if terminal is not None:
+            terminal.ensure_newline()
+            terminal.write_line(f"rvtune: {text}")
+    return say
+
+
 @pytest.hookimpl(trylast=True)  # after the terminal's header: the first thing under it
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_PYTEST_SESSION_KEY] = session  # its exit status, set from the terminal summary
     rvtune = session.config.stash.get(SESSION_KEY, None)
     if rvtune is not None:
         rvtune.check_results_writable()
+        if rvtune.is_controller and rvtune.options.targets_given and not session.config.option.collectonly:
+            rvtune.take_places(_terminal_line(session.config))  # (xdist's workers may have taken them already)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -9,7 +9,7 @@ import os
 import time
 import warnings
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,12 +29,15 @@ if TYPE_CHECKING:  # imported where used: a plain `pytest tests` run never loads
     from pytest_rvtune.results.shortlist import Shortlist
     from pytest_rvtune.targets.base import Target
     from pytest_rvtune.targets.config import TargetConfig
+    from pytest_rvtune.targets.factory import HeldPlace
 
 #: user_properties key of a finished item's record (the controller tallies it and hands it to pytest-benchmark).
 RECORD_KEY = "rvtune_record"
 #: user_properties key of an item whose record could not be written: the cause, for the controller to show.
 RESULTS_ERROR_KEY = "rvtune_results_error"
 DEFAULT_TARGET = "qemu"
+#: workerinput key of the leases of boards the xdist controller took from a farm for its workers.
+PLACES_KEY = "rvtune_places"
 #: The kernel-directory ini option's name before collection became opt-in (rvtune_kernel_dirs); refused by name.
 RENAMED_INI = "rvtune_kernels"
 DEFAULT_TIMEOUT = 300.0
@@ -203,6 +206,10 @@ class RvtuneSession:
         self.results_error_shown = False
         self._earlier_rounds: dict[tuple[str, str, str, str], Mapping[str, Any]] | None = None
         self.worker_id: str = workerinput["workerid"] if workerinput else "main"
+        # Boards taken from a farm (labgrid places) for the whole session: the controller holds them, and its
+        # workers get their leases (the board's address) or the error that kept the controller from one.
+        self.held_places: dict[str, HeldPlace] = {}
+        self.place_leases: dict[str, dict[str, Any]] = dict(workerinput.get(PLACES_KEY, {})) if workerinput else {}
         self._configs: dict[str, TargetConfig] | None = None
         if options.targets_given:
             self.target_configs()  # asked for by name: a bad name or file is an error before anything runs
@@ -290,9 +297,12 @@ class RvtuneSession:
             raise TargetUnavailable(name, self.target_errors[name])
         if name not in self.targets:
             from pytest_rvtune.targets.factory import make_target
+            lease = self.place_leases.get(name)
             try:
+                if lease is not None and "error" in lease:
+                    raise RuntimeError(lease["error"])  # the controller could not take the place
                 self.targets[name] = make_target(self.target_configs()[name], worker_id=self.worker_id,
-                                                 with_timing_model=self.options.timing_model)
+                                                 with_timing_model=self.options.timing_model, lease=lease)
             except Exception as exc:  # one clear error per target and process, not one per item
                 text = str(exc)
                 self.target_errors[name] = text if f"target {name!r}" in text else \
@@ -338,9 +348,35 @@ class RvtuneSession:
             return f"{cfg.where('timeout')} = {cfg.timeout:g}; --rvtune-timeout overrides it"
         return "the default; --rvtune-timeout N sets it"
 
+    def take_places(self, on_wait: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+        """Controller: each target whose board comes from a farm (a labgrid place) is taken once, at the start,
+        and its lease handed to every worker (pytest-xdist's: workers reserving on their own would wait for each
+        other's whole session); ``on_wait`` is told when a place is held by others and the wait begins. A target
+        that cannot be taken gets its error instead, which its items report."""
+        from pytest_rvtune.targets.factory import take_place
+
+        for name in self.target_names:
+            if name in self.place_leases:
+                continue
+            try:
+                taken = take_place(self.target_configs()[name], on_wait)
+            except Exception as exc:
+                text = str(exc)
+                self.place_leases[name] = {"error": text if f"target {name!r}" in text else
+                                           f"target {name!r} is unavailable: {type(exc).__name__}: {text}"}
+                continue
+            if taken is not None:
+                self.held_places[name], self.place_leases[name] = taken
+        return dict(self.place_leases)
+
     def close(self) -> None:
-        for target in self.targets.values():
-            target.close()
+        try:
+            for target in self.targets.values():
+                target.close()
+        finally:
+            for held in self.held_places.values():
+                held.release()
+            self.held_places.clear()
 
     # ----------------------------------------------------------------------------------- finished items
     def tally_report(self, report: pytest.TestReport) -> dict[str, Any] | None:

@@ -1,5 +1,5 @@
-"""The package's surface as an installed plugin: `rvtune --version`, and the optional extras. [boards] (asyncssh)
-and [plots] (matplotlib) are hidden from a subprocess by ``sys.modules[name] = None``, Python's own way of making an
+"""The package's surface as an installed plugin: `rvtune --version`, and the optional extras. [boards] (asyncssh),
+[labgrid] (labgrid) and [plots] (matplotlib) are hidden from a subprocess by ``sys.modules[name] = None``, Python's own way of making an
 import fail, so the test runs the real modules in an environment that lacks them."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def test_version_is_the_distributions(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_the_core_imports_without_the_extras() -> None:
-    proc = without(("asyncssh", "matplotlib"), "import importlib\n" + "\n".join(
+    proc = without(("asyncssh", "matplotlib", "labgrid"), "import importlib\n" + "\n".join(
         f"importlib.import_module({m!r})" for m in CORE_MODULES))
     assert proc.returncode == 0, proc.stderr
 
@@ -46,6 +46,13 @@ def test_a_board_without_asyncssh_names_the_boards_extra() -> None:
     assert proc.returncode == 1
     assert "MissingExtraError: RISC-V boards over SSH need the Python package asyncssh, which is not installed: " \
            "pip install 'pytest-rvtune[boards]'" in proc.stderr
+
+
+def test_a_labgrid_target_without_labgrid_names_the_labgrid_extra() -> None:
+    proc = without(("labgrid",), "import pytest_rvtune.targets.labgrid_farm")
+    assert proc.returncode == 1
+    assert "board farms through a labgrid coordinator need the Python package labgrid, which is not installed: " \
+           "pip install 'pytest-rvtune[labgrid]'" in proc.stderr
 
 
 def test_plots_without_matplotlib_name_the_plots_extra() -> None:

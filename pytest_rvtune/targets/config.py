@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 from pytest_rvtune.toolchain import RISCV_ISA, RISCV_VLEN
 
-TargetKind = Literal["builtin", "ssh"]
+TargetKind = Literal["builtin", "ssh", "labgrid"]
 Runner = Literal["perf", "plain"]
 
 #: The SpacemiT X60 PMU events the seeds' run_perf.py collected with `perf stat` (user mode only).
@@ -79,6 +80,13 @@ class TargetConfig:
     connect_timeout: float = 15.0
     keepalive: float = 15.0  # seconds between keepalives: a lost board is noticed after 3 missed ones
     lock_file: str = "/tmp/rvtune-board.lock"  # on the board; every user and checkout must share it
+    # kind "labgrid": the board is a place of a labgrid coordinator, its address that of the place's
+    # NetworkService resource (targets/labgrid_farm.py); hosts, port and user then come from the place.
+    coordinator: str | None = None  # HOST[:PORT]; None: $LG_COORDINATOR, else labgrid's 127.0.0.1:20408
+    place: str | None = None  # reserve this place by name ...
+    tags: Mapping[str, str] = field(default_factory=dict)  # ... or any place with these tags
+    resource: str | None = None  # which NetworkService of the place (None: its only one)
+    reserve_timeout: float = 3600.0  # seconds to wait for the place while others hold it
 
     @property
     def timing_source(self) -> str:
@@ -164,6 +172,16 @@ def _hosts(value: Any, where: str) -> tuple[str, ...]:
     return hosts
 
 
+def _tags(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(f'{where}: expected a table of tag = "value", e.g. {{ board = "k1" }}, got {value!r}')
+    for name, val in value.items():
+        if not re.fullmatch(r"[a-z][a-z0-9_]+", name) or not isinstance(val, str) or not val:
+            raise ConfigError(f"{where}: {name!r} = {val!r}: labgrid tag names are lower-case letters, digits and "
+                              "_ (at least two characters), values non-empty strings")
+    return dict(value)
+
+
 _Checker = Callable[[Any, str], Any]
 
 #: Every key a board may set -> (TargetConfig field, checker). Paths are handled separately (relative to the file).
@@ -192,6 +210,17 @@ _KEYS: dict[str, tuple[str, _Checker]] = {
 }
 _PATH_KEYS = ("key", "known_hosts", "ssh_config")
 
+#: The keys of a ``kind = "labgrid"`` target beyond a board's (whose host, port and user come from the place).
+_LABGRID_KEYS: dict[str, tuple[str, _Checker]] = {
+    "coordinator": ("coordinator", _str),
+    "place": ("place", _str),
+    "tags": ("tags", _tags),
+    "resource": ("resource", _str),
+    "reserve_timeout": ("reserve_timeout", _positive),
+}
+#: A board's keys that a labgrid place sets instead.
+_FROM_PLACE = ("host", "hosts", "port", "user")
+
 
 def _path(value: Any, where: str, base: Path) -> Path:
     text = _str(value, where)
@@ -212,23 +241,50 @@ def parse_target(name: str, table: Any, source: Path) -> TargetConfig:
         raise ConfigError(f"{where}: {name!r} is a built-in target; give the board another name")
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: expected a table of settings, got {table!r}")
+    kind = table.get("kind", "ssh")
+    if kind not in ("ssh", "labgrid"):
+        raise ConfigError(f'{where} kind: expected "ssh" (a board you name, the default) or "labgrid" (a place of '
+                          f"a labgrid coordinator), got {kind!r}")
+    if kind == "labgrid":
+        return _parse_labgrid(name, {k: v for k, v in table.items() if k != "kind"}, source)
+    table = {k: v for k, v in table.items() if k != "kind"}
     if "host" in table and "hosts" in table:
         raise ConfigError(f"{where}: set either host (one board) or hosts (a pool), not both")
     if "host" not in table and "hosts" not in table:
         raise ConfigError(f'{where}: missing host: set host = "<name or address>" (or hosts = [...] for a pool)')
+    values = _values(table, where, source, _KEYS)
+    return TargetConfig(name=name, kind="ssh", source=str(source), **values)
+
+
+def _parse_labgrid(name: str, table: dict[str, Any], source: Path) -> TargetConfig:
+    """A ``kind = "labgrid"`` table: the board keys minus those the place's NetworkService sets."""
+    where = f"{source} [targets.{name}]"
+    for key in _FROM_PLACE:
+        if key in table:
+            raise ConfigError(f"{where} {key}: a labgrid target's board address (host, port, user) comes from its "
+                              "place's NetworkService resource; remove it here (set it in the exporter's config)")
+    if "place" not in table and "tags" not in table:
+        raise ConfigError(f'{where}: missing place: set place = "<labgrid place name>" or tags = {{ ... }} (any '
+                          "place with those tags)")
+    keys = {k: v for k, v in _KEYS.items() if k not in _FROM_PLACE} | _LABGRID_KEYS
+    return TargetConfig(name=name, kind="labgrid", source=str(source), **_values(table, where, source, keys))
+
+
+def _values(table: dict[str, Any], where: str, source: Path, keys: dict[str, tuple[str, _Checker]]) -> dict[str, Any]:
+    """A target table's values, checked, as TargetConfig fields."""
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key in _PATH_KEYS:
             values[key] = _path(value, f"{where} {key}", source.parent)
-        elif key in _KEYS:
-            attr, check = _KEYS[key]
+        elif key in keys:
+            attr, check = keys[key]
             values[attr] = check(value, f"{where} {key}")
         else:
-            known = ", ".join(sorted([*_KEYS, *_PATH_KEYS]))
+            known = ", ".join(sorted([*keys, *_PATH_KEYS, "kind"]))
             raise ConfigError(f"{where}: unknown key {key!r} (known keys: {known})")
     if values.get("runner", "perf") == "plain" and "perf_events" in values:
         raise ConfigError(f'{where} perf_events: only used with runner = "perf"; remove it or set the runner')
-    return TargetConfig(name=name, kind="ssh", source=str(source), **values)
+    return values
 
 
 #: The top-level tables of rvtune.toml: boards here, Triton_RVV projects in compat/project.py.

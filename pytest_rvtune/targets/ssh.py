@@ -99,10 +99,10 @@ class InsecureHostKeyWarning(UserWarning):
     """A target runs with host key checking switched off."""
 
 
-class _LoopThread:
+class LoopThread:
     """The one asyncio loop of this process, in a daemon thread; coroutines are submitted from any thread."""
 
-    _instance: _LoopThread | None = None
+    _instance: LoopThread | None = None
     _guard = threading.Lock()
 
     def __init__(self) -> None:
@@ -111,7 +111,7 @@ class _LoopThread:
         self.thread.start()
 
     @classmethod
-    def get(cls) -> _LoopThread:
+    def get(cls) -> LoopThread:
         with cls._guard:
             if cls._instance is None:
                 cls._instance = cls()
@@ -217,7 +217,7 @@ class SshTarget:
         self.name = cfg.name
         self.isa = cfg.isa
         self.timing_source: TimingSource = "emulated" if cfg.exec_prefix else "real"
-        self._loop = _LoopThread.get()
+        self._loop = LoopThread.get()
         self._conn: asyncssh.SSHClientConnection | None = None
         self._cache: RemoteCache | None = None
         self.work_dir = ""  # absolute, resolved on the board at connect
@@ -730,6 +730,15 @@ class SshPool:
             board.close()
 
 
+def warn_if_insecure(cfg: TargetConfig) -> None:
+    """Every session that connects with host key checking off says so."""
+    if cfg.insecure_skip_host_key_check:
+        message = (f"target {cfg.name!r}: host key checking is OFF (insecure_skip_host_key_check in "
+                   f"{cfg.source}): anyone on the network path can impersonate the board")
+        warnings.warn(message, InsecureHostKeyWarning, stacklevel=3)
+        log.warning(message)
+
+
 def connect_board(cfg: TargetConfig, *, worker_id: str) -> SshTarget | SshPool:
     """The board (or, for ``hosts = [...]``, the pool) this worker runs on.
 
@@ -737,11 +746,7 @@ def connect_board(cfg: TargetConfig, *, worker_id: str) -> SshTarget | SshPool:
     (boards that do not are skipped for the session) and spreads runs over free boards (:class:`SshPool`).
     Each run still takes the board's lock, so runs of several workers or CI jobs on one board take turns.
     """
-    if cfg.insecure_skip_host_key_check:
-        message = (f"target {cfg.name!r}: host key checking is OFF (insecure_skip_host_key_check in "
-                   f"{cfg.source}): anyone on the network path can impersonate the board")
-        warnings.warn(message, InsecureHostKeyWarning, stacklevel=2)
-        log.warning(message)
+    warn_if_insecure(cfg)
     start = worker_index(worker_id) % len(cfg.hosts)
     order = (*cfg.hosts[start:], *cfg.hosts[:start])
     errors: dict[str, str] = {}

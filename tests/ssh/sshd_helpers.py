@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+import pytest
 
 from pytest_rvtune.targets.config import TargetConfig
 from pytest_rvtune.targets.ssh import SshTarget, connect_board
@@ -158,6 +162,36 @@ class NetnsHost:
 
 def _ip(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", *args], capture_output=True, text=True)
+
+
+@contextlib.contextmanager
+def netns_link() -> Iterator[NetnsHost]:
+    """A namespace with a veth link to us (10.213.x.0/30); skipped, naming why, where netns is not allowed."""
+    if shutil.which("ip") is None:
+        pytest.skip("iproute2 (ip) is not installed: no network namespace host")
+    tag = secrets.token_hex(3)
+    ns, ours, theirs = f"rvtune-{tag}", f"rvt{tag}a", f"rvt{tag}b"
+    octet = int(tag[:2], 16) % 250 + 1
+    made = _ip("netns", "add", ns)
+    if made.returncode != 0:
+        pytest.skip(f"cannot create a network namespace here (ip netns add: {made.stderr.strip()})")
+    try:
+        for args in (
+            ("link", "add", ours, "type", "veth", "peer", "name", theirs),
+            ("link", "set", theirs, "netns", ns),
+            ("addr", "add", f"10.213.{octet}.1/30", "dev", ours),
+            ("link", "set", ours, "up"),
+            ("-n", ns, "addr", "add", f"10.213.{octet}.2/30", "dev", theirs),
+            ("-n", ns, "link", "set", theirs, "up"),
+            ("-n", ns, "link", "set", "lo", "up"),
+        ):
+            done = _ip(*args)
+            if done.returncode != 0:
+                pytest.skip(f"cannot set up the namespace link (ip {' '.join(args)}: {done.stderr.strip()})")
+        yield NetnsHost(ns, ours, f"10.213.{octet}.2")
+    finally:
+        _ip("netns", "del", ns)  # deletes their end of the veth, and with it ours
+        _ip("link", "del", ours)
 
 
 
