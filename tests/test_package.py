@@ -1,6 +1,6 @@
 """The package's surface as an installed plugin: `rvtune --version`, and the optional extras. [boards] (asyncssh),
-[labgrid] (labgrid) and [plots] (matplotlib) are hidden from a subprocess by ``sys.modules[name] = None``, Python's own way of making an
-import fail, so the test runs the real modules in an environment that lacks them."""
+[labgrid] (labgrid) and [plots] (matplotlib) are hidden from a subprocess by ``sys.modules[name] = None``, Python's
+own way of making an import fail, so the test runs the real modules in an environment that lacks them."""
 
 from __future__ import annotations
 
