@@ -175,14 +175,14 @@ def waiting(farm: Farm, user: str) -> bool:
 
 def test_sessions_take_turns_and_sigterm_gives_the_place_back(farm: Farm, tmp_path: Path):
     """alice holds the place (her board waits at a gate that never opens), bob's session waits for it; SIGTERM
-    to alice releases the place and cancels her reservation, and bob's session (two xdist workers sharing the
-    one place its controller took) then runs its configs on the board and gives the place back at the end."""
+    to alice releases the place and cancels her reservation, and bob's session (an xdist worker on the lease its
+    controller took) then runs its configs on the board and gives the place back at the end."""
     alice = session(farm_config(farm, tmp_path, "farm", gate=tmp_path / "never"), "farm", "alice", tmp_path,
                     ITEMS[:1])
     bob = None
     try:
         wait_for(lambda: farm.holder().endswith("/alice"), "alice's session to acquire the place", 120)
-        bob = session(farm_config(farm, tmp_path, "farm2"), "farm2", "bob", tmp_path, ITEMS, "-n", "2")
+        bob = session(farm_config(farm, tmp_path, "farm2"), "farm2", "bob", tmp_path, ITEMS, "-n", "1")
         wait_for(lambda: waiting(farm, "bob"), "bob's reservation to wait", 120)
         assert farm.holder().endswith("/alice") and bob.poll() is None
         alice.send_signal(signal.SIGTERM)

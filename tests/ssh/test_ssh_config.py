@@ -168,6 +168,8 @@ def test_readme_example_config_is_valid(tmp_path: Path):
     targets = load_targets(tmp_path, example)
     boards = {name: cfg for name, cfg in targets.items() if cfg.kind == "ssh"}
     assert {"laptop", "k1-pool"} <= set(boards)
+    farm = targets["k1farm"]
+    assert farm.kind == "labgrid" and farm.tags == {"board": "k1"} and farm.hosts == ()
     assert tomllib.loads(example.read_text())  # plain TOML, no templating
 
 
