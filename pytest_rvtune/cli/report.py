@@ -5,14 +5,27 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from pytest_rvtune.cli.out_dir import out_dir_problem
 from pytest_rvtune.cli.rank_by import add_rank_by_argument
 from pytest_rvtune.extras import MissingExtraError
-from pytest_rvtune.results.report import FORMATS, build_case_reports, default_out_dir, render_report, write_perf_stats
+from pytest_rvtune.results.records import summarise
+from pytest_rvtune.results.report import (
+    FORMATS,
+    REPORT_FIELDS,
+    STREAMED_FORMATS,
+    build_case_reports,
+    default_out_dir,
+    render_report,
+    report_parts,
+    size_notes,
+    write_perf_stats,
+)
 from pytest_rvtune.results.run_names import resolve
-from pytest_rvtune.results.runs import ANALYSIS_FIELDS, check_rank_by, load_run
+from pytest_rvtune.results.runs import ANALYSIS_FIELDS, Run, check_rank_by, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -49,6 +62,21 @@ def _count(text: str) -> int:
     return value
 
 
+def _stream_report(run: Run, args: argparse.Namespace, correlations: list[dict[str, Any]], path: Path) -> None:
+    """The report's text, part by part (report_parts), into ``path`` and (its --top rows) onto stdout: what
+    render_report returns and print shows, without holding every row of a run of 10^5 items."""
+    sep, end = ("", "") if args.format == "csv" else ("\n\n", "\n")
+    with path.open("w", encoding="utf-8") as file:
+        for index, (whole, shown) in enumerate(report_parts(run, args.format, correlations, args.rank_by, args.top)):
+            file.write((sep if index else "") + whole)
+            sys.stdout.write((sep if index else "") + shown)
+        file.write(end)
+        sys.stdout.write(end + "\n")  # print's newline after the text
+    if args.format == "csv":  # a flat table has no room for them; the other formats carry the notes
+        for note in size_notes(run):
+            print(f"note: {note}", file=sys.stderr)
+
+
 def run_report(args: argparse.Namespace) -> int:
     from pytest_rvtune.results.correlation import correlation_rows, strong
 
@@ -62,26 +90,25 @@ def run_report(args: argparse.Namespace) -> int:
     if problem:
         print(f"rvtune report: {problem}", file=sys.stderr)
         return 2
-    run = load_run(args.run, fields=ANALYSIS_FIELDS)  # a RunFileError is reported by cli.main (exit 2)
+    # Each record is reduced to its samples' statistics as it is read (a results file of 10^5 items would be held
+    # whole otherwise); only the HTML page's comparison with --base tests samples, so it keeps them.
+    reduce = None if args.base else partial(summarise, raw_fields=REPORT_FIELDS)
+    run = load_run(args.run, fields=ANALYSIS_FIELDS, reduce=reduce)  # a RunFileError: cli.main reports it (exit 2)
     base = load_run(args.base, fields=ANALYSIS_FIELDS) if args.base else None
     check_rank_by(run.records, args.rank_by, args.run)  # a MetricError too
-    reports = build_case_reports(run, args.rank_by)
     correlations = strong(correlation_rows(run.records))
-    text = render_report(run, reports, args.format, correlations, args.rank_by)
-    if args.top is not None:
-        shown = [replace(rep, rows=rep.rows[: args.top]) for rep in reports]
-        print(render_report(run, shown, args.format, correlations, args.rank_by))
-    else:
-        print(text)
-    if args.format == "csv":  # a flat table has no room for them; the other formats carry the notes
-        for rep in reports:
-            if rep.note:
-                print(f"note: {rep.note}", file=sys.stderr)
     out: Path = args.out or default_out_dir(run_path)
     out.mkdir(parents=True, exist_ok=True)
     ext = {"table": "txt", "markdown": "md"}.get(args.format, args.format)
     written = [out / f"report.{ext}"]
-    written[0].write_text(text, encoding="utf-8")
+    if args.format in STREAMED_FORMATS:  # one group's rows at a time, to the file and the terminal
+        _stream_report(run, args, correlations, written[0])
+    else:
+        reports = build_case_reports(run, args.rank_by)
+        text = render_report(run, reports, args.format, correlations, args.rank_by)
+        shown = reports if args.top is None else [replace(rep, rows=rep.rows[: args.top]) for rep in reports]
+        print(text if args.top is None else render_report(run, shown, args.format, correlations, args.rank_by))
+        written[0].write_text(text, encoding="utf-8")
     written += write_perf_stats(run, out)
     status = 0
     if not args.no_plots:

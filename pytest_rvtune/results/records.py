@@ -37,7 +37,8 @@ class RunFileError(ValueError):
     """A results file that cannot be read; the message names the file (and line) and what to do."""
 
 
-@dataclass(slots=True)  # slots: a results file of 10^5 records is held as 10^5 of these
+# slots: a results file of 10^5 records is held as 10^5 of these; weakref: the streaming tests count those alive
+@dataclass(slots=True, weakref_slot=True)
 class RunRecord:
     """One item's outcome: kernel x case x config on one target."""
 
@@ -99,6 +100,10 @@ class RunRecord:
         return self.timing_source == "emulated"
 
     @property
+    def n_samples(self) -> int:
+        return len(self.samples_ns)
+
+    @property
     def median_ns(self) -> float | None:
         return statistics.median(self.samples_ns) if self.samples_ns else None
 
@@ -123,6 +128,59 @@ class RunRecord:
     @property
     def label(self) -> str:
         return f"{self.kernel}[{self.case}-{self.config_id}] on {self.target}"
+
+
+class _ReducedSamples(list[float]):
+    """The samples of a SummarisedRecord: gone, only their statistics kept. Reading them is a bug of the caller
+    (it would rank or test on no samples); it fails loudly instead."""
+
+    def _gone(self, *_: Any) -> Any:
+        raise TypeError("the time samples of this record were reduced to their statistics while reading "
+                        "(SummarisedRecord): use n_samples, median_ns, min_ns or iqr_ns, or load the run whole")
+
+    __len__ = __iter__ = __bool__ = __getitem__ = _gone
+
+
+REDUCED_SAMPLES: list[float] = _ReducedSamples()
+_NO_FIELDS: dict[str, Any] = {}  # shared by every summary without raw fields: never modified
+
+
+@dataclass(slots=True)
+class SummarisedRecord(RunRecord):
+    """A record reduced while reading to what a ranking reads (`rvtune report`): the time samples become their
+    statistics (n, median, min, IQR) and ``raw`` keeps only the fields asked for. A results file of 10^5 items is
+    held as 10^5 of these, each about half a RunRecord; the analyses take it as a RunRecord."""
+
+    stats: tuple[int, float | None, float | None, float | None] = (0, None, None, None)  # n, median, min, IQR
+
+    @property
+    def n_samples(self) -> int:
+        return self.stats[0]
+
+    @property
+    def median_ns(self) -> float | None:
+        return self.stats[1]
+
+    @property
+    def min_ns(self) -> float | None:
+        return self.stats[2]
+
+    @property
+    def iqr_ns(self) -> float | None:
+        return self.stats[3]
+
+
+def summarise(record: RunRecord, raw_fields: frozenset[str] = frozenset()) -> SummarisedRecord:
+    """``record`` reduced to a SummarisedRecord keeping ``raw_fields`` of its raw object (a reducer for
+    runs.load_run: the whole record is dropped as soon as the next line is read)."""
+    raw = {k: record.raw[k] for k in raw_fields if k in record.raw} or _NO_FIELDS
+    return SummarisedRecord(
+        kernel=record.kernel, case=record.case, config=record.config, config_id=record.config_id,
+        target=record.target, outcome=record.outcome, samples_ns=REDUCED_SAMPLES, counters=record.counters,
+        timing_source=record.timing_source, elf_sha256=record.elf_sha256, golden_sha256=record.golden_sha256,
+        machine=record.machine, nodeid=record.nodeid, message=record.message, time=record.time,
+        wall_s=record.wall_s, case_params=record.case_params, problem=record.problem, raw=raw,
+        stats=(record.n_samples, record.median_ns, record.min_ns, record.iqr_ns))
 
 
 def group_label(case: str, problem_id: str) -> str:

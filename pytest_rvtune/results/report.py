@@ -31,14 +31,15 @@ import csv
 import io
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
 
+from pytest_rvtune.results.ranked_at import RECORD_FIELD as RANKED_AT_FIELD
 from pytest_rvtune.results.ranked_at import ranked_elsewhere, size_note
 from pytest_rvtune.results.records import GroupKey, RunRecord, group_label
 from pytest_rvtune.results.runs import (
@@ -270,7 +271,7 @@ def case_report(group: Sequence[RunRecord], common_id: str | None, rank_by: str 
     for rank, record in enumerate(order, 1):
         value = ranked_value(record, metric)
         row: dict[str, Any] = {"rank": rank, "config": record.config_id, "median_ns": record.median_ns,
-                               "iqr_ns": record.iqr_ns, "n": len(record.samples_ns)}
+                               "iqr_ns": record.iqr_ns, "n": record.n_samples}
         for name in counters:
             row[name] = record.counters.get(name)
         row.update(rates(record, metric))
@@ -287,11 +288,26 @@ def case_report(group: Sequence[RunRecord], common_id: str | None, rank_by: str 
 
 
 def build_case_reports(run: Run, rank_by: str | None = None) -> list[CaseReport]:
-    defaults = default_configs(run.records, rank_by)
+    return list(_case_reports(run, default_configs(run.records, rank_by), rank_by))
+
+
+def _case_reports(run: Run, defaults: dict[tuple[str, str, str], str], rank_by: str | None) -> Iterator[CaseReport]:
+    """build_case_reports one at a time (``defaults``: default_configs of the run)."""
     untuned = untuned_defaults(run.records)
-    return [case_report(group, defaults.get((target, kernel, problem)), rank_by,
-                        untuned.get((target, kernel, problem)))
-            for (target, kernel, _case, problem), group in group_by_problem(run.records).items()]
+    for (target, kernel, _case, problem), group in group_by_problem(run.records).items():
+        yield case_report(group, defaults.get((target, kernel, problem)), rank_by,
+                          untuned.get((target, kernel, problem)))
+
+
+def size_notes(run: Run) -> list[str]:
+    """The notes of the groups ranked among configs shortlisted at another size (CaseReport.note), in order."""
+    notes = []
+    for group in group_by_problem(run.records).values():
+        by = ranked_elsewhere(group)
+        if by:
+            first = group[0]
+            notes.append(size_note(first.kernel, first.group_label, first.case_params, by))
+    return notes
 
 
 _SHOWN = {"median_ns": "median", "iqr_ns": "IQR", "vs_worst": "vs worst", "vs_default": "vs default",
@@ -430,19 +446,80 @@ def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlation
         parts += [f"{h}{rep.heading}", render_rows([display(row) for row in rep.rows], fmt)]
         if rep.note:
             parts.append(f"note: {rep.note}")
-    best = [display(row, rep.metric) for rep, row in zip(reports, best, strict=True)]
+    parts += _closing_parts(reports, defaults, fmt, correlations, with_problem)
+    return "\n\n".join(parts) + "\n"
+
+
+#: The formats report_parts streams; json is one document, built whole by render_report.
+STREAMED_FORMATS = ("table", "markdown", "csv")
+
+#: What `rvtune report` keeps of each record's raw object when it summarises it (records.summarise): the fields
+#: report.py, html.py and code_files.py read.
+REPORT_FIELDS: frozenset[str] = frozenset({RANKED_AT_FIELD, "kernel_default", "flops", "bytes", "code"})
+
+
+def report_parts(run: Run, fmt: str, correlations: list[dict[str, Any]], rank_by: str | None = None,
+                 top: int | None = None) -> Iterator[tuple[str, str]]:
+    """render_report's text (``fmt`` one of STREAMED_FORMATS) one group at a time, so a run of 10^5 items never
+    holds all its table rows: pairs (part of the whole text, the same part with each ranking cut to its ``top``
+    rows). The parts joined by "\n\n" (csv: by nothing) plus a final "\n" (csv: none) are render_report's text
+    for the reports build_case_reports makes (and for those cut to ``top`` rows)."""
+    defaults = default_configs(run.records, rank_by)
+    with_problem = has_problems(run.records)
+    kept: list[CaseReport] = []  # each group's report with its best row only: what the tables after it read
+    if fmt == "csv":  # one flat table: every ranked config with its case; the header from its first row
+        headers: dict[bool, list[str]] = {}
+        for rep in _case_reports(run, defaults, rank_by):
+            flat = [{**group_columns(rep, with_problem), "ranked_by": rep.metric, **row} for row in rep.rows]
+            parts = []
+            for cut, rows in ((False, flat), (True, flat if top is None else flat[:top])):
+                if rows and cut not in headers:
+                    headers[cut] = list(rows[0])
+                    parts.append(render_rows(rows, "csv"))
+                else:
+                    parts.append(_csv_rows(rows, headers.get(cut, [])))
+            yield parts[0], parts[1]
+        return
+    h = "## " if fmt == "markdown" else "== "
+    title = f"{'# ' if fmt == 'markdown' else ''}rvtune report: {run.path} ({len(run.records)} items)"
+    yield title, title
+    for rep in _case_reports(run, defaults, rank_by):
+        yield f"{h}{rep.heading}", f"{h}{rep.heading}"
+        whole = render_rows([display(row) for row in rep.rows], fmt)
+        yield whole, whole if top is None else render_rows([display(row) for row in rep.rows[:top]], fmt)
+        if rep.note:
+            yield f"note: {rep.note}", f"note: {rep.note}"
+        kept.append(replace(rep, rows=rep.rows[:1]))
+    for part in _closing_parts(kept, defaults, fmt, correlations, with_problem):
+        yield part, part
+
+
+def _csv_rows(rows: Sequence[dict[str, Any]], headers: list[str]) -> str:
+    """More rows of a CSV table whose header (``headers``) is written."""
+    buffer = io.StringIO()
+    csv.DictWriter(buffer, fieldnames=headers, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def _closing_parts(reports: Sequence[CaseReport], defaults: dict[tuple[str, str, str], str], fmt: str,
+                   correlations: list[dict[str, Any]], with_problem: bool) -> list[str]:
+    """The parts of a table or markdown report after the rankings: best configs, notes, failures, correlations
+    (each report needs only its best row)."""
+    h = "## " if fmt == "markdown" else "== "
+    best = [display(row, rep.metric) for rep, row in zip(reports, best_rows(reports, defaults), strict=True)]
     title = "Best config per case" + (" and problem" if with_problem else "")
-    parts += [f"{h}{title} (default = the kernel's untuned config: DEFAULT_CONFIG or its first; most common "
-              f"winner = what export-best ships)", render_rows(best, fmt)]
+    parts = [f"{h}{title} (default = the kernel's untuned config: DEFAULT_CONFIG or its first; most common "
+             f"winner = what export-best ships)", render_rows(best, fmt)]
     notes = [rep.note for rep in reports if rep.note]
     if notes:  # again under the winners: these winners were picked among configs ranked at another size
         parts += [f"{h}Ranked at another size", "\n".join(f"note: {n}" for n in notes)]
+    failures = failure_rows(reports)
     if failures:
         parts += [f"{h}Items without a valid result (not ranked)", render_rows(failures, fmt)]
     if correlations:
         parts += [f"{h}Counters correlated with kernel time (|r| > 0.7, valid configs)",
                   render_rows(correlations, fmt)]
-    return "\n\n".join(parts) + "\n"
+    return parts
 
 
 def default_out_dir(run_path: Path) -> Path:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -115,7 +115,7 @@ def metrics_present(records: Iterable[RunRecord]) -> list[str]:
     valid = [r for r in records if r.valid]
     names = {n for r in valid for n in r.counters}
     first = [n for n in EMULATED_RANK_COUNTERS if n in names]
-    return (["time"] if any(r.samples_ns for r in valid) else []) + first + sorted(names - set(first))
+    return (["time"] if any(r.n_samples for r in valid) else []) + first + sorted(names - set(first))
 
 
 def check_rank_by(records: Iterable[RunRecord], rank_by: str | None, source: str = "the results") -> None:
@@ -133,7 +133,7 @@ def rank_metric(records: Iterable[RunRecord], rank_by: str | None = None) -> str
     checked that some record does: a group without it keeps its default). The default: when every valid record
     is emulated, the first of EMULATED_RANK_COUNTERS that every one has; else time."""
     valid = [r for r in records if r.valid]
-    if rank_by == "time" and any(r.samples_ns for r in valid):
+    if rank_by == "time" and any(r.n_samples for r in valid):
         return "time"
     if rank_by is not None and valid and all(rank_by in r.counters for r in valid):
         return rank_by
@@ -190,13 +190,20 @@ ANALYSIS_FIELDS: frozenset[str] = frozenset({
 })
 
 
-def load_run(path: str | Path, *, allow_empty: bool = False, fields: frozenset[str] | None = None) -> Run:
+#: What load_run keeps of each record as it reads it: the record itself, or a summary of it (records.summarise).
+Reducer = Callable[[RunRecord], RunRecord]
+
+
+def load_run(path: str | Path, *, allow_empty: bool = False, fields: frozenset[str] | None = None,
+             reduce: Reducer | None = None) -> Run:
     """Read our results JSONL or a pytest-benchmark JSON file (or ``latest``, ``latest~N``: run_names.py). Raises
     RunFileError naming the problem.
 
     A JSONL file is read one line at a time: what is held is the records (the last one of each item), never the
     file. ``fields``: keep only these fields of each object as the record's ``raw`` (ANALYSIS_FIELDS for the
-    analyses); None keeps the whole object (a resumed item re-records it as it was written).
+    analyses); None keeps the whole object (a resumed item re-records it as it was written). ``reduce``: what to
+    keep of each record instead of itself (e.g. records.summarise: its samples' statistics, not the samples),
+    applied as each line is read, so the whole records are never held together.
 
     Torn lines (a write cut short by a kill or a full disk, anywhere in the file) are skipped with a
     RunFileWarning naming file:line; the rest of the file still counts. A file without a single record is an
@@ -213,10 +220,10 @@ def load_run(path: str | Path, *, allow_empty: bool = False, fields: frozenset[s
             # indent, one line holding the whole document). A JSONL line is one whole record.
             whole = _whole_json(stream.read() if first.strip() == b"{" else b"", first)
             if isinstance(whole, dict) and "benchmarks" in whole:
-                run = _load_benchmark_json(path, whole)
+                run = _load_benchmark_json(path, whole, reduce)
             else:
                 stream.seek(0)
-                run = _load_jsonl(path, stream, allow_empty, fields)
+                run = _load_jsonl(path, stream, allow_empty, fields, reduce)
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such results file (give a .jsonl results file or a "
                            "pytest-benchmark --benchmark-json file)") from None
@@ -245,7 +252,8 @@ def _whole_json(rest: bytes, first: bytes) -> Any:
         return None  # JSON lines (several objects) or broken: the line reader names the bad line
 
 
-def _load_jsonl(path: Path, stream: BinaryIO, allow_empty: bool, fields: frozenset[str] | None) -> Run:
+def _load_jsonl(path: Path, stream: BinaryIO, allow_empty: bool, fields: frozenset[str] | None,
+                reduce: Reducer | None) -> Run:
     by_key: dict[tuple[str, str, str, str], RunRecord] = {}
     skipped: list[tuple[int, _BadLine]] = []
     shared = SharedValues()
@@ -259,7 +267,8 @@ def _load_jsonl(path: Path, stream: BinaryIO, allow_empty: bool, fields: frozens
             continue
         record = record_from_dict(obj, f"{path}:{number}", raw_fields=fields, shared=shared)
         by_key.pop(record.key, None)  # a re-recorded item (rerun) replaces the earlier line, keeping order
-        by_key[record.key] = record
+        by_key[record.key] = record if reduce is None else reduce(record)
+        del record  # a reducer's record is not held while the next line is read
     # Only torn records and nothing else: a results file killed during its first write, still ours to append to.
     if skipped and not by_key and not (allow_empty and all(b.torn_record for _, b in skipped)):
         number, first = skipped[0]
@@ -316,7 +325,7 @@ def _parse_line(raw: bytes) -> tuple[Any, _BadLine | None]:
     return None, _BadLine(why, torn_record=torn)
 
 
-def _load_benchmark_json(path: Path, doc: dict[str, Any]) -> Run:
+def _load_benchmark_json(path: Path, doc: dict[str, Any], reduce: Reducer | None = None) -> Run:
     records: list[RunRecord] = []
     benchmarks = doc.get("benchmarks") or []
     if not isinstance(benchmarks, list):
@@ -333,7 +342,8 @@ def _load_benchmark_json(path: Path, doc: dict[str, Any]) -> Run:
             data = (bench.get("stats") or {}).get("data") or []
             extra["samples_ns"] = [float(s) * 1e9 for s in data]
         extra.setdefault("nodeid", bench.get("fullname", ""))
-        records.append(record_from_dict(extra, where))
+        record = record_from_dict(extra, where)
+        records.append(record if reduce is None else reduce(record))
     return Run(path=path, records=records, format="pytest-benchmark", machine_info=doc.get("machine_info") or {})
 
 

@@ -1,0 +1,93 @@
+"""`rvtune report` reduces each record while reading and writes its tables one group at a time (issue 28: a results
+file of 10^5 records took 3.8x its size in memory). Here: what it prints and writes is what the whole records give
+(render_report on load_run without a reducer), every format, with and without --top; and it never holds the whole
+records: a counter of RunRecords alive, bumped by the loader's record_from_dict, stays at a handful on a file of
+hundreds (holding them, as before, counts every one). The memory itself: benchmarks/results_memory.py.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pytest_rvtune.cli import main
+from pytest_rvtune.results import runs
+from pytest_rvtune.results.correlation import correlation_rows, strong
+from pytest_rvtune.results.records import RunRecord, summarise
+from pytest_rvtune.results.report import build_case_reports, render_report
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "results"))
+from results_data import make_record, write_jsonl
+
+PER_GROUP = 60
+
+
+@pytest.fixture(scope="module")
+def run_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    records = []
+    for kernel in ("matmul", "softmax"):
+        for case in ("emu", "small"):
+            for n in range(PER_GROUP):
+                base = 1000.0 + (n * 7919) % 500
+                failed = n % 10 == 9
+                records.append(make_record(
+                    kernel, case, {"BLOCK_SIZE_M": 16 * (1 + n % 4), "BLOCK_SIZE_N": n},
+                    [] if failed else [base * (1 + 0.01 * s) for s in range(4)], target="qemu",
+                    outcome="wrong" if failed else "passed",
+                    counters={} if failed else {"x60_cycles": base * 3 + n % 7, "launch_insns": base * 5},
+                    shortlisted_by={"run": "emu.jsonl", "case": "emu", "case_params": {"n": 75}, "metric": "x60_cycles",
+                                    "kept": [1, 2], "of_configs": 9} if case == "small" else None))
+    records.append({**records[5], "samples_ns": [7.0] * 4})  # item 5 re-recorded: the last one counts
+    return write_jsonl(tmp_path_factory.mktemp("reduce") / "run.jsonl", records)
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv"])
+def test_report_prints_and_writes_what_the_whole_records_give(run_file: Path, tmp_path: Path, capsys,
+                                                              fmt: str) -> None:
+    whole = runs.load_run(run_file, fields=runs.ANALYSIS_FIELDS)
+    reports = build_case_reports(whole)
+    correlations = strong(correlation_rows(whole.records))
+    expected = render_report(whole, reports, fmt, correlations)
+    ext = {"table": "txt", "markdown": "md"}.get(fmt, fmt)
+    for top in (None, 3):
+        argv = ["report", str(run_file), "--no-plots", "--out", str(tmp_path), "--format", fmt]
+        assert main(argv + ([] if top is None else ["--top", str(top)])) == 0
+        printed = capsys.readouterr().out
+        assert (tmp_path / f"report.{ext}").read_text() == expected
+        cut = [replace(r, rows=r.rows[:top]) for r in reports] if top else reports
+        assert printed == render_report(whole, cut, fmt, correlations) + "\n"
+    assert "ranked among 2 of 9 configs" in expected if fmt != "csv" else "matmul,emu" in expected
+
+
+def test_report_never_holds_the_whole_records(run_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    alive, most = [0], [0]
+    read = runs.record_from_dict
+
+    def gone() -> None:
+        alive[0] -= 1
+
+    def counted(*args, **kwargs) -> RunRecord:
+        record = read(*args, **kwargs)
+        alive[0] += 1
+        weakref.finalize(record, gone)
+        most[0] = max(most[0], alive[0])
+        return record
+
+    monkeypatch.setattr(runs, "record_from_dict", counted)
+    assert main(["report", str(run_file), "--no-plots", "--out", str(tmp_path)]) == 0
+    assert 0 < most[0] <= 3, f"{most[0]} whole records alive at once while reading {4 * PER_GROUP + 1} lines"
+    assert "matmul / emu on qemu" in capsys.readouterr().out
+    alive[0] = most[0] = 0
+    held = runs.load_run(run_file)  # what a command holding the records does: the counter sees it
+    assert most[0] >= len(held.records) == 4 * PER_GROUP
+
+
+def test_a_summarised_record_refuses_to_be_read_for_samples(run_file: Path) -> None:
+    record = runs.load_run(run_file, reduce=summarise).records[0]
+    assert record.n_samples == 4 and record.median_ns is not None and record.iqr_ns is not None
+    with pytest.raises(TypeError, match="reduced to their statistics"):
+        len(record.samples_ns)
