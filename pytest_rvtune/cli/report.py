@@ -45,6 +45,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--html", type=Path, default=None, metavar="FILE",
                    help="also write one self-contained HTML page (opens offline): sortable rankings, heatmaps, "
                         "counter correlations and, with --base, the comparison with a base run")
+    p.add_argument("--html-rows", type=_count, default=None, metavar="N",
+                   help="with --html: the rows each table of the page shows at most, best first (default 500; "
+                        "a page of 10^5 rows opens in no browser)")
     p.add_argument("--base", default=None, metavar="RUN",
                    help="with --html: a base run to compare with, item by item, as `rvtune compare BASE RUN` does")
     add_rank_by_argument(p)
@@ -80,6 +83,9 @@ def _stream_report(run: Run, args: argparse.Namespace, correlations: list[dict[s
 def run_report(args: argparse.Namespace) -> int:
     from pytest_rvtune.results.correlation import correlation_rows, strong
 
+    if args.html_rows is not None and not args.html:
+        print("rvtune report: --html-rows sets the rows of the HTML page's tables: add --html FILE", file=sys.stderr)
+        return 2
     if args.base and not args.html:
         print("rvtune report: --base compares in the HTML page only: add --html FILE (or use `rvtune compare`)",
               file=sys.stderr)
@@ -121,9 +127,10 @@ def run_report(args: argparse.Namespace) -> int:
             written += write_plots(run, out, args.rank_by)
     if args.html:
         from pytest_rvtune.build import disassembly_of
-        from pytest_rvtune.results.html import write_html
+        from pytest_rvtune.results.html import MAX_TABLE_ROWS, write_html
 
-        written += write_html(run, args.html, base, make_asm=disassembly_of)
+        written += write_html(run, args.html, base, make_asm=disassembly_of,
+                              max_rows=args.html_rows if args.html_rows is not None else MAX_TABLE_ROWS)
     for path in written:  # each by name: which file to open is the reader's next question
         print(f"wrote {path}", file=sys.stderr)
     return status

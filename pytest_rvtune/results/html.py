@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache, partial
@@ -125,6 +126,8 @@ def classes(*names: str) -> dict[str, str]:
 #: Rows one table shows at most: a results file of 10^5 items made a 130 MB page no browser opens; the report's
 #: text, CSV and JSON outputs hold every row.
 MAX_TABLE_ROWS = 500
+#: The rows a table shows on the page being rendered (render_html's ``max_rows``, ``--html-rows``).
+ROW_LIMIT: ContextVar[int] = ContextVar("ROW_LIMIT", default=MAX_TABLE_ROWS)
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,7 @@ class Table:
     rows: Sequence[Row]
     sorted_by: str | None = None
     empty: str = "nothing to show"
-    limit: int = MAX_TABLE_ROWS
+    limit: int = field(default_factory=ROW_LIMIT.get)
 
     @property
     def more(self) -> int:
@@ -333,6 +336,8 @@ def heatmap_figure(grid: HeatmapGrid, chart_id: str, default: tuple[int, int] | 
                                f"{how + '; ' if how else ''}outlined: the winner, {grid.winner.config_id}{dashed}")
 
 
+#: Values of one parameter a chart shows at most: beyond, the parameter is no block size (the table has it).
+MAX_CHART_VALUES = 32
 #: Line colours of the per-parameter charts: the best over the other parameters, and their median.
 BEST_COLOUR, MEDIAN_COLOUR = "#1d4ed8", "#9ca3af"
 
@@ -348,10 +353,12 @@ def param_figures(group: Sequence[RunRecord], metric: str, emulated: bool) -> li
     figures = []
     for param in param_columns(group):
         xs = sorted_values(r.config.get(param) for r in valid if param in r.config)
-        if len(xs) < 2:
+        if not 2 <= len(xs) <= MAX_CHART_VALUES:
             continue
-        at = {x: [v for r in valid if r.config.get(param) == x and (v := metric_value(r, metric)) is not None]
-              for x in xs}
+        at: dict[Any, list[float]] = {x: [] for x in xs}
+        for r in valid:
+            if param in r.config:
+                at[r.config[param]].append(metric_value(r, metric) or 0.0)
         best = [min(at[x]) for x in xs]
         middle = [statistics.median(at[x]) for x in xs]
         tips = [f"{param}={x}: best {format_metric(metric, b)}, median {format_metric(metric, m)} over "
@@ -544,8 +551,8 @@ def best_table(views: Sequence[GroupView], defaults: dict[tuple[str, str, str], 
     if with_problem:
         columns.append(Column("problem", "problem", False))
     columns += [Column("best", "best config", False, "config"), Column("by", "ranked by", False),
-                Column("value", "value"), Column("vs_worst", "vs worst"), Column("configs", "valid configs"),
-                Column("default", "default (untuned)", False, "config"), Column("vs_default", "vs default"),
+                Column("value", "value"), Column("vs_worst", "vs worst"), Column("vs_default", "vs default"),
+                Column("configs", "valid configs"), Column("default", "default (untuned)", False, "config"),
                 Column("common", "most common winner", False, "config")]
     rows = []
     for view in views:
@@ -560,8 +567,8 @@ def best_table(views: Sequence[GroupView], defaults: dict[tuple[str, str, str], 
         if default and rep.default_rank is None:
             default += f" ({default_absence(rep, view.records)})"
         cells += [txt(metric_title(rep.metric)), num(value, format_metric(rep.metric, value)),
-                  ratio(best.get("vs_worst")), num(len(rep.rows), f"{len(rep.rows)} of {len(view.records)}"),
-                  txt(default), ratio(best.get("vs_default")),
+                  ratio(best.get("vs_worst")), ratio(best.get("vs_default")),
+                  num(len(rep.rows), f"{len(rep.rows)} of {len(view.records)}"), txt(default),
                   txt(defaults.get((rep.target, rep.kernel, rep.problem_id), ""))]
         rows.append(Row(cells, {"data-group": view.anchor}))
     return Table("best", columns, rows)
@@ -676,9 +683,19 @@ def machines_of(run: Run) -> list[tuple[str, str]]:
 
 
 def render_html(run: Run, base: Run | None = None, thresholds: Thresholds | None = None,
-                now: datetime | None = None, code: CodeFiles | None = None) -> str:
+                now: datetime | None = None, code: CodeFiles | None = None, max_rows: int = MAX_TABLE_ROWS) -> str:
     """The whole page of ``run`` (compared with ``base`` when given) as one HTML string; ``code``: the configs'
-    C and .s copied beside the page (code_files.py), linked from their rows."""
+    C and .s copied beside the page (code_files.py), linked from their rows; ``max_rows``: the rows a table shows
+    at most (best first; a note says how many there are)."""
+    token = ROW_LIMIT.set(max_rows)
+    try:
+        return _render(run, base, thresholds, now, code)
+    finally:
+        ROW_LIMIT.reset(token)
+
+
+def _render(run: Run, base: Run | None, thresholds: Thresholds | None, now: datetime | None,
+            code: CodeFiles | None) -> str:
     thresholds = thresholds or Thresholds()
     groups = group_by_problem(run.records)
     reports = {(r.target, r.kernel, r.case, r.problem_id): r for r in build_case_reports(run)}
@@ -720,11 +737,11 @@ def code_note(code: CodeFiles | None) -> str:
 
 
 def write_html(run: Run, path: Path, base: Run | None = None, thresholds: Thresholds | None = None,
-               make_asm: MakeAsm | None = None) -> list[Path]:
+               make_asm: MakeAsm | None = None, max_rows: int = MAX_TABLE_ROWS) -> list[Path]:
     """The page at ``path`` and, for records that name their code, each shown config's C and .s in
     ``<stem>-code/`` beside it (the .s made by ``make_asm``, build.disassembly_of); returns the files written,
     the page first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    code = copy_code(run.records, path.parent / f"{path.stem}-code", make_asm, MAX_TABLE_ROWS)
-    path.write_text(render_html(run, base, thresholds, code=code), encoding="utf-8")
+    code = copy_code(run.records, path.parent / f"{path.stem}-code", make_asm, max_rows)
+    path.write_text(render_html(run, base, thresholds, code=code, max_rows=max_rows), encoding="utf-8")
     return [path, *code.written]

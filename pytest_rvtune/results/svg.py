@@ -249,8 +249,9 @@ def line_chart_svg(x_labels: Sequence[str], series: Sequence[Series], x_title: s
                    y_format: Callable[[float], str], label: str, mark: int | None = None) -> str:
     """Lines over categorical x positions (a parameter's values, evenly spaced), round y ticks; ``mark`` draws a
     diamond on the first series at that x (the winner's value)."""
-    width, height = 300, 220
     left, right, top, bottom = 62, 12, 26, 42
+    # wider for many values: each keeps room for its label
+    width, height = max(300, left + right + 9 * max((len(t) for t in x_labels), default=1) * len(x_labels)), 220
     plot_w, plot_h = width - left - right, height - top - bottom
     ys = [v for s in series for v in s.values if v is not None]
     ticks = nice_ticks(min(ys), max(ys), 4) if ys else [0.0, 1.0]
@@ -347,8 +348,8 @@ def roofline_svg(points: Sequence[Point], peak: float, bandwidth: float, x_title
     roof = [(x_start, bandwidth * x_start), (ridge, peak), (x_ticks[-1], peak)]
     out.append('<polyline class="roof" points="' + " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in roof)
                + '" fill="none" stroke="#111827" stroke-width="2"/>')
-    out.append(f'<text x="{left + plot_w - 4}" y="{py(peak) + 15:.1f}" text-anchor="end" fill="#111827">'
-               f'{escape(roof_note)}</text>')
+    out.append(f'<text x="{left + plot_w - 4}" y="{py(peak) - 8:.1f}" text-anchor="end" fill="#111827">'
+               f'{escape(roof_note)}</text>')  # above the roof: every point is under it
     for point in sorted(points, key=lambda p: p.highlight):
         if point.x <= 0 or point.y <= 0:
             continue

@@ -28,6 +28,10 @@ def test_an_html_page_of_many_configs_caps_its_tables_and_says_so(tmp_path: Path
     assert html.count("<tr data-config=") <= 2 * MAX_TABLE_ROWS + 10  # the ranking and the failures, capped
     assert html.count(f"The first {MAX_TABLE_ROWS} rows of {n} (sorting sorts these)") == 2
     assert "BLOCK_SIZE_M=0" in html  # the best config is among the rows shown
+    assert main(["report", str(run), "--no-plots", "--out", str(tmp_path / "rep"), "--html", str(page),
+                 "--html-rows", "10"]) == 0
+    html = page.read_text()
+    assert html.count("<tr data-config=") <= 2 * 10 + 10 and html.count(f"The first 10 rows of {n}") == 2
     capsys.readouterr()
     assert main(["report", str(run), "--no-plots", "--out", str(tmp_path / "rep"), "--format", "csv"]) == 0
     assert capsys.readouterr().out.count("BLOCK_SIZE_M=") >= n  # every valid config in the CSV
