@@ -208,14 +208,17 @@ class ProjectFile(pytest.File):
                         # which harness runs it: theirs, or our generic one where theirs cannot (variants.py)
                         variant = case.variant(config.values)
                         harness = "generic" if variant is not None and variant.harness == "generic" else "theirs"
-                        shown = "-generic" if harness == "generic" else ""
+                        if harness == "generic" and variant is not None and variant.chain:
+                            harness = "chain"  # their kernels one after the other in one ELF (chain_run.py)
+                        shown = f"-{harness}" if harness != "theirs" else ""
                         item = KernelItem.from_parent(self, name=f"{entry.name}[{case.name}-{cid}{shown}{suffix}]",
                                                       callobj=project_item_test)
                         item.stash[ITEM_KEY] = ProjectItemInfo(project, entry, case, config, cid, target)
                         for marker in ("rvtune", "triton_rvv"):
                             item.add_marker(marker)
                         item.extra_keyword_matches.update({entry.name, case.name, f"{harness}_harness",
-                                                           *config_keywords(config.values)})
+                                                           *config_keywords(config.values),
+                                                           *(variant.chain if harness == "chain" and variant else ())})
                         yield item
 
 

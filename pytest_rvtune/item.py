@@ -7,6 +7,7 @@ outcome into a pass or a failure; ``run_item`` alone (build already done) serves
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -371,14 +372,19 @@ def run_generic_project_item(session: RvtuneSession, work: ItemWork, info: Proje
                              variant: RvvVariant, data_sha256: str) -> ItemOutcome:
     """A Triton_RVV item their harness cannot serve: their kernel in our generic harness on the variant's data
     (compat/generic_run.py); the record says ``harness: "generic"`` and why."""
-    from pytest_rvtune.compat.project_items import build_generic_item
+    from pytest_rvtune.compat.project_items import build_chain_item, build_generic_item
 
     started = time.perf_counter()
+    fields: dict[str, Any] = {"harness": "generic", "harness_why": variant.why}
+    if variant.chain:  # several of their kernels, one after the other in one ELF (compat/chain_run.py)
+        fields["chain"] = list(variant.chain)
     try:
-        artifact = build_generic_item(info.project, info.entry, info.config, variant, target.isa)
+        build = build_chain_item if variant.chain else build_generic_item
+        artifact = build(info.project, info.entry, info.config, variant, target.isa)
     except Exception as exc:  # their launch, compile, link: this item's build fails, the rest go on
-        return build_failed(work, target, f"{work.what} (generic harness): {exc}",
-                            time.perf_counter() - started).with_fields(harness="generic", harness_why=variant.why)
+        shown = f"chain harness: {' -> '.join(variant.chain)}" if variant.chain else "generic harness"
+        return build_failed(work, target, f"{work.what} ({shown}): {exc}",
+                            time.perf_counter() - started).with_fields(**fields)
     build_info = {"build_seconds": time.perf_counter() - started, "build_cache_hit": bool(artifact.cache_hit)}
     try:
         target.prepare([artifact.elf, *(a for a in artifact.argv if isinstance(a, Path))])
@@ -388,7 +394,21 @@ def run_generic_project_item(session: RvtuneSession, work: ItemWork, info: Proje
                                kernel_symbol=artifact.kernel_symbol, build_info=build_info)
     except Exception as exc:  # a board lost, a full disk: this item
         return item_error(work, target, f"{work.what}: {exc}")
-    return outcome.with_fields(harness="generic", harness_why=variant.why)
+    if variant.chain and outcome.verdict.outcome == "wrong":
+        outcome.verdict = chain_wrong(outcome.verdict, variant, info.config_id)
+        outcome.record = outcome.record | {"message": outcome.verdict.message}
+    return outcome.with_fields(**fields)
+
+
+def chain_wrong(verdict: ItemVerdict, variant: RvvVariant, config_id: str) -> ItemVerdict:
+    """A chain's wrong answer names its kernels and the config: only the final output(s) have an expected value
+    (their Python reference's), so a wrong kernel anywhere in the chain shows there."""
+    source = f"their Python reference {variant.reference}()" if variant.reference else "their expected file"
+    head = (f"chain {' -> '.join(variant.chain)} [config {config_id}]: the final output "
+            f"({', '.join(variant.reference_outputs or tuple(variant.expected))}, written by {variant.chain[-1]}) "
+            f"differs from {source}; a wrong "
+            f"kernel anywhere in the chain ({', '.join(dict.fromkeys(variant.chain))}) shows here")
+    return dataclasses.replace(verdict, message=f"{head}\n{verdict.message}")
 
 
 @dataclass

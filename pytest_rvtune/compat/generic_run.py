@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import inspect
 import re
+import sys
 import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -55,7 +56,7 @@ def shape_of(path: str) -> tuple[int, ...]:
     return tuple(int(d) for d in m.group(1).split("x"))
 
 
-def _is_int_file(path: Path) -> bool:
+def is_int_file(path: Path) -> bool:
     """Their writer's ints are ``%d``, floats ``%.9f``: the first value row says which."""
     with path.open() as fh:
         fh.readline()
@@ -63,20 +64,36 @@ def _is_int_file(path: Path) -> bool:
     return bool(row) and all(re.fullmatch(r"[+-]?\d+", t) for t in row)
 
 
-class _Recorder:
+@dataclass(frozen=True)
+class RecordedCall:
+    """One ``kernel[grid](...)`` call of a chain, with the launch function's local names of its tensors."""
+
+    kernel: str
+    grid: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    names: dict[int, str]  # id(tensor) -> the name it has in the launch function
+
+
+class Recorder:
     """Stands for the kernel, ``triton.jit(kernel)`` and the Autotuner in their launch function."""
 
-    def __init__(self, fn: Any) -> None:
+    def __init__(self, fn: Any, log: list[RecordedCall] | None = None) -> None:
         self.fn = fn
         self.arg_names = list(inspect.signature(fn).parameters)
         self.calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = []
+        self.log = log  # shared by the recorders of a chain: every kernel's calls in their launch order
 
     def __getitem__(self, grid: Any) -> Any:
         def record(*args: Any, **kwargs: Any) -> None:
             self.calls.append((grid, args, kwargs))
+            if self.log is not None:  # the caller's names of the tensors: a chain's intermediates are its locals
+                caller = sys._getframe(1).f_locals
+                names = {id(v): k for k, v in caller.items() if hasattr(v, "data_ptr")}
+                self.log.append(RecordedCall(self.fn.__name__, grid, args, kwargs, names))
         return record
 
-    def __call__(self, *args: Any, **kwargs: Any) -> _Recorder:  # as a decorator or jit(fn)
+    def __call__(self, *args: Any, **kwargs: Any) -> Recorder:  # as a decorator or jit(fn)
         return self
 
 
@@ -92,16 +109,31 @@ class _Forward:
 
 
 @contextlib.contextmanager
-def _recording(module: types.ModuleType, function: str, recorder: _Recorder) -> Iterator[None]:
-    """In the module's globals: the kernel, ``triton`` and names bound to ``triton.jit`` / ``Autotuner``."""
+def recording(module: types.ModuleType, recorders: Mapping[str, Recorder]) -> Iterator[None]:
+    """In the module's globals: each kernel (function name -> its recorder), ``triton`` and names bound to
+    ``triton.jit`` / ``Autotuner``: ``jit(k)`` / ``Autotuner(k, ...)`` give k's recorder (k is the recorder
+    already, as the kernel's global name is swapped)."""
     import triton
     import triton.runtime
 
     g = module.__dict__
-    make = lambda *a, **k: recorder  # noqa: E731 - jit(fn), Autotuner(fn, ...), autotune(...)(fn)
+    sole = next(iter(recorders.values())) if len(recorders) == 1 else None
+
+    def make(*a: Any, **k: Any) -> Any:  # jit(fn), Autotuner(fn, ...), autotune(...)(fn)
+        first = a[0] if a else k.get("fn")
+        if isinstance(first, Recorder):
+            return first
+        if sole is not None:
+            return sole
+        found = recorders.get(getattr(first, "__name__", ""))
+        if found is None:
+            raise GenericRunError(f"{getattr(first, '__name__', first)!r} is launched but is not a kernel of "
+                                  f"the chain ({', '.join(recorders)})")
+        return found
+
     shim = _Forward(triton, jit=make, autotune=lambda *a, **k: make,
                     runtime=_Forward(triton.runtime, Autotuner=make))
-    swaps = {"triton": shim, function: recorder}
+    swaps: dict[str, Any] = {"triton": shim, **recorders}
     for name, value in list(g.items()):
         if value is triton.jit or value is getattr(triton.runtime, "Autotuner", None):
             swaps[name] = make
@@ -140,7 +172,7 @@ def with_reference_expected(module: types.ModuleType, entry: RvvEntry, variant: 
     for param, value in variant.args.items():
         if isinstance(value, str):
             path = run_dir / value
-            dtype = torch.int32 if _is_int_file(path) else torch.float32
+            dtype = torch.int32 if is_int_file(path) else torch.float32
             flat = [float(t) for line in path.read_text().splitlines()[1:] for t in line.split()]
             inputs[param] = torch.tensor(flat, dtype=dtype).reshape(shape_of(value))
         else:
@@ -189,12 +221,12 @@ def record_launch(module: types.ModuleType, entry: RvvEntry, function: str, vari
     tensors: dict[str, Any] = {}
     for param, rel in files.items():
         path = run_dir / rel
-        dtype = torch.int32 if _is_int_file(path) else torch.float32
+        dtype = torch.int32 if is_int_file(path) else torch.float32
         tensors[param] = torch.zeros(shape_of(rel), dtype=dtype)
     call_args = {p: v for p, v in variant.args.items() if not isinstance(v, str)} | tensors
-    recorder = _Recorder(kernel_fn)
+    recorder = Recorder(kernel_fn)
     try:
-        with _recording(module, function, recorder):
+        with recording(module, {function: recorder}):
             inspect.signature(host).bind_partial(**call_args)
             host(**call_args)
     except TypeError as exc:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_rvtune.compat.chain_plan import chain_reference, chain_signatures, plan_chain
+from pytest_rvtune.compat.chain_scan import ChainFound, find_chain
 from pytest_rvtune.compat.checkout_layout import KNOWN_RUN, Layout, find_layout
 from pytest_rvtune.compat.fixed_configs import static_block_values
 from pytest_rvtune.compat.harness_reader import HarnessInfo, Unreadable, read_harness, strip_comments
@@ -201,10 +203,17 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path, cases: 
     functions = [f for f in info.kernels if f in hinfo.wrap_calls] or list(info.kernels)
     unknown_wraps = sorted(set(hinfo.wrap_calls) - set(info.kernels))
     if unknown_wraps:
-        result.problem(stem, f"{harness_rel} calls {', '.join(w + '_wrap' for w in unknown_wraps)}, "
-                             f"but {rel} defines no such kernel ({', '.join(info.kernels)}): rename the kernels or "
-                             "the calls so they match (it cannot link as it is: not imported)")
-        return None
+        why = (f"their harness cannot serve it ({harness_rel} calls {', '.join(w + '_wrap' for w in unknown_wraps)}"
+               f", which {rel} does not define)")
+        chain = find_chain(module, set(info.kernels))
+        if chain is None:
+            result.problem(stem, f"{harness_rel} calls {', '.join(w + '_wrap' for w in unknown_wraps)}, "
+                                 f"but {rel} defines no such kernel ({', '.join(info.kernels)}), and no function of "
+                                 "it launches its kernels as a chain: rename the kernels or the calls so they match "
+                                 "(it cannot link as it is: not imported)")
+            return None
+        return _chain_entry(result, root, layout, module, info, hinfo, harness, harness_text, chain, why, getter,
+                            cases, reference)
     for u in hinfo.unreadable:
         result.problem(stem, f"{harness_rel}:{u.line}: cannot read `{u.construct}`: {u.why}. The data it names is "
                              f"not placed for the run: make the line plain (string literals, std::to_string of argv "
@@ -257,6 +266,67 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path, cases: 
         entry["launch"] = launch[0]
     if unbuildable and variants is None:
         entry["data"] = []  # their harness does not run: the generic plans name the files
+    if reference:
+        entry["reference"] = reference
+    return entry
+
+
+def _chain_entry(result: Scan, root: Path, layout: Layout, module: Path, info: ModuleInfo, hinfo: HarnessInfo,
+                 harness: Path, text: str, chain: ChainFound, why: str, getter: str | None,
+                 cases: list[CaseSpec] | None, reference: str | None) -> dict[str, Any] | None:
+    """The entry of a chain their harness cannot serve (compat/chain_plan.py): one item per config runs every
+    kernel of ``chain`` in their launch order in our chain harness."""
+    stem, rel = module.stem, module.relative_to(root).as_posix()
+    shared = chain.shared_getter()
+    if shared is not None and shared != getter:
+        getter = shared
+    if getter is None:
+        result.problem(stem, f"{rel}: the chain {chain.describe()} has no config getter: add one")
+        return None
+    run_dir = root / (layout.run_dir or ".")
+    data = read_data(text, stem)
+    found = chain_reference(module, chain, reference, stem)
+    entry_cases: dict[str, Any] = {}
+    signatures: dict[str, Any] | None = None
+    for case_name, values in _cases_for(result, stem, hinfo, _case_names(info, getter, hinfo), cases or [],
+                                        harness).items():
+        params = {**{n: hinfo.defaults.get(n, 0) for n in hinfo.shape_names}, **values}
+        plan = plan_chain(chain, why, data, text, params, run_dir, found, stem, case_name)
+        for note in plan.notes:
+            result.found(f"{stem}: plan", note)
+        for problem in plan.problems:
+            result.problem(stem, problem)
+        if signatures is None and plan.table["args"]:
+            try:
+                signatures = chain_signatures(module, chain, info.kernels, plan.table["args"], run_dir)
+            except Exception as exc:  # their module or launch function failed when recorded
+                result.problem(stem, f"{rel}: recording {chain.function}() for the kernels' signatures failed "
+                                     f"({type(exc).__name__}: {exc}): fix the module, or write "
+                                     f"[triton_rvv.kernels.{stem}.signature.<kernel>] tables")
+                return None
+        files = [f for f in [*plan.table["args"].values(), *plan.table["expected"].values()]
+                 if (run_dir / f).is_file()]
+        plan.table["sha256"] = {f: sha256_of(run_dir / f) for f in files}
+        entry_cases[case_name] = {"params": params, "sha256": {}, "generic": plan.table}
+    if signatures is None:
+        result.problem(stem, f"{rel}: no case binds an input of {chain.function}(): the kernels' signatures "
+                             "cannot be recorded")
+        return None
+    result.found(stem, f"{rel}: {len(chain.kernels)} kernel(s) ({', '.join(chain.kernels)}) launched as a chain by "
+                       f"{chain.function}(), configs from {getter}() (shared by every launch), harness "
+                       f"{harness.relative_to(root).as_posix()} not used: {why}")
+    entry: dict[str, Any] = {
+        "module": rel,
+        "functions": list(chain.kernels),
+        "config_getter": getter,
+        "harness": harness.relative_to(root).as_posix(),
+        "argv": [],
+        "data": [],
+        "num_threads": 1,
+        "launch": chain.function,
+        "signature": signatures,
+        "cases": entry_cases,
+    }
     if reference:
         entry["reference"] = reference
     return entry

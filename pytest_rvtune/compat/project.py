@@ -140,6 +140,9 @@ class RvvVariant:
     #: generic, no expected file: their Python function whose result is the expected value of these parameters
     reference: str = ""
     reference_outputs: tuple[str, ...] = ()
+    #: generic, a chain: the kernels their launch function launches, in order, one item running them all
+    #: (compat/chain_run.py); ``expected`` then names the chain's final outputs by their local names
+    chain: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -309,9 +312,13 @@ def _variant(value: str, table: Any, where: str) -> RvvVariant:
                            f"launch parameters, got {reference!r}, {outputs!r}")
     if outputs and not reference:
         raise ProjectError(f"{where}: reference_outputs needs reference = \"<their Python reference function>\"")
+    chain = table.get("chain", [])
+    if not isinstance(chain, list) or not all(isinstance(k, str) and k.isidentifier() for k in chain):
+        raise ProjectError(f"{where}: chain must list the kernels their launch function launches, in order, "
+                           f"got {chain!r}")
     return RvvVariant(int(value), harness, why if isinstance(why, str) else str(why),
                       _str_table(table, "files", where), dict(args), _str_table(table, "expected", where),
-                      _sha_table(table, where), reference, tuple(outputs))
+                      _sha_table(table, where), reference, tuple(outputs), tuple(chain))
 
 
 def _case(name: str, table: Any, where: str) -> RvvCase:

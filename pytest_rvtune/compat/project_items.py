@@ -213,3 +213,51 @@ def build_generic_item(project: RvvProject, entry: RvvEntry, config: RvvConfig, 
     argv = generic.argv(launch.args, launch.grid, launch.scalars, launch.inputs, launch.expected,
                         tolerance["atol"], tolerance["rtol"])
     return GenericArtifact(elf, sha256_file(elf), argv, hit and bool(getattr(compiled, "cache_hit", True)), function)
+
+
+def build_chain_item(project: RvvProject, entry: RvvEntry, config: RvvConfig, variant: RvvVariant,
+                     isa: str) -> GenericArtifact:
+    """A chain of their kernels (variant.chain, in their launch order) for one config: their Python reference
+    computes the final output(s) where no expected file exists, their launch function is recorded on the
+    variant's data, every kernel is compiled with the config and linked with one generated chain harness."""
+    from pytest_rvtune.build import BUILD_VERSION, compile_object, link_elf
+    from pytest_rvtune.compat.chain_run import bind_chain, record_chain
+    from pytest_rvtune.compat.generic_run import with_reference_expected
+    from pytest_rvtune.compiler.api import compile_kernel
+    from pytest_rvtune.compiler.cache import cache_key
+    from pytest_rvtune.harness import HEADER, HEADER_DIR
+    from pytest_rvtune.harness import chain as chain_c
+    from pytest_rvtune.toolchain import Toolchain
+
+    module = _loaded(entry.module)
+    if variant.reference_outputs:
+        key = hashlib.sha256(json.dumps([variant.reference, variant.args, variant.sha256],
+                                        sort_keys=True).encode()).hexdigest()[:16]
+        variant = with_reference_expected(module, entry, variant, project.run_dir,
+                                          project.root / ".rvtune" / "reference" / entry.name / key)
+    log, tensors = record_chain(module, entry, variant, config, project.run_dir)
+    chain = bind_chain(module, entry, variant, config, log, tensors, project.run_dir)
+    tc = Toolchain.for_isa(isa)
+    objects: list[Path] = []
+    shown: list[tuple[str, Path]] = []
+    headers: list[Path] = []
+    hits: list[bool] = []
+    for function in chain.kernels:
+        fn = jit_kernel(module, function)
+        constexprs: dict[str, Any] = {**entry.specialised(function), **_own_constexprs(fn, config)}
+        compiled = compile_kernel(fn, entry.runtime_signature(function), constexprs, isa, consts_object=False)
+        objects += compiled.objects
+        shown.append((function, compiled.kernel_obj))
+        headers.append(Path(compiled.header).parent)
+        hits.append(bool(getattr(compiled, "cache_hit", True)))
+    source = chain_c.generate(chain)
+    key = cache_key(kind="chain-harness", version=BUILD_VERSION, source=source, support=HEADER.read_text(),
+                    launchers=[(h / f"{k}_launcher.h").read_text() for h, k in zip(headers, chain.kernels,
+                                                                                   strict=True)],
+                    toolchain=tc.fingerprint(), driver=tc.cc)
+    harness_obj, _ = compile_object(tc, "harness", key, f"{chain.name}_harness.c", source,
+                                    [HEADER_DIR, *dict.fromkeys(headers)], ())
+    elf, _, hit = link_elf(tc, [*dict.fromkeys(objects), harness_obj], chain.name, cxx=False, kernels=shown)
+    tolerance = {**DEFAULT_TOLERANCE, **entry.tolerance}
+    return GenericArtifact(elf, sha256_file(elf), chain_c.argv(chain, tolerance["atol"], tolerance["rtol"]),
+                           hit and all(hits), chain.name)
