@@ -315,11 +315,14 @@ _SHOWN = {"median_ns": "median", "iqr_ns": "IQR", "vs_worst": "vs worst", "vs_de
           "common_winner": "most common winner"}
 
 
-def display(row: dict[str, Any], metric: str = "time") -> dict[str, Any]:
-    """A raw row formatted for people: times with units, counts with separators, ratios as 1.23x."""
+def display(row: dict[str, Any], metric: str = "time", default_id: str | None = None) -> dict[str, Any]:
+    """A raw row formatted for people: times with units, counts with separators, ratios as 1.23x; the rank of the
+    kernel's untuned config (``default_id``) as ``4 (default)``."""
     shown: dict[str, Any] = {}
     for key, value in row.items():
-        if key in ("median_ns", "iqr_ns"):
+        if key == "rank" and default_id is not None and row.get("config") == default_id:
+            value = f"{value} (default)"
+        elif key in ("median_ns", "iqr_ns"):
             value = format_ns(value)
         elif key in ("vs_worst", "vs_default", "vs_common"):
             value = "" if value is None else f"{value:.2f}x"
@@ -443,7 +446,7 @@ def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlation
     h = "## " if fmt == "markdown" else "== "
     parts = [f"{'# ' if fmt == 'markdown' else ''}rvtune report: {run.path} ({len(run.records)} items)"]
     for rep in reports:
-        parts += [f"{h}{rep.heading}", render_rows([display(row) for row in rep.rows], fmt)]
+        parts += [f"{h}{rep.heading}", render_rows([display(row, default_id=rep.default_id) for row in rep.rows], fmt)]
         if rep.note:
             parts.append(f"note: {rep.note}")
     parts += _closing_parts(reports, defaults, fmt, correlations, with_problem)
@@ -485,8 +488,9 @@ def report_parts(run: Run, fmt: str, correlations: list[dict[str, Any]], rank_by
     yield title, title
     for rep in _case_reports(run, defaults, rank_by):
         yield f"{h}{rep.heading}", f"{h}{rep.heading}"
-        whole = render_rows([display(row) for row in rep.rows], fmt)
-        yield whole, whole if top is None else render_rows([display(row) for row in rep.rows[:top]], fmt)
+        shown = [display(row, default_id=rep.default_id) for row in rep.rows]
+        whole = render_rows(shown, fmt)
+        yield whole, whole if top is None else render_rows(shown[:top], fmt)
         if rep.note:
             yield f"note: {rep.note}", f"note: {rep.note}"
         kept.append(replace(rep, rows=rep.rows[:1]))
