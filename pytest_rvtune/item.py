@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -268,8 +268,22 @@ def kernel_golden(info: KernelItemInfo, golden_root: Path) -> GoldenSet | str:
 def run_kernel_item(session: RvtuneSession, nodeid: str, info: KernelItemInfo, target: Target) -> ItemOutcome:
     """One kernel-suite item: build, golden data, run (or resume), verdict, record. Never raises mid-way:
     every failure becomes an outcome with a message, recorded like a pass."""
-    work = ItemWork(nodeid, info.spec.name, info.case, info.config_values, info.config_id,
+    work = kernel_work(nodeid, info)
+    return kernel_item_outcome(work, info, target, session.golden_dir, lambda golden, artifact, build_seconds:
+                               run_or_resume(session, work, target, artifact, build_seconds, golden,
+                                             info.config.num_threads))
+
+
+def kernel_work(nodeid: str, info: KernelItemInfo) -> ItemWork:
+    return ItemWork(nodeid, info.spec.name, info.case, info.config_values, info.config_id,
                     info.target, dict(info.spec.cases[info.case]), info.spec.problem_of(info.config))
+
+
+def kernel_item_outcome(work: ItemWork, info: KernelItemInfo, target: Target, golden_root: Path,
+                        run: Callable[[GoldenSet, BuildArtifact, float], ItemOutcome]) -> ItemOutcome:
+    """A kernel item's golden data and ELF, then ``run(golden, artifact, build_seconds)`` (the plugin runs or
+    resumes it, `rvtune tune` runs it), with the fields reports read beside the measurement; or the outcome that
+    ends it before the run."""
     # what reports read beside the measurement: the kernel's untuned config, the launch's FLOPs and bytes
     try:
         kernel_fields: dict[str, Any] = {"kernel_default": info.spec.default_config_id(work.problem),
@@ -278,14 +292,13 @@ def run_kernel_item(session: RvtuneSession, nodeid: str, info: KernelItemInfo, t
         return item_error(work, target, f"{work.what}: {exc}")
     # Golden data first: a corrupt or missing file is bad input (outcome "error", naming the file), not a
     # build failure, although the build reads the same files.
-    golden = kernel_golden(info, session.golden_dir)
+    golden = kernel_golden(info, golden_root)
     if isinstance(golden, str):
         return item_error(work, target, golden).with_fields(**kernel_fields)
-    build = build_kernel_item(info, target, session.golden_dir)
+    build = build_kernel_item(info, target, golden_root)
     if build.artifact is None:
         return build_failed(work, target, str(build.error), build.seconds).with_fields(**kernel_fields)
-    return run_or_resume(session, work, target, build.artifact, build.seconds, golden,
-                         info.config.num_threads).with_fields(**kernel_fields, code=build.artifact.code_field())
+    return run(golden, build.artifact, build.seconds).with_fields(**kernel_fields, code=build.artifact.code_field())
 
 
 def run_or_resume(session: RvtuneSession, work: ItemWork, target: Target, artifact: BuildArtifact,
@@ -301,11 +314,7 @@ def run_or_resume(session: RvtuneSession, work: ItemWork, target: Target, artifa
         verdict = ItemVerdict(resumed.outcome, resumed.message or f"{work.what}: resumed")
         return ItemOutcome(verdict, record, timings={"build": build_seconds})
     try:
-        target.prepare([p for p in artifact.argv if isinstance(p, Path)] + [artifact.elf])
-        with exclusive(target):
-            outcome = run_item(work, target, elf=artifact.elf, argv=list(artifact.argv),
-                               elf_sha256=artifact.elf_sha256, golden_sha256=golden.sha256, options=options,
-                               kernel_symbol=artifact.kernel_symbol, build_info=build_info)
+        outcome = run_built(work, target, artifact, build_seconds, golden, options)
         from pytest_rvtune.results.rounds import pool
         outcome.record = pool(outcome.record,
                               session.earlier_round((work.target, work.kernel, work.case, work.config_id)))
@@ -318,6 +327,17 @@ def run_or_resume(session: RvtuneSession, work: ItemWork, target: Target, artifa
             session.target_errors[work.target] = str(exc)
             session.target_error_reported.add(work.target)
         return item_error(work, target, f"{work.what}: {exc}")
+
+
+def run_built(work: ItemWork, target: Target, artifact: BuildArtifact, build_seconds: float, golden: GoldenSet,
+              options: RunOptions) -> ItemOutcome:
+    """Run a built kernel item on ``target`` (its files copied there first; one real-timing run at a time)."""
+    build_info = {"build_seconds": build_seconds, "build_cache_hit": bool(artifact.cache_hit)}
+    target.prepare([p for p in artifact.argv if isinstance(p, Path)] + [artifact.elf])
+    with exclusive(target):
+        return run_item(work, target, elf=artifact.elf, argv=list(artifact.argv), elf_sha256=artifact.elf_sha256,
+                        golden_sha256=golden.sha256, options=options, kernel_symbol=artifact.kernel_symbol,
+                        build_info=build_info)
 
 
 def resumed_record(session: RvtuneSession, key: str, target: Target, timeout: float) -> RunRecord | None:
@@ -423,9 +443,9 @@ class FinishedItem:
 def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Target) -> FinishedItem:
     """Compare with the base run (when there is one) and append the record to the results file at once."""
     from pytest_rvtune.results.writer import ResultsWriteError
-    record = outcome.record | {"run_id": session.run_id}  # the session that wrote the line: rounds.py
-    # the project's commit and the kernel file's hash: `rvtune runs` and a history across commits read them
-    record |= git_state(session.rootdir) | kernel_source(session.rootdir / work_path(record.get("nodeid", "")))
+    record = outcome.record | provenance(session.run_id, session.rootdir, record_nodeid(outcome.record))
+    if session.search_field is not None:  # the search that chose this item (search_loop.py)
+        record["search"] = session.search_field
     repaired = repairs.drain()  # damaged cache entries this item met, removed and made again: the summary says
     if repaired:
         record["cache_repairs"] = repaired
@@ -444,6 +464,16 @@ def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Target) ->
     except ResultsWriteError as exc:  # a full disk or read-only location: the verdict still counts
         return FinishedItem(verdict, record, exc.cause)
     return FinishedItem(verdict, record)
+
+
+def record_nodeid(record: RecordDict) -> str:
+    return str(record.get("nodeid", ""))
+
+
+def provenance(run_id: str, rootdir: Path, nodeid: str) -> dict[str, Any]:
+    """The fields every record gets when it is written: the run that wrote it (rounds.py), the project's commit
+    and the kernel file's hash (`rvtune runs` and a history across commits read them)."""
+    return {"run_id": run_id} | git_state(rootdir) | kernel_source(rootdir / work_path(nodeid))
 
 
 def work_path(nodeid: str) -> str:

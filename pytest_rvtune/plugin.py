@@ -113,6 +113,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "QEMU, then time the shortlist on a board")
     group.addoption("--rvtune-shortlist-size", type=int, default=None, metavar="N",
                     help="with --rvtune-shortlist: distinct results kept per kernel, case and problem (default 3)")
+    group.addoption("--rvtune-search", default=None, metavar="STRATEGY",
+                    help="search each kernel's configs instead of running them all: random, halving (successive "
+                         "halving across the cases, cheapest first) or tpe (Optuna's TPE sampler); the strategy "
+                         "chooses each next item from the results so far (docs/scaling.md). One process: no -n")
+    group.addoption("--rvtune-budget", type=int, default=None, metavar="N",
+                    help="with --rvtune-search: the (config, case) items to run per kernel, target and problem")
+    group.addoption("--rvtune-search-seed", type=int, default=0, metavar="SEED",
+                    help="with --rvtune-search: the seed of its random draws (default 0: the same search each time)")
+    group.addoption("--rvtune-search-reference", default=None, metavar="RUN",
+                    help="with --rvtune-search: an earlier run of the same space (an exhaustive one) whose best the "
+                         "search's best is measured against")
     group.addoption("--rvtune-progress", type=float, default=DEFAULT_PROGRESS_INTERVAL, metavar="SECONDS",
                     help="builds and runs done, elapsed time and ETA: one status line updated in place on a "
                          "terminal, else a line every SECONDS (default %(default)g; 0: none)")
@@ -254,6 +265,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for (nodeid, message), (_, path, *_) in zip(notes, session.cases_left_out, strict=True):
             config.hook.pytest_collectreport(report=pytest.CollectReport(
                 nodeid=nodeid, outcome="skipped", longrepr=(path, 1, message), result=[]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """--rvtune-search: the kernel items a search strategy chooses, one at a time (search_loop.py)."""
+    rvtune = session.config.stash.get(SESSION_KEY, None)
+    if rvtune is None or rvtune.options.search is None:
+        return None
+    if session.testsfailed and not session.config.option.continue_on_collection_errors:
+        raise session.Interrupted(f"{session.testsfailed} error{'s' if session.testsfailed != 1 else ''} "
+                                  "during collection")
+    if session.config.option.collectonly:
+        return True
+    from pytest_rvtune.search_loop import run_searches
+    run_searches(session, rvtune)
+    return True
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:

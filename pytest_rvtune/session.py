@@ -82,6 +82,11 @@ class RvtuneOptions:
     kernel_dirs: tuple[Path, ...]  # collected from: empty unless the project opts in (rvtune_kernel_dirs, --rvtune)
     golden_dir: Path
     progress: float  # seconds between progress lines off a terminal (0: no progress shown)
+    search: str | None = None  # --rvtune-search: the strategy choosing which kernel items run (search_loop.py)
+    budget: int | None = None  # --rvtune-budget: items a search runs per kernel, target and problem
+    search_seed: int = 0
+    search_reference: str | None = None  # --rvtune-search-reference: an earlier run to measure the gap against
+    xdist: bool = False  # -n N (N > 0) or --dist: a search needs one process
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> RvtuneOptions:
@@ -135,6 +140,12 @@ class RvtuneOptions:
             kernel_dirs=kernel_dirs,
             golden_dir=golden_dir,
             progress=config.getoption("rvtune_progress"),
+            search=config.getoption("rvtune_search"),
+            budget=config.getoption("rvtune_budget"),
+            search_seed=config.getoption("rvtune_search_seed"),
+            search_reference=config.getoption("rvtune_search_reference"),
+            xdist=bool(config.getoption("numprocesses", None)) or config.getoption("dist", "no") != "no"
+            or hasattr(config, "workerinput"),
         )
 
     def check_ranges(self) -> None:
@@ -149,9 +160,40 @@ class RvtuneOptions:
         if self.max_time is not None and not 0 <= self.max_time <= 3600:
             raise pytest.UsageError(f"--rvtune-max-time {self.max_time:g}: seconds of samples per item, between 0 "
                                     "and 3600 (0: exactly --rvtune-runs samples)")
+        self.check_search()
         if not 0 <= self.progress < float("inf"):
             raise pytest.UsageError(f"--rvtune-progress {self.progress:g}: seconds between progress lines, a number "
                                     ">= 0 (0: no progress shown)")
+
+
+    def check_search(self) -> None:
+        """--rvtune-search and its options, together and in range: one usage error at start-up."""
+        from pytest_rvtune.search.strategies import STRATEGIES
+        if self.search is None:
+            given = [o for o, v in (("--rvtune-budget", self.budget), ("--rvtune-search-reference",
+                                                                       self.search_reference)) if v is not None]
+            if given:
+                raise pytest.UsageError(f"{', '.join(given)} without --rvtune-search STRATEGY: give the search "
+                                        f"({', '.join(STRATEGIES)})")
+            return
+        if self.search not in STRATEGIES:
+            raise pytest.UsageError(f"--rvtune-search {self.search}: unknown strategy; expected one of "
+                                    f"{', '.join(STRATEGIES)} (docs/scaling.md)")
+        if self.xdist:
+            raise pytest.UsageError(f"--rvtune-search {self.search}: a search chooses each item from the results "
+                                    "before it, in one process: run it without -n / --dist (docs/scaling.md)")
+        if self.search == "tpe":
+            from pytest_rvtune.search.strategies import import_optuna
+            try:
+                import_optuna()
+            except ImportError as exc:
+                raise pytest.UsageError(f"--rvtune-search tpe: {exc}") from None
+        if self.budget is None:
+            raise pytest.UsageError(f"--rvtune-search {self.search} needs --rvtune-budget N: the (config, case) "
+                                    "items to run per kernel, target and problem")
+        if self.budget < 1:
+            raise pytest.UsageError(f"--rvtune-budget {self.budget}: the (config, case) items to run per kernel, "
+                                    "target and problem, at least 1")
 
 
 class TargetUnavailable(Exception):
@@ -193,6 +235,8 @@ class RvtuneSession:
         self.unconfirmed: list[dict[str, Any]] = []  # records' confirmation fields: flagged, then refuted
         self.finished_records: list[dict[str, Any]] = []  # controller: for the ranking at the end
         self.kernel_modules = 0
+        self.search_field: dict[str, Any] | None = None  # the record field of the item a search runs now
+        self.search_lines: list[str] = []  # what the searches found, for the terminal summary
         # --rvtune-case over modules with different case sets: the cases some module has, and per module that
         # lacks one (node id, path, kernel, its missing cases, its cases) to be left out with a note
         self.cases_found: set[str] = set()
@@ -219,6 +263,7 @@ class RvtuneSession:
         self.confirm_trials = self._confirm_trials()
         self.resume_index = self._load_resume_index()
         self.shortlist = self._load_shortlist()
+        self.search_reference = self._load_run_option(options.search_reference, "--rvtune-search-reference")
         self.started = time.time()  # the cache's size cap never evicts what this session used
         self.cache_cap = self._cache_cap()
         self.cache_pruned: str | None = None  # the summary's line about what the cap evicted
@@ -445,7 +490,7 @@ class RvtuneSession:
                       *self.shortlist.describe(groups)]
         ranking = ranking_lines(self.finished_records, rank_by=self.options.rank_by)
         if not ranking:
-            return lines
+            return [*lines, *self.search_lines]
         lines += [*ranking, f"  all configs: rvtune report {self.results_path}"]
         emulated = [r for r in self.finished_records if r.get("timing_source") == "emulated" and r.get("samples_ns")]
         if benchmark_tables and any(modelled_ns(r) is not None for r in emulated):
@@ -454,7 +499,7 @@ class RvtuneSession:
         elif benchmark_tables and emulated:
             lines += wrap("  (pytest-benchmark's tables below show QEMU's emulated times, which are not performance; "
                           "--benchmark-json keeps every counter)")
-        return lines
+        return [*lines, *self.search_lines]
 
     def summary_lines(self) -> list[str]:
         """The line the session ends with: the tally (and the regressions a confirmation refuted)."""

@@ -18,7 +18,7 @@ from pytest_rvtune.cli.help_text import finish
 #: Modules of pytest_rvtune.cli, each named after the `rvtune` command it defines, in --help order.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "compile", "report", "compare", "export_best", "correlate", "doctor", "golden", "bench_compiler", "noise",
-    "import_project", "count", "setup", "cache", "runs", "history",
+    "import_project", "count", "setup", "cache", "runs", "history", "tune",
 )
 
 

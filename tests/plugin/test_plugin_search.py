@@ -1,0 +1,93 @@
+"""--rvtune-search and `rvtune tune`: each strategy on a tiny real space (5 configs x 2 cases, built with our
+compiler and run under QEMU), within its budget, every evaluated item a normal record, the same search again for the
+same seed (the CLI repeats pytest's search), and the gap to an exhaustive run's best."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from plugin_helpers import read_results
+
+from pytest_rvtune import paths
+from pytest_rvtune.cli import main
+
+CONFIGS = (8, 16, 32, 64, 128)
+STRATEGIES = ("random", "halving", "tpe")
+
+
+def trials(records: list[dict]) -> list[tuple[str, str]]:
+    """(case, config) in the order the search evaluated them."""
+    return [(r["case"], r["config_id"]) for r in sorted(records, key=lambda r: r["search"]["step"])]
+
+
+def test_each_strategy_runs_its_budget_as_normal_items_against_an_exhaustive_reference(
+        project: pytest.Pytester, add_kernel: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    add_kernel("ps_search", configs=CONFIGS)
+    every = project.runpytest("--rvtune-case", "small", "--rvtune-case", "emu", "--rvtune-results", "all.jsonl",
+                              "--benchmark-disable")
+    every.assert_outcomes(passed=10)
+    exhaustive = read_results(project.path / "all.jsonl")
+    best = {case: min((r["counters"]["x60_cycles"], r["config_id"]) for r in exhaustive if r["case"] == case)
+            for case in ("small", "emu")}
+
+    for strategy in STRATEGIES:
+        results = f"{strategy}.jsonl"
+        searched = project.runpytest("--rvtune-case", "small", "--rvtune-case", "emu", "--rvtune-search", strategy,
+                                     "--rvtune-budget", "4", "--rvtune-search-seed", "3", "--rvtune-results", results,
+                                     "--rvtune-search-reference", "all.jsonl", "--benchmark-disable")
+        searched.assert_outcomes(passed=4, deselected=6)  # the budget, as normal items; the rest never ran
+        records = read_results(project.path / results)
+        assert [r["search"]["step"] for r in records] == [0, 1, 2, 3]
+        assert all(r["search"]["strategy"] == strategy and r["outcome"] == "passed" for r in records)
+        assert len(set(trials(records))) == 4  # never the same item twice
+        (summary,) = json.loads((project.path / f"{results}.search.json").read_text())
+        assert summary["evaluated"] == 4 and summary["trials"] == 10 and summary["strategy"] == strategy
+        for case in summary["cases"]:
+            mine = [r for r in records if r["case"] == case["case"]]
+            assert case["evaluated"] == len(mine)
+            if not mine:
+                continue
+            value, config_id = min((r["counters"]["x60_cycles"], r["config_id"]) for r in mine)
+            assert case["best"] == {"config_id": config_id, "value": value, "step": case["best"]["step"]}
+            reference = case["reference"]
+            assert reference["exhaustive"] and reference["value"] == best[case["case"]][0]
+            assert case["gap"] == pytest.approx(value / best[case["case"]][0] - 1)
+        searched.stdout.fnmatch_lines([
+            f"rvtune search ({strategy}, seed 3, budget 4): ps_search on qemu, 4 of 10 (config, case) trials "
+            "evaluated (40.0%), ranked by x60_cycles",
+            "  small: * configs evaluated; best *exhaustive best in all.jsonl: *, gap +*%",
+        ])
+        if strategy == "halving":  # 3 configs on the cheap case, the best of them on the bigger one
+            small = sorted((r["counters"]["x60_cycles"], r["config_id"]) for r in records if r["case"] == "small")
+            assert len(small) == 3 and [r["config_id"] for r in records if r["case"] == "emu"] == [small[0][1]]
+
+        # the same seed, the same search: by `rvtune tune` (the engine without pytest), in the project's root
+        capsys.readouterr()
+        outer_root = paths.set_project_root(project.path)
+        try:
+            code = main(["tune", str(project.path / "kernels" / "ps_search.py"), "--case", "small", "--case", "emu",
+                         "--strategy", strategy, "--budget", "4", "--seed", "3", "--results",
+                         str(project.path / f"{strategy}-cli.jsonl")])
+        finally:
+            paths.set_project_root(outer_root)
+        assert code == 0
+        cli = read_results(project.path / f"{strategy}-cli.jsonl")
+        assert trials(cli) == trials(records)
+        assert [r["nodeid"] for r in cli] == [r["nodeid"] for r in sorted(records, key=lambda r: r["search"]["step"])]
+        assert "rvtune search (" in capsys.readouterr().out
+
+
+def test_search_options_are_checked_before_anything_runs(project: pytest.Pytester,
+                                                         add_kernel: Callable[..., Path]) -> None:
+    add_kernel("ps_search", configs=CONFIGS)
+    for args, message in (
+        (["--rvtune-budget", "3"], "*--rvtune-budget without --rvtune-search STRATEGY*random, halving, tpe*"),
+        (["--rvtune-search", "grid", "--rvtune-budget", "3"], "*--rvtune-search grid: unknown strategy*"),
+        (["--rvtune-search", "random", "--rvtune-budget", "3", "-n", "2"], "*without -n / --dist*"),
+    ):
+        result = project.runpytest(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, args
+        result.stderr.fnmatch_lines([message])
