@@ -55,11 +55,10 @@ def test_each_strategy_runs_its_budget_as_normal_items_against_an_exhaustive_ref
             reference = case["reference"]
             assert reference["exhaustive"] and reference["value"] == best[case["case"]][0]
             assert case["gap"] == pytest.approx(value / best[case["case"]][0] - 1)
-        searched.stdout.fnmatch_lines([
-            f"rvtune search ({strategy}, seed 3, budget 4): ps_search on qemu, 4 of 10 (config, case) trials "
-            "evaluated (40.0%), ranked by x60_cycles",
-            "  small: * configs evaluated; best *exhaustive best in all.jsonl: *, gap +*%",
-        ])
+        said = " ".join(line.strip() for line in searched.stdout.lines)  # the summary is wrapped at 120 columns
+        assert (f"rvtune search ({strategy}, seed 3, budget 4): ps_search on qemu, 4 of 10 (config, case) trials "
+                "evaluated (40.0%), ranked by x60_cycles") in said
+        assert f"exhaustive best in all.jsonl: {best['emu'][1]}" in said
         if strategy == "halving":  # 3 configs on the cheap case, the best of them on the bigger one
             small = sorted((r["counters"]["x60_cycles"], r["config_id"]) for r in records if r["case"] == "small")
             assert len(small) == 3 and [r["config_id"] for r in records if r["case"] == "emu"] == [small[0][1]]
