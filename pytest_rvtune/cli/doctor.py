@@ -10,6 +10,7 @@ is 1 if anything is missing or broken.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import importlib.metadata
 import importlib.util
@@ -33,7 +34,9 @@ FIX = "rvtune setup"
 #: The fix of a check that failed because a tool listed above is missing.
 FIX_TOOLS_ABOVE = "install the missing tools above"
 #: Python packages that only one feature needs: their absence is reported, not counted as a problem.
-OPTIONAL_PACKAGES = {"asyncssh": "boards", "matplotlib": "plots"}  # distribution -> the extra that brings it
+OPTIONAL_PACKAGES = {"asyncssh": "boards", "labgrid": "labgrid", "matplotlib": "plots"}  # distribution -> its extra
+#: Seconds `rvtune doctor` waits for a labgrid place others hold (a session waits the target's reserve_timeout).
+DOCTOR_RESERVE_S = 10.0
 PROBE_SYMBOL = "rvtune_doctor_kernel"
 PROBE_N = 100
 PROBE_TIMEOUT_S = 60.0
@@ -136,13 +139,13 @@ def tool_rows() -> list[Row]:
     else:
         rows.append(_apt_row("riscv64 sysroot", "missing", "g++-riscv64-linux-gnu"))
     for dist, module in (("triton", "triton"), ("torch", "torch"), ("pytest-benchmark", "pytest_benchmark"),
-                         ("asyncssh", "asyncssh"), ("matplotlib", "matplotlib")):
+                         ("asyncssh", "asyncssh"), ("labgrid", "labgrid"), ("matplotlib", "matplotlib")):
         try:
             version = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             if dist in OPTIONAL_PACKAGES:
                 feature = OPTIONAL_PACKAGES[dist]
-                rows.append(Row(dist, True, f"not installed: only {feature} need it "
+                rows.append(Row(dist, True, f"not installed: needed only for the [{feature}] extra's features "
                                             f"(pip install 'pytest-rvtune[{feature}]')"))
             else:
                 rows.append(Row(dist, False, "python package missing", fix="run `pip install pytest-rvtune` (it "
@@ -227,6 +230,10 @@ def _configured_targets(rootdir: Path) -> dict[str, tuple[Callable[[], Target], 
     for name, cfg in config.load_targets(rootdir).items():
         fix = (f"install any tool missing above, then run `{FIX}`" if cfg.kind == "builtin" else
                f"check {cfg.where()} (host, port, user, key, known_hosts) and that the board answers ssh")
+        if cfg.kind == "labgrid":  # a place others hold is a finding, not an hour's wait
+            cfg = dataclasses.replace(cfg, reserve_timeout=min(cfg.reserve_timeout, DOCTOR_RESERVE_S))
+            fix = (f"check {cfg.where()} (coordinator, place or tags, key, known_hosts), the place's NetworkService "
+                   "(labgrid-client -p PLACE show) and who holds it (labgrid-client who)")
         targets[name] = (functools.partial(make_target, cfg, worker_id="doctor"), fix)
     return targets
 

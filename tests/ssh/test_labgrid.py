@@ -31,6 +31,7 @@ from labgrid.remote.generated import labgrid_coordinator_pb2 as pb2
 from labgrid.remote.generated import labgrid_coordinator_pb2_grpc
 from sshd_helpers import REPO, Keys, Sshd, board_config, free_port, netns_link, wait_for
 
+from pytest_rvtune.cli import doctor
 from pytest_rvtune.targets.base import BoardError
 from pytest_rvtune.targets.config import load_targets
 from pytest_rvtune.targets.labgrid_farm import PlaceHold, open_labgrid_board
@@ -206,7 +207,8 @@ def test_sessions_take_turns_and_sigterm_gives_the_place_back(farm: Farm, tmp_pa
     assert PLACE not in farm.client("who")
 
 
-def test_target_config_and_errors_name_the_place_and_coordinator(farm: Farm, tmp_path: Path):
+def test_target_config_and_errors_name_the_place_and_coordinator(farm: Farm, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch):
     cfg = load_targets(tmp_path, farm_config(farm, tmp_path, "farm"))["farm"]
     assert cfg.kind == "labgrid" and cfg.place == PLACE and cfg.hosts == ()
     board = open_labgrid_board(cfg)  # takes the place itself (no xdist controller here)
@@ -214,9 +216,14 @@ def test_target_config_and_errors_name_the_place_and_coordinator(farm: Farm, tmp
         assert farm.holder().endswith("/" + getpass.getuser())
         ident = board.identity()
         assert ident["labgrid_place"] == PLACE and ident["vlen"] == "256" and board.host == farm.board.address
-        # a second hold waits for the place, and gives up at reserve_timeout naming who holds it
+        # another opening waits for the place, and gives up at reserve_timeout naming who holds it: `rvtune
+        # doctor`'s, which waits DOCTOR_RESERVE_S at most (not the target's hour)
+        monkeypatch.setattr(doctor, "DOCTOR_RESERVE_S", 1.0)
+        (tmp_path / "rvtune.toml").write_text(farm_config(farm, tmp_path, "farm").read_text())
+        open_in_doctor, fix = doctor._configured_targets(tmp_path)["farm"]
         with pytest.raises(BoardError, match=rf"place {PLACE} still taken after 1 s \({PLACE} acquired by "):
-            PlaceHold(replace(cfg, reserve_timeout=1.0)).take()
+            open_in_doctor()
+        assert "labgrid-client who" in fix
     finally:
         board.close()
     assert farm.holder() == "" and farm.reservations() == []
