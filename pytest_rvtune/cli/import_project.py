@@ -113,6 +113,10 @@ def existing_references(path: Path) -> dict[str, str]:
 def _per_harness(case: dict[str, Any], configs: list[Any]) -> str:
     """``: 2 on their harness (BLOCK_SIZE_M=4); 8 on our generic harness (BLOCK_SIZE_M=8,16,32,64)``."""
     key, variants = case.get("variant_key"), case.get("variants", {})
+    chain = case.get("generic", {}).get("chain")
+    if chain and case["generic"].get("harness") == "generic":  # compat/chain_plan.py
+        return (f": one item each on our chain harness ({' -> '.join(chain)} in one ELF, every launch with the "
+                "item's config)")
     if not key:
         return ""
     per: dict[str, list[int]] = {}

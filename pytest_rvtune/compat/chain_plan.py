@@ -108,11 +108,14 @@ def plan_chain(chain: ChainFound, why: str, data: HarnessData, harness_text: str
                          f"harness; {source}")
     plan.table["args"] = args
     plan.table["expected"] = expected
-    if plan.problems:
+    inputs = ", ".join(f"{k} = {v}" for k, v in args.items()) or "none"
+    if plan.problems:  # the FIX lines say why; its items fail saying the same
         plan.table["harness"] = "none"
         plan.table["why"] += "; " + "; ".join(plan.problems)
-    inputs = ", ".join(f"{k} = {v}" for k, v in args.items()) or "none"
-    plan.notes.append(f"case {case}: chain harness: {plan.table['why']}; inputs {inputs}")
+        plan.notes.append(f"case {case}: chain harness planned, cannot run yet (the FIX lines below); inputs "
+                          f"{inputs}")
+    else:
+        plan.notes.append(f"case {case}: chain harness: {plan.table['why']}; inputs {inputs}")
     return plan
 
 
