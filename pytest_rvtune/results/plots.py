@@ -23,6 +23,7 @@ try:
     from matplotlib.colors import LogNorm
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
+    from matplotlib.ticker import FuncFormatter
 except ImportError as exc:  # the [plots] extra
     raise missing_extra("matplotlib", "plots", "The report's plots") from exc
 
@@ -84,7 +85,10 @@ def heatmap_figure(group: Sequence[RunRecord], rank_by: str | None = None) -> Fi
     else:
         norm = LogNorm() if scale.kind == "log" else None
         image = ax.imshow(np.ma.masked_invalid(grid), cmap="YlOrRd", aspect="auto", norm=norm)
-        fig.colorbar(image, ax=ax, label=f"{unit}, {scale.title + ', ' if scale.title else ''}lower is better")
+        bar = fig.colorbar(image, ax=ax, label=f"{unit}, {scale.title + ', ' if scale.title else ''}lower is better")
+        plain = FuncFormatter(lambda value, _: f"{value:.3g}")  # 0.3, not 3 x 10^-1
+        bar.ax.yaxis.set_major_formatter(plain)
+        bar.ax.yaxis.set_minor_formatter(plain)
     ax.set_xticks(range(len(cols)), [str(c) for c in cols] if col_p else [""])
     ax.set_yticks(range(len(rows)), [str(r) for r in rows])
     ax.set_xlabel(col_p or "")
@@ -102,8 +106,7 @@ def heatmap_figure(group: Sequence[RunRecord], rank_by: str | None = None) -> Fi
     bi, bj = grid_data.best
     ax.add_patch(Rectangle((bj - 0.5, bi - 0.5), 1, 1, fill=False, edgecolor="blue", linewidth=2.5))
     first = group[0]
-    what = "in-kernel instructions (QEMU)" if metric != "time" else "median time" + (
-        " (emulated)" if first.emulated else "")
+    what = f"{metric} (QEMU)" if metric != "time" else "median time" + (" (emulated)" if first.emulated else "")
     others = grid_data.others
     subtitle = f"other params at their best ({', '.join(others)})" if others else ""
     ax.set_title(f"{first.kernel} / {first.group_label} on {first.target}: {what}\n"

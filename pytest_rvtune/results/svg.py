@@ -41,8 +41,10 @@ class ColourScale:
 
     ``log``: by log(value), so a 10x outlier takes one step of the scale, not the whole of it (on a linear scale
     one slow config paints every other cell the same pale yellow). ``rank``: by the value's place among the
-    distinct values, used when even the log scale would leave more than half of the colours to one gap between
-    two neighbouring values (one config 100x off the rest), or when a value is not positive."""
+    distinct values, used when even the log scale would leave more than half of the colours to one gap that cuts
+    off a few outliers (at most a tenth of the values, or one: one config 100x off the rest), or when a value is
+    not positive. Two large clusters (jacobi's 15 slow and 10 fast cells) keep the log scale: the gap between them
+    is what the reader should see."""
 
     kind: str  # "log" or "rank" (or "linear" for a scale of one value)
     lo: float
@@ -76,7 +78,9 @@ def colour_scale(values: Sequence[float]) -> ColourScale:
         return ColourScale("rank", lo, hi, ranks)
     span = math.log(hi) - math.log(lo)
     gaps = [(math.log(b) - math.log(a)) / span for a, b in itertools.pairwise(distinct)]
-    if len(distinct) > 2 and max(gaps) > MAX_GAP:
+    widest = max(range(len(gaps)), key=gaps.__getitem__)
+    cut_off = min(widest + 1, len(distinct) - widest - 1)  # the values on the smaller side of the widest gap
+    if len(distinct) > 2 and gaps[widest] > MAX_GAP and cut_off <= max(1, len(distinct) // 10):
         return ColourScale("rank", lo, hi, ranks)
     return ColourScale("log", lo, hi, ranks)
 

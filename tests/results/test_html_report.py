@@ -273,3 +273,5 @@ def test_the_heatmap_colour_scale_is_log_or_rank_when_one_outlier_would_wash_it_
     values = [100.0, 110.0, 120.0, 100_000.0]
     rank = colour_scale(values)
     assert rank.kind == "rank" and [rank.fraction(v) for v in values] == pytest.approx([0, 1 / 3, 2 / 3, 1])
+    # two clusters of many cells each (jacobi: 15 slow, 10 fast) keep the log scale: their gap is the news
+    assert colour_scale([1.0 + i / 100 for i in range(10)] + [8.0 + i / 10 for i in range(15)]).kind == "log"
