@@ -160,8 +160,10 @@ def session(config: Path, name: str, user: str, tmp_path: Path, items: list[str]
             "--rvtune-results", str(tmp_path / f"{user}.jsonl"), "-p", "no:cacheprovider", "-p", "no:labgrid",
             "-q", "-rA", *extra]
     with (tmp_path / f"{user}.log").open("wb") as log:
+        # PYTHONPATH: this checkout's plugin also for a session run from another directory
+        path = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
         return subprocess.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, "LG_USERNAME": user})
+                                env={**os.environ, "LG_USERNAME": user, "PYTHONPATH": path})
 
 
 def holding_session(farm: Farm, tmp_path: Path, user: str) -> subprocess.Popen[bytes]:
