@@ -132,6 +132,10 @@ class PlaceHold:
             self.place = self._wait()
             self._call(self._acquire(self.place), _ANSWER_S * 2)
             self.lease = self._call(self._read_lease(self.place), _ANSWER_S)
+        except TimeoutError:
+            self.release()
+            raise BoardError(f"{self.where}: the coordinator stopped answering (reservation {self.token}, place "
+                             f"{self.place or 'not yet allocated'})") from None
         except BaseException:
             self.release()
             raise
@@ -370,7 +374,11 @@ def open_labgrid_board(cfg: TargetConfig, lease: Mapping[str, Any] | None = None
         taken = PlaceLease.from_dict(lease) if lease is not None else hold.lease  # type: ignore[union-attr]
         assert taken is not None
         board = LabgridBoard(cfg, taken, hold)
-        board.connect()
+        try:
+            board.connect()
+        except BoardError as exc:  # its host and port are not in the config file: say where they come from
+            raise BoardError(f"{exc} [this board is labgrid place {taken.place}'s NetworkService {taken.resource} "
+                             f"at coordinator {taken.coordinator}: labgrid-client -p {taken.place} show]") from None
     except BaseException:
         if hold is not None:
             hold.release()

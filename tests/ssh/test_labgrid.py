@@ -245,7 +245,8 @@ def test_target_config_and_errors_name_the_place_and_coordinator(farm: Farm, tmp
         PlaceHold(replace(cfg, coordinator="127.0.0.1:1")).take()
     # the host key is checked as for any board: a place whose board's key is not known is refused
     (tmp_path / "known_hosts").write_text("")
-    with pytest.raises(BoardError, match="host key not trusted"):
+    with pytest.raises(BoardError, match=rf"host key not trusted.*\[this board is labgrid place {PLACE}'s "
+                                         "NetworkService NetworkService at coordinator"):
         open_labgrid_board(cfg)
     assert farm.holder() == "" and farm.reservations() == []
 
