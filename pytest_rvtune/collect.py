@@ -133,7 +133,9 @@ def kernel_item_test(request: pytest.FixtureRequest, rvtune_item: KernelItemInfo
 
 def finish(request: pytest.FixtureRequest, session: RvtuneSession, outcome: ItemOutcome, target: Target) -> None:
     """Record the item (item.finish_item), hand the record to the controller, fail the item if it did not pass."""
-    finished = finish_item(session, outcome, target)
+    # An xdist worker (on this host or another) never writes the results file: the record goes back with the
+    # item's report and the controller appends it (session.tally_report), so one process owns the file.
+    finished = finish_item(session, outcome, target, write=session.is_controller)
     if finished.write_error is not None:
         request.node.user_properties.append((RESULTS_ERROR_KEY, finished.write_error))
     request.node.user_properties.append((RECORD_KEY, finished.record))

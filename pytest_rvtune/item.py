@@ -440,9 +440,11 @@ class FinishedItem:
     write_error: str | None = None  # why the record could not be appended to the results file
 
 
-def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Target) -> FinishedItem:
-    """Compare with the base run (when there is one) and append the record to the results file at once."""
-    from pytest_rvtune.results.writer import ResultsWriteError
+def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Target, write: bool = True) -> FinishedItem:
+    """Compare with the base run (when there is one) and append the record to the results file at once.
+
+    ``write=False`` (an xdist worker, here or on another host): the record only goes back with the item's report,
+    and the controller appends it to its results file (RvtuneSession.tally_report)."""
     record = outcome.record | provenance(session.run_id, session.rootdir, record_nodeid(outcome.record))
     if session.search_field is not None:  # the search that chose this item (search_loop.py)
         record["search"] = session.search_field
@@ -459,11 +461,9 @@ def finish_item(session: RvtuneSession, outcome: ItemOutcome, target: Target) ->
     if verdict.passed and session.compare_base is not None:
         verdict = compare_with_base(session, record, target) or verdict
         record["outcome"], record["message"] = verdict.outcome, ("" if verdict.passed else verdict.message)
-    try:
-        session.writer.append(record)  # at once: a killed run loses nothing that finished
-    except ResultsWriteError as exc:  # a full disk or read-only location: the verdict still counts
-        return FinishedItem(verdict, record, exc.cause)
-    return FinishedItem(verdict, record)
+    if not write:
+        return FinishedItem(verdict, record)
+    return FinishedItem(verdict, record, session.write_record(record))  # at once: a kill loses nothing finished
 
 
 def record_nodeid(record: RecordDict) -> str:

@@ -167,11 +167,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_configure_node(node: WorkerController) -> None:
-    """xdist controller: every worker appends to the controller's results file, and runs on the boards the
-    controller took from a farm for the session (a labgrid place: reserved once, here, before any worker runs)."""
+    """xdist controller: every worker's records carry the controller's run id (the controller writes them), and
+    runs on the boards the controller took from a farm for the session (a labgrid place: reserved once, here,
+    before any worker runs)."""
     session = session_of(node.config)
     node.workerinput["rvtune_run_id"] = session.run_id
     node.workerinput[PLACES_KEY] = session.take_places(_terminal_line(node.config))  # once, before any worker runs
+    session.remote_workers.configured(node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: WorkerController, error: object | None) -> None:
+    """xdist controller: a remote worker whose host no longer answers loses only its in-flight item; the
+    replacement worker xdist starts goes to a host that answers (remote_workers.py)."""
+    lost = session_of(node.config).remote_workers.went_down(node, error)
+    if lost is not None:
+        where = f"; its worker is replaced on {lost.moved_to}" if lost.moved_to else ""
+        _terminal_line(node.config)(f"host {lost.host} went away ({lost.cause}){where}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

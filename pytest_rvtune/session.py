@@ -18,6 +18,7 @@ import pytest
 
 from pytest_rvtune import paths, repairs
 from pytest_rvtune.benchmark_bridge import modelled_ns
+from pytest_rvtune.remote_workers import RemoteWorkers, node_host
 from pytest_rvtune.results.writer import ResultsWriter, new_run_id, unwritable_reason
 from pytest_rvtune.run_options import RunOptions, default_run_options
 from pytest_rvtune.verdict import OUTCOMES, Outcome
@@ -234,6 +235,7 @@ class RvtuneSession:
         self.cache_repairs: dict[str, None] = {}  # damaged cache entries items met (repairs.py), in order
         self.unconfirmed: list[dict[str, Any]] = []  # records' confirmation fields: flagged, then refuted
         self.finished_records: list[dict[str, Any]] = []  # controller: for the ranking at the end
+        self.remote_workers = RemoteWorkers()  # controller: xdist workers on other hosts, hosts lost mid-run
         self.kernel_modules = 0
         self.search_field: dict[str, Any] | None = None  # the record field of the item a search runs now
         self.search_lines: list[str] = []  # what the searches found, for the terminal summary
@@ -296,6 +298,16 @@ class RvtuneSession:
         if self._writer is None:  # created on first use, so plain test runs leave no results directory
             self._writer = ResultsWriter(self.results_path)
         return self._writer
+
+    def write_record(self, record: dict[str, Any]) -> str | None:
+        """Append one record to the results file; the cause when it could not be (a full disk, a read-only
+        location: the item's verdict still counts)."""
+        from pytest_rvtune.results.writer import ResultsWriteError
+        try:
+            self.writer.append(record)
+        except ResultsWriteError as exc:
+            return exc.cause
+        return None
 
     def check_results_writable(self) -> None:
         """Say at once when the results file cannot be written (a read-only location): the items still run."""
@@ -430,13 +442,18 @@ class RvtuneSession:
         if report.when != "call":
             if self._lost_with_its_worker(report):
                 self.tally["lost"] += 1
+                self.remote_workers.item_lost(worker_of(report), report.nodeid)
             return None
         # user_properties hold what item.py put there (a str, a record dict), sent by xdist from a worker
         error = next((value for key, value in report.user_properties if key == RESULTS_ERROR_KEY), None)
+        record = next((value for key, value in report.user_properties if key == RECORD_KEY), None)
+        if isinstance(record, dict) and worker_of(report) is not None:
+            # From an xdist worker, here or on another host: workers leave the results file to the controller.
+            record = self.from_worker(record, worker_of(report))
+            error = self.write_record(record)
         if isinstance(error, str):
             self.results_errors.append(error)
             self.show_results_error(error)  # once, when it first happens (unless said at the start)
-        record = next((value for key, value in report.user_properties if key == RECORD_KEY), None)
         if not isinstance(record, dict):
             return None
         self.tally[record["outcome"]] += 1
@@ -458,6 +475,15 @@ class RvtuneSession:
             self.unconfirmed.append(confirmation)
         self.finished_records.append(record)
         return record if record["outcome"] in ("passed", "regressed") and record.get("samples_ns") else None
+
+    def from_worker(self, record: dict[str, Any], node: Any) -> dict[str, Any]:
+        """A record an xdist worker sent: one from another host names it (worker_host) and, when that host's copy
+        of the project is no git work tree (xdist's rsync copies no .git), gets the controller's commit."""
+        from pytest_rvtune.provenance import git_state
+        host = node_host(node)
+        if host is None:
+            return record
+        return git_state(self.rootdir) | record | {"worker_host": host}
 
     def _lost_with_its_worker(self, report: pytest.TestReport) -> bool:
         """xdist's report of a kernel item whose worker died under it (killed, out of memory): no verdict came
@@ -523,6 +549,7 @@ class RvtuneSession:
             f"results: {self.results_path}{lost}")
         if self.compare_base is not None:
             lines.append(self.comparison_line())
+        lines += self.remote_workers.summary_lines()
         lines += repair_lines(list(self.cache_repairs))
         if self.cache_pruned:
             lines.append(self.cache_pruned)
@@ -725,6 +752,11 @@ SESSION_KEY = pytest.StashKey[RvtuneSession]()
 def session_of(config: pytest.Config) -> RvtuneSession:
     """The RvtuneSession pytest_configure put in ``config.stash``."""
     return config.stash[SESSION_KEY]
+
+
+def worker_of(report: pytest.TestReport) -> Any | None:
+    """The xdist worker (its WorkerController) a report came from, in the controller; None without xdist."""
+    return getattr(report, "node", None)
 
 
 def is_controller(config: pytest.Config) -> bool:

@@ -61,8 +61,9 @@ class Sshd:
     """One OpenSSH server process (optionally inside a network namespace)."""
 
     def __init__(self, root: Path, keys: Keys, address: str = "127.0.0.1", netns: str | None = None,
-                 also: tuple[str, ...] = (), cpuinfo: str | None = None) -> None:
+                 also: tuple[str, ...] = (), cpuinfo: str | None = None, env: dict[str, str] | None = None) -> None:
         self.root, self.keys, self.address, self.netns = root, keys, address, netns
+        self.env = env or {}  # the environment of every session (SetEnv): a host's own RVTUNE_CACHE_DIR
         self.cpuinfo = cpuinfo  # a /proc/cpuinfo the board's processes see instead (own mount namespace)
         self.addresses = (address, *also)  # a pool test gives one server two loopback addresses
         self.port = free_port()
@@ -87,7 +88,7 @@ class Sshd:
             "StrictModes no",
             "PermitRootLogin prohibit-password",
             "Subsystem sftp internal-sftp",
-            f"SetEnv HOME={self.home}",
+            f"SetEnv HOME={self.home}" + "".join(f" {k}={v}" for k, v in self.env.items()),
             "MaxStartups 50",
             "MaxSessions 50",
             "",
@@ -217,3 +218,65 @@ def remote_pids(target: SshTarget, token: str) -> list[str]:
 def lock_held(target: SshTarget) -> bool:
     status, _, _ = target.run_shell(f"flock -n {shlex.quote(target.cfg.lock_file)} true")
     return status != 0
+
+
+# --- hosts for pytest-xdist's remote workers: namespaces with an sshd each, reached through an ssh_config ----
+
+
+@dataclass
+class RemoteHost:
+    name: str  # its alias in the ssh_config
+    ns: NetnsHost
+    server: Sshd
+    cache: Path  # its own RVTUNE_CACHE_DIR
+
+
+def ssh_config_entry(name: str, server: Sshd, known_hosts: Path) -> str:
+    """How a user reaches a host: an alias with its address, port, key and known_hosts, host keys checked."""
+    return "\n".join([
+        f"Host {name}",
+        f"  HostName {server.address}",
+        f"  Port {server.port}",
+        "  User root",
+        f"  IdentityFile {server.keys.client_key}",
+        "  IdentitiesOnly yes",
+        f"  UserKnownHostsFile {known_hosts}",
+        "  StrictHostKeyChecking yes",
+        "  BatchMode yes",
+        "  ServerAliveInterval 2",  # a host that falls silent is noticed within ~6 s
+        "  ServerAliveCountMax 3",
+        "",
+    ])
+
+
+@contextlib.contextmanager
+def remote_hosts(root: Path, keys: Keys, names: tuple[str, ...],
+                 env: dict[str, str]) -> Iterator[dict[str, RemoteHost]]:
+    """One namespace host per name, each with its own sshd and RVTUNE_CACHE_DIR (root/<name>/cache) and ``env``,
+    reachable as ``ssh -F root/ssh_config <name>``; every process in them is killed on exit (skips where
+    namespaces cannot be made, as netns_link does)."""
+    known, config = root / "known_hosts", root / "ssh_config"
+    hosts: dict[str, RemoteHost] = {}
+    with contextlib.ExitStack() as stack:
+        for name in names:
+            ns = stack.enter_context(netns_link())
+            cache = root / name / "cache"
+            server = Sshd(root / name / "sshd", keys, address=ns.address, netns=ns.name,
+                          env={"RVTUNE_CACHE_DIR": str(cache), **env}).start()
+            stack.callback(kill_namespace, ns)  # the workers too, not only sshd
+            stack.callback(server.stop)
+            with known.open("a") as f:
+                f.write(server.known_hosts_line())
+            with config.open("a") as f:
+                f.write(ssh_config_entry(name, server, known))
+            hosts[name] = RemoteHost(name, ns, server, cache)
+        yield hosts
+
+
+def kill_namespace(ns: NetnsHost) -> int:
+    """Kill every process in the namespace (the host disappears); how many there were."""
+    pids = subprocess.run(["ip", "netns", "pids", ns.name], capture_output=True, text=True).stdout.split()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+    return len(pids)

@@ -1,0 +1,134 @@
+"""pytest-xdist workers on other hosts (``--tx ssh=user@host//python=...``): which host each worker is on, and
+what happens when a host goes away mid-run.
+
+xdist runs each item where its worker is and sends the item's report (with our record in its user_properties)
+back over execnet's channel; the controller alone writes the results file (session.tally_report). What xdist
+3.8 does not do is survive a host that disappears: it replaces a crashed worker by starting another on the same
+spec, and on a host that is gone that start raises HostNotFound out of its main loop, which ends the whole
+session (an INTERNALERROR; with --max-worker-restart 0 it stops instead, leaving the remaining items unrun and
+unreported). So when a remote worker goes down, the controller asks the host with a fresh SSH connection; a host
+that does not answer is lost: its in-flight item is reported as such (naming the host), the spec of the
+replacement worker is pointed at a host that still answers, and the items the lost worker had queued run there.
+
+Knows xdist's objects only by the attributes it reads (``node.gateway.id``, ``node.gateway.spec``), so the
+plugin imports no xdist module at start-up.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Seconds a lost-host probe may take to connect (the probe runs only when a remote worker went down).
+PROBE_TIMEOUT_S = 5
+
+
+def spec_host(spec: Any) -> str | None:
+    """The host an execnet spec's worker runs on (``ssh=user@host`` -> ``user@host``), or None for a worker on this
+    host (``popen`` without ``via``)."""
+    if spec is None:
+        return None
+    if getattr(spec, "ssh", None):
+        return str(spec.ssh)
+    if getattr(spec, "socket", None):
+        return str(spec.socket)
+    if getattr(spec, "via", None):
+        return f"via {spec.via}"
+    return None
+
+
+def node_host(node: Any) -> str | None:
+    """The host of an xdist WorkerController (a report's ``node``), None for a local worker."""
+    gateway = getattr(node, "gateway", None)
+    return spec_host(getattr(gateway, "spec", None))
+
+
+def probe_ssh(spec: Any) -> str | None:
+    """Whether the host of an ``ssh=`` spec answers a fresh connection: None if it does, else ssh's last line.
+
+    Uses the spec's own ssh words and ``ssh_config`` (so the same keys, known hosts and port), in batch mode."""
+    args = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={PROBE_TIMEOUT_S}"]
+    if getattr(spec, "ssh_config", None):
+        args += ["-F", str(spec.ssh_config)]
+    args += [*str(spec.ssh).split(), "true"]
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S * 3)
+    except subprocess.TimeoutExpired:
+        return f"no answer within {PROBE_TIMEOUT_S * 3} s"
+    except OSError as exc:  # no ssh client here: say so, and treat the host as lost
+        return f"cannot run ssh: {exc}"
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else f"ssh exited with status {done.returncode}"
+
+
+@dataclass
+class LostHost:
+    host: str
+    worker: str  # xdist's worker id (gw1)
+    cause: str  # why the probe failed
+    items: list[str] = field(default_factory=list)  # the node ids that were in flight on it
+    moved_to: str | None = None  # the host the replacement worker was started on
+
+
+@dataclass
+class RemoteWorkers:
+    """The controller's view of its remote workers: their hosts, and the hosts lost mid-run."""
+
+    specs: dict[str, Any] = field(default_factory=dict)  # worker id -> its execnet spec, as configured
+    lost: dict[str, LostHost] = field(default_factory=dict)  # host -> what was lost with it
+
+    def configured(self, node: Any) -> None:
+        self.specs[node.gateway.id] = node.gateway.spec
+
+    def went_down(self, node: Any, error: object | None) -> LostHost | None:
+        """xdist's pytest_testnodedown: a remote worker that went down with an error on a host that no longer
+        answers marks the host lost and points the worker's spec (which xdist reuses for the replacement worker)
+        at a host that answers. Returns the lost host, else None (a local worker, a clean end, a host that is up:
+        xdist restarts the worker there as usual)."""
+        spec = node.gateway.spec
+        host = spec_host(spec)
+        if error is None or host is None or not getattr(spec, "ssh", None):
+            return None
+        cause = self.lost[host].cause if host in self.lost else probe_ssh(spec)
+        if cause is None:
+            return None
+        lost = self.lost.setdefault(host, LostHost(host, node.gateway.id, cause))
+        replacement = self.live_spec(exclude=host)
+        if replacement is not None:
+            # xdist's _clone_node starts the replacement from node.gateway.spec: a copy of a live host's spec.
+            node.gateway.spec = type(spec)(str(replacement))
+            lost.moved_to = spec_host(replacement)
+        return lost
+
+    def live_spec(self, exclude: str) -> Any | None:
+        """A configured spec on a host not lost (the first in --tx order), None if every remote host is lost."""
+        for spec in self.specs.values():
+            host = spec_host(spec)
+            if host is not None and host != exclude and host not in self.lost:
+                return spec
+        return None
+
+    def item_lost(self, node: Any, nodeid: str) -> bool:
+        """xdist's crash report of ``nodeid`` from ``node``: noted under its host when that host is lost."""
+        # the host it was configured on: went_down may have pointed the node's spec at the replacement's host
+        gateway = getattr(node, "gateway", None)
+        host = spec_host(self.specs.get(getattr(gateway, "id", ""))) or node_host(node)
+        if host is None or host not in self.lost:
+            return False
+        self.lost[host].items.append(nodeid)
+        return True
+
+    def summary_lines(self) -> list[str]:
+        lines = []
+        for lost in self.lost.values():
+            count = len(lost.items)
+            items = "; ".join(lost.items) if lost.items else "none"
+            where = (f"its worker was replaced on {lost.moved_to}, which ran the items it had queued"
+                     if lost.moved_to else "no other host answered, so its queued items could not run")
+            lines.append(f"rvtune: host {lost.host} (xdist worker {lost.worker}) went away mid-run ({lost.cause}): "
+                         f"{count} item{'' if count == 1 else 's'} in flight lost, without a verdict or record: "
+                         f"{items}; {where}")
+        return lines

@@ -1,0 +1,94 @@
+"""Kernel items on two other hosts through pytest-xdist's own remote workers (``--tx ssh=...``), one of which
+disappears mid-run.
+
+Each "host" is a network namespace of this machine with its own OpenSSH server (host keys checked through an
+ssh_config the test writes) and its own environment: its own RVTUNE_CACHE_DIR, so the build and count caches
+are really per host. The namespaces share this machine's file system, so the remote python is this venv's, and
+PYTHONPATH points it at the checkout under test. The controller is a real `pytest --tx ... --tx ...` session:
+xdist rsyncs the project to each host (``--rsyncdir``, deprecated in xdist 3 but the only way it ships the code;
+see docs/scaling.md), the items build and run under QEMU on the hosts, and their records come back over
+execnet's channel to the controller, which alone writes the results file. Once host-b has finished an item, every
+process of its namespace (sshd, the worker's python, QEMU) is killed: the host is gone. Its item in flight is
+reported lost, naming the host and the item, and every other item finishes on host-a.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sshd_helpers import REPO, Keys, RemoteHost, kill_namespace, remote_hosts
+
+from pytest_rvtune import paths
+
+HOSTS = ("host-a", "host-b")
+#: Five cheap items (softmax, small case): each host gets two at the start, the fifth goes to the first free.
+SELECT = ["-k", "softmax and BLOCK_SIZE_M=4", "--rvtune-case", "small"]
+
+
+@pytest.fixture
+def two_hosts(tmp_path: Path, ssh_keys: Keys) -> Iterator[dict[str, RemoteHost]]:
+    """Two namespace hosts with an sshd and a cache dir each; their ssh_config is tmp_path/ssh_config."""
+    env = {"RVTUNE_TOOLS_DIR": str(paths.tools_dir()),  # the QEMU plugin `rvtune setup` built
+           "PYTHONPATH": str(REPO)}  # the plugin under test, whatever the venv has installed
+    with remote_hosts(tmp_path, ssh_keys, HOSTS, env) as hosts:  # skips, naming why, where netns is not allowed
+        yield hosts
+
+
+def records_of(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def test_items_run_on_two_hosts_and_a_lost_host_loses_only_its_item_in_flight(
+        two_hosts: dict[str, RemoteHost], tmp_path: Path) -> None:
+    results = tmp_path / "controller" / "run.jsonl"
+    txs = [f"--tx=ssh={name}//ssh_config={tmp_path / 'ssh_config'}//python={sys.executable}"
+           f"//chdir={tmp_path / name / 'work'}" for name in HOSTS]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}  # we may be a worker ourselves
+    controller = subprocess.Popen(
+        [sys.executable, "-m", "pytest", str(REPO / "kernels" / "softmax.py"), *SELECT, *txs, "--dist=load",
+         f"--rsyncdir={REPO}", f"--rvtune-results={results}", "--benchmark-disable", "-p", "no:cacheprovider",
+         "-W", "ignore::DeprecationWarning"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # host-b disappears as soon as it has finished one item (the controller has written its record)
+        deadline = time.monotonic() + 240
+        while not any(r.get("worker_host") == "host-b" for r in records_of(results)):
+            assert controller.poll() is None, f"the run ended before host-b finished an item:\n{controller.stdout}"
+            assert time.monotonic() < deadline, "host-b finished no item in 240 s"
+            time.sleep(0.05)
+        assert kill_namespace(two_hosts["host-b"].ns) >= 3  # sshd, its session, the worker's python (and QEMU)
+        out, _ = controller.communicate(timeout=300)
+    finally:
+        if controller.poll() is None:
+            controller.kill()
+            controller.wait()
+    records = records_of(results)
+    lost = [line for line in out.splitlines() if line.startswith("rvtune: host host-b ") and "mid-run" in line]
+    assert len(lost) == 1, out[-3000:]
+    # exactly the item in flight is lost, named with its host; it has no record, every other item passed
+    lost_item = lost[0].split("without a verdict or record: ")[1].split("; ")[0]
+    assert lost_item.startswith("kernels/softmax.py::softmax[small-BLOCK_SIZE_M=4-"), lost[0]
+    assert "1 item in flight lost" in lost[0] and "replaced on host-a" in lost[0], lost[0]
+    assert "crashed while running" in out and controller.returncode == 1, out[-3000:]
+    ran = [r["nodeid"] for r in records]
+    assert len(ran) == len(set(ran)) == 4 and lost_item not in ran, ran  # five items, one lost
+    assert all(r["outcome"] == "passed" and r["counters"].get("launch_insns") for r in records), records
+    assert "4 passed" in out and "1 lost" in out, out[-3000:]
+    # the controller wrote every record (worker_host is its field), with its checkout's commit; no host wrote one
+    by_host = Counter(r["worker_host"] for r in records)
+    assert by_host["host-b"] >= 1 and by_host["host-a"] >= 2, by_host
+    assert all(r.get("run_id") == records[0]["run_id"] and r.get("git_commit") for r in records)
+    assert not list(tmp_path.glob("host-*/work/**/.rvtune/results/*.jsonl"))
+    # build and count caches are the hosts' own: each built what it ran
+    for host in two_hosts.values():
+        assert any(host.cache.glob("elf/*")), f"{host.name} built nothing into its own cache {host.cache}"
