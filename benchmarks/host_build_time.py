@@ -1,12 +1,12 @@
 """Cold build time of tl.dot kernels per config on the host against rv64, and the host kernel's run time, with the
 lowering before and after the pointer analysis followed ``tt.reshape`` (issue 29 part 6).
 
-    .venv/bin/python benchmarks/host_build_time.py              # 3 kernels x 4 configs, 512^3 runs
+    .venv/bin/python benchmarks/host_build_time.py              # 4 kernels x 4 configs, 512^3 runs
     .venv/bin/python benchmarks/host_build_time.py --quick      # one config per kernel
     .venv/bin/python benchmarks/host_build_time.py --size 256 --rounds 9
 
 Issue 29 saw host builds of tensor-descriptor matmuls take 7-13 s per config against 0.6-0.7 s for rv64. The time
-was not in the GEMM tiles (a pointer matmul builds faster on the host than for rv64, the third kernel below shows
+was not in the GEMM tiles (a pointer matmul builds about as fast on the host as for rv64, the last kernel below shows
 it): Triton's descriptor rewrite shapes the offsets with ``tt.reshape`` ([BM] -> [BM, 1]), which the pointer
 analysis did not follow, so each descriptor load became tiles of offsets and of mask bytes and a test per element,
 which clang unrolled and SLP-vectorised for seconds on x86-64. "before" is the lowering without that one handler
@@ -71,6 +71,24 @@ def desc_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
 
 
 @triton.jit
+def desc_matmul_bt_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                          BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr):
+    """C = A @ B^T with B stored N x K, as Triton's persistent-matmul tutorial's descriptor kernels take it."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_SIZE_N, BLOCK_SIZE_K])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_N])
+    pid = tl.program_id(0)
+    pid_m = pid // tl.cdiv(N, BLOCK_SIZE_N)
+    pid_n = pid % tl.cdiv(N, BLOCK_SIZE_N)
+    acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in tl.range(tl.cdiv(K, BLOCK_SIZE_K)):
+        a = a_desc.load([pid_m * BLOCK_SIZE_M, k * BLOCK_SIZE_K])
+        b = b_desc.load([pid_n * BLOCK_SIZE_N, k * BLOCK_SIZE_K])
+        acc = tl.dot(a, b.T, acc)
+    c_desc.store([pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N], acc)
+
+
+@triton.jit
 def warmup_kernel(x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0)
@@ -84,6 +102,7 @@ class Kernel:
     signature: dict[str, str]
     extra: dict[str, Any]  # constexprs every config has
     strided: bool  # the kernel takes the six strides after M, N, K
+    b_transposed: bool = False  # B is stored N x K
 
 
 def _kernels() -> list[Kernel]:
@@ -93,6 +112,8 @@ def _kernels() -> list[Kernel]:
     return [
         Kernel("descriptor matmul fp32", desc_matmul_kernel, np.float32,
                {k: v.format(t="fp32") for k, v in desc.items()}, {}, False),
+        Kernel("descriptor matmul fp32, B^T", desc_matmul_bt_kernel, np.float32,
+               {k: v.format(t="fp32") for k, v in desc.items()}, {}, False, b_transposed=True),
         Kernel("descriptor matmul fp16 (fp32 acc)", desc_matmul_kernel, np.float16,
                {k: v.format(t="fp16") for k, v in desc.items()}, {}, False),
         Kernel("kernels/matmul.py (pointers)", matmul.kernel, np.float32,
@@ -161,7 +182,7 @@ def run_both(kernel: Kernel, cfg: dict[str, Any], runs: dict[str, HostRun], size
     rng = np.random.default_rng(29)
     m = n = k = size
     a = (rng.random((m, k)) * 2 - 1).astype(kernel.dtype)
-    b = (rng.random((k, n)) * 2 - 1).astype(kernel.dtype)
+    b = (rng.random((n, k) if kernel.b_transposed else (k, n)) * 2 - 1).astype(kernel.dtype)
     ints = [m, n, k, *([k, 1, n, 1, n, 1] if kernel.strided else [])]
     grid = triton.cdiv(m, cfg["BLOCK_SIZE_M"]) * triton.cdiv(n, cfg["BLOCK_SIZE_N"])
     outs = {which: np.full((m, n), np.nan, kernel.dtype) for which in runs}
@@ -171,7 +192,7 @@ def run_both(kernel: Kernel, cfg: dict[str, Any], runs: dict[str, HostRun], size
             best[which] = min(best[which], run(grid, a, b, outs[which], ints))
     first, *others = outs.values()
     same = all(first.tobytes() == o.tobytes() for o in others)
-    want = a.astype(np.float64) @ b.astype(np.float64)
+    want = a.astype(np.float64) @ (b.T if kernel.b_transposed else b).astype(np.float64)
     err = float(np.max(np.abs(first.astype(np.float64) - want)) / np.max(np.abs(want)))
     return best, same, err
 
