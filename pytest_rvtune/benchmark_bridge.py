@@ -119,6 +119,31 @@ def table_columns(config: pytest.Config, target_names: list[str]) -> None:
     config.option.benchmark_columns = list(EMULATED_COLUMNS if emulated else REAL_COLUMNS)
 
 
+#: Names longer than this get their config keys abbreviated in pytest-benchmark's table: with its two emulated
+#: columns (~45 wide) the table then stays within 120 columns.
+MAX_TABLE_NAME = 64
+
+
+def short_table_names(config: pytest.Config) -> None:
+    """pytest-benchmark's table names an item by its pytest name, ``fused_moe[default-BLOCK_SIZE_M=4-...]``: a
+    six-key Triton_RVV config made it 130 columns wide. Long names are shown with their config keys abbreviated
+    by the summary's scheme (``BLOCK_SIZE_M=4`` -> ``BSM=4``, summary.short_item_name); only in the table: the
+    saved JSON and ``--benchmark-compare`` keep the full names. Call after pytest-benchmark's configure."""
+    from pytest_rvtune.results.summary import short_item_name
+
+    bench_session = config.pluginmanager.get_plugin("pytest-benchmark")
+    base = getattr(bench_session, "name_format", None)
+    if base is None or getattr(base, "shortens", False):
+        return
+
+    def name_format(bench: dict[str, Any]) -> str:
+        name = str(base(bench))
+        return short_item_name(name) if len(name) > MAX_TABLE_NAME else name
+
+    name_format.shortens = True  # type: ignore[attr-defined]
+    bench_session.name_format = name_format  # type: ignore[union-attr]
+
+
 def add_record(config: pytest.Config, record: dict[str, Any]) -> None:
     """Hand one finished item's samples to pytest-benchmark, unless the user turned it off."""
     bench_session = config.pluginmanager.get_plugin("pytest-benchmark")

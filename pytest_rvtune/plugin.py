@@ -18,6 +18,7 @@ from pytest_rvtune.benchmark_bridge import (
     add_record,
     benchmark_tables,
     compared_machine_error,
+    short_table_names,
     table_columns,
 )
 from pytest_rvtune.collect import ITEM_KEY
@@ -214,6 +215,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_PYTEST_SESSION_KEY] = session  # its exit status, set from the terminal summary
     rvtune = session.config.stash.get(SESSION_KEY, None)
     if rvtune is not None:
+        short_table_names(session.config)
         rvtune.check_results_writable()
         if rvtune.is_controller and rvtune.options.targets_given and not session.config.option.collectonly:
             rvtune.take_places(_terminal_line(session.config))  # (xdist's workers may have taken them already)

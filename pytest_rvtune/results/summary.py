@@ -169,9 +169,7 @@ class ConfigNames:
             return
         configs = {i: id_pairs(i) for i in ids}
         keys = list(dict.fromkeys(k for pairs in configs.values() for k, _ in pairs))
-        initials = {k: "".join(part[:1] for part in k.split("_") if part) or k for k in keys}
-        taken = list(initials.values())
-        abbrev = {k: initials[k] if taken.count(initials[k]) == 1 else k for k in keys}
+        abbrev = abbreviations(keys)
         values = {k: {dict(pairs).get(k) for pairs in configs.values()} for k in keys}
         fixed = [k for k in keys if len(values[k]) == 1 and None not in values[k]]
         dropped = set(fixed) | set(problem_keys)
@@ -184,6 +182,23 @@ class ConfigNames:
         return self.short.get(config_id, config_id)
 
 
+def abbreviations(keys: Sequence[str]) -> dict[str, str]:
+    """Each key as the initials of its ``_``-separated parts, case kept (``BLOCK_SIZE_M`` -> ``BSM``,
+    ``num_threads`` -> ``nt``); keys whose initials collide keep their names."""
+    initials = {k: "".join(part[:1] for part in k.split("_") if part) or k for k in keys}
+    taken = list(initials.values())
+    return {k: initials[k] if taken.count(initials[k]) == 1 else k for k in keys}
+
+
+def short_item_name(name: str) -> str:
+    """A pytest item name with its config keys abbreviated (abbreviations):
+    ``matmul[small-BLOCK_SIZE_M=16-BLOCK_SIZE_N=32-GROUP_SIZE_M=8]`` -> ``matmul[small-BSM=16-BSN=32-GSM=8]``."""
+    keys = [match.group(2) for match in _ITEM_KEY.finditer(name)]
+    abbrev = abbreviations(list(dict.fromkeys(keys)))
+    return _ITEM_KEY.sub(lambda m: f"{m.group(1)}{abbrev[m.group(2)]}=", name)
+
+
+_ITEM_KEY = re.compile(r"([\[-])([A-Za-z_]\w*)=")
 _PAIR = re.compile(r"([A-Za-z_]\w*)=(.*?)(?=-[A-Za-z_]\w*=|$)")
 
 

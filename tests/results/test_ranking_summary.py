@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from results_data import make_record
 
-from pytest_rvtune.results.summary import ranking_lines
+from pytest_rvtune.results.summary import ranking_lines, short_item_name
 
 
 def joined(lines: list[str]) -> list[str]:
@@ -90,3 +90,9 @@ def test_long_config_ids_are_shortened_by_a_stable_scheme_to_fit_120_columns() -
     assert group.startswith("fused_moe / default on qemu: 1. BSM=4-BSN=16 197,674,023  2. BSM=8-BSN=16 207,674,023")
     assert group.endswith("; worst/best 1.15x over 4 configs; (all: BSK=8, GSM=8, tk=2, nt=1)")
     assert lines[3].startswith("      ")  # a continuation, indented under its group
+
+
+def test_item_names_are_abbreviated_by_the_same_scheme() -> None:
+    assert short_item_name("matmul[small-BLOCK_SIZE_M=16-BLOCK_SIZE_N=32-GROUP_SIZE_M=8-num_threads=1] (0001)") \
+        == "matmul[small-BSM=16-BSN=32-GSM=8-nt=1] (0001)"
+    assert short_item_name("k[emu-BLOCK_M=4-BATCH_M=2]") == "k[emu-BLOCK_M=4-BATCH_M=2]"  # both "BM": kept
