@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import warnings
+from collections.abc import Iterator
+from itertools import chain
 
 from pytest_rvtune.cli.rank_by import add_rank_by_argument
 from pytest_rvtune.results.compare import (
@@ -13,17 +16,17 @@ from pytest_rvtune.results.compare import (
     DEFAULT_CONFIRM_TRIALS,
     DEFAULT_MIN_SAMPLES,
     DEFAULT_THRESHOLD_PCT,
+    ItemComparison,
+    NewRunTally,
     Thresholds,
-    compare_runs,
-    drift_warning,
-    nothing_compared_reason,
+    compare_stream,
     summary_line,
     verdict_rows,
 )
 from pytest_rvtune.results.noise import NoiseFileError, load_noise_for
-from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunFileError
+from pytest_rvtune.results.records import DEFAULT_STATISTIC, TIME_STATISTICS, RunFileError, RunRecord
 from pytest_rvtune.results.report import render_rows
-from pytest_rvtune.results.runs import ANALYSIS_FIELDS, check_rank_by, load_run
+from pytest_rvtune.results.runs import ANALYSIS_FIELDS, Run, RunFileWarning, check_rank_by, iter_run, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -63,27 +66,40 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_compare)
 
 
+#: What compare reads of each record's raw object besides RunRecord's fields (drift_warning: the rounds pooled).
+COMPARE_FIELDS: frozenset[str] = frozenset({"rounds"})
+
+
 def run_compare(args: argparse.Namespace) -> int:
+    # The base run is held (each new item looks up its base); the new run is compared as it is read and never held
+    # (compare_stream), so two results files of 10^5 items fit in under 3x their size. --confirm re-runs items
+    # from their records' whole fields (rerun argv, ELF paths): it loads both runs whole.
+    new: Run | None = None
     try:
         thresholds = Thresholds.parse(args.threshold, alpha=args.alpha, min_samples=args.min_samples,
                                       counters=args.counters, statistic=args.statistic)
-        base, new = load_run(args.base, fields=ANALYSIS_FIELDS), load_run(args.new, fields=ANALYSIS_FIELDS)
+        base = load_run(args.base, fields=ANALYSIS_FIELDS if args.confirm else COMPARE_FIELDS)
+        if args.confirm:
+            new = load_run(args.new, fields=ANALYSIS_FIELDS)
         if args.rank_by is not None:  # the exact counter configs are ranked by is the one that gates
-            check_rank_by(new.records, args.rank_by, args.new)
+            check_rank_by(_new_records(args, new, quiet=True), args.rank_by, args.new)
             check_rank_by(base.records, args.rank_by, args.base)
             thresholds = dataclasses.replace(thresholds, gated_counters=frozenset(
                 set() if args.rank_by == "time" else {args.rank_by}))
         if args.noise:
-            noise = load_noise_for(args.noise, [*base.records, *new.records], thresholds.statistic)
+            noise = load_noise_for(args.noise, chain(base.records, _new_records(args, new, quiet=True)),
+                                   thresholds.statistic)
             thresholds = dataclasses.replace(thresholds, noise=noise)
+        tally = NewRunTally(base, thresholds.noise)
+        verdicts = compare_stream(base, tally.watch(_new_records(args, new)), thresholds,
+                                  keep=None if args.all or args.confirm else _printed)
     except (ValueError, RunFileError, NoiseFileError) as exc:
         print(f"rvtune compare: {exc}", file=sys.stderr)
         return 2
-    drift = None if args.confirm else drift_warning(base, new, thresholds.noise)  # re-runs settle drift
+    drift = None if args.confirm else tally.drift_warning()  # re-runs settle drift
     if drift:
         print(f"warning: {drift}", file=sys.stderr)
-    verdicts = compare_runs(base, new, thresholds)
-    if args.confirm:
+    if args.confirm and new is not None:
         from pytest_rvtune.results.confirm import confirm_with_targets
         try:
             confirm_with_targets(verdicts, base, new, thresholds, args.confirm, args.config_file)
@@ -101,7 +117,7 @@ def run_compare(args: argparse.Namespace) -> int:
     summary = summary_line(verdicts, base, args.base, len(warnings))
     compared = sum(v.status not in ("new", "missing") for v in verdicts)
     if not compared:
-        print(f"\n{summary}\nrvtune compare: nothing compared: {nothing_compared_reason(base, new)}",
+        print(f"\n{summary}\nrvtune compare: nothing compared: {tally.nothing_compared_reason()}",
               file=sys.stderr)
         return 2
     regressions = [v for v in verdicts if v.regressed]
@@ -112,3 +128,22 @@ def run_compare(args: argparse.Namespace) -> int:
             print(f"UNCONFIRMED {v.message}", file=sys.stderr)
     print(f"\n{summary}", file=sys.stderr)  # the last line: what a CI log shows
     return 1 if regressions else 0
+
+
+def _printed(verdict: ItemComparison) -> bool:
+    """Whether a verdict's rows are printed without --all (what compare_stream keeps whole)."""
+    return verdict.status != "unchanged"
+
+
+def _new_records(args: argparse.Namespace, new: Run | None, quiet: bool = False) -> Iterator[RunRecord]:
+    """The new run's records: as read (iter_run), or those of ``new`` when it was loaded whole. ``quiet``: a pass
+    before the comparison (--rank-by, --noise) whose torn-line warnings the comparison's pass gives again."""
+    if new is not None:
+        yield from new.records
+        return
+    if not quiet:
+        yield from iter_run(args.new, fields=COMPARE_FIELDS)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RunFileWarning)
+        yield from iter_run(args.new, fields=COMPARE_FIELDS)

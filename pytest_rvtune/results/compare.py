@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -274,17 +274,44 @@ def compare_record(base: RunRecord, new: RunRecord, thresholds: Thresholds | Non
 
 def compare_runs(base: Run, new: Run, thresholds: Thresholds) -> list[ItemComparison]:
     """Every item of either run, matched by (target, kernel, case, config id)."""
-    base_items, new_items = base.by_key(), new.by_key()
-    verdicts: list[ItemComparison] = []
-    for key, record in new_items.items():
-        if key in base_items:
-            verdicts.append(compare_record(base_items[key], record, thresholds))
+    return compare_stream(base, new.records, thresholds)
+
+
+def compare_stream(base: Run, new: Iterable[RunRecord], thresholds: Thresholds,
+                   keep: Callable[[ItemComparison], bool] | None = None) -> list[ItemComparison]:
+    """compare_runs with the new run's records as they are read (runs.iter_run: an item recorded twice comes
+    twice, the last one counts), so the new run is never held: each record is compared with its base and
+    dropped. ``keep``: which verdicts to keep whole; the others (e.g. unchanged items nobody will print) are
+    kept as their status and warnings only, one shared object for all without warnings. Same verdicts, in the
+    same order, as compare_runs."""
+    base_items = base.index()
+    verdicts: dict[tuple[str, str, str, str], ItemComparison] = {}
+    for record in new:
+        key = record.key
+        found = base_items.get(key)
+        if found is not None:
+            key = found.key  # the base's strings: the new record's are dropped with it
+            verdict = compare_record(found, record, thresholds)
         else:
-            verdicts.append(ItemComparison(key, "new", message=f"{_label(key)}: not in the base run"))
-    for key in base_items.keys() - new_items.keys():
-        verdicts.append(ItemComparison(key, "missing", message=f"{_label(key)}: in the base run but not in the new one",
-                                warnings=[f"{_label(key)}: missing from the new run (not compared)"]))
-    return verdicts
+            verdict = ItemComparison(key, "new", message=f"{_label(key)}: not in the base run")
+        verdicts.pop(key, None)  # a re-recorded item replaces the earlier line, keeping order (as load_run)
+        verdicts[key] = verdict if keep is None or keep(verdict) else _status_only(verdict)
+        del record, verdict
+    out = list(verdicts.values())
+    for key in base_items.keys() - verdicts.keys():
+        out.append(ItemComparison(key, "missing", message=f"{_label(key)}: in the base run but not in the new one",
+                                  warnings=[f"{_label(key)}: missing from the new run (not compared)"]))
+    return out
+
+
+_STATUS_ONLY: dict[str, ItemComparison] = {}
+
+
+def _status_only(verdict: ItemComparison) -> ItemComparison:
+    """What is left of a verdict nobody will print: its status and warnings (counted and printed)."""
+    if verdict.warnings:
+        return ItemComparison(verdict.key, verdict.status, warnings=verdict.warnings)
+    return _STATUS_ONLY.setdefault(verdict.status, ItemComparison(("", "", "", ""), verdict.status))
 
 
 # --- the `rvtune compare` subcommand ----------------------------------------------------------------------
@@ -377,27 +404,67 @@ def _rounds(record: RunRecord) -> int:
 def drift_warning(base: Run, new: Run, noise: NoiseFloors | None) -> str | None:
     """One line when real timings of too few rounds are gated without a floor: A/A reruns could show up as
     regressions."""
-    timed = [(b, r) for r in new.records if r.valid and not r.emulated and r.samples_ns
-             and (b := base.find(r)) is not None and b.valid and not b.emulated and b.samples_ns]
-    if not timed:
-        return None
-    if noise is None:
-        few = any(min(_rounds(b), _rounds(r)) < ENOUGH_ROUNDS for b, r in timed)
-        return NO_NOISE_WARNING.format(rounds=ENOUGH_ROUNDS) if few else None
-    missing = sorted({f"{r.kernel} on {r.target}" for _, r in timed if noise.floor(r) is None})
-    if missing:
-        return (f"no A/A noise floor in the --noise file(s) for {', '.join(missing)}: their timing gates count "
-                "session-to-session drift as change (measure it with `rvtune noise A B`)")
-    return None
+    tally = NewRunTally(base, noise)
+    for _ in tally.watch(new.records):
+        pass
+    return tally.drift_warning()
 
 
 def nothing_compared_reason(base: Run, new: Run) -> str:
     """Why no item of ``new`` is in ``base``: items match by target, kernel, case and config id."""
-    for what, index in (("target", 0), ("kernel", 1), ("case", 2)):
-        ours, theirs = {r.key[index] for r in base.records}, {r.key[index] for r in new.records}
-        if not ours & theirs:
-            return (f"the base run has {what}(s) {', '.join(sorted(ours))} and the new run "
-                    f"{', '.join(sorted(theirs))}; items match by target, kernel, case and config: compare two "
-                    f"runs of the same {what}")
-    return ("no item (target, kernel, case, config) of the new run is in the base run: were they run with "
-            "different --rvtune-config or -k selections?")
+    tally = NewRunTally(base, None)
+    for _ in tally.watch(new.records):
+        pass
+    return tally.nothing_compared_reason()
+
+
+class NewRunTally:
+    """What `rvtune compare` needs to know of the new run besides the verdicts (drift_warning,
+    nothing_compared_reason), gathered as its records stream past (watch) instead of from a run held whole."""
+
+    def __init__(self, base: Run, noise: NoiseFloors | None) -> None:
+        self.base, self.noise = base, noise
+        # per item timed on both sides (real time, valid, samples): (too few rounds, "kernel on target" without
+        # a floor, or ""); the last record of an item counts, as in load_run
+        self.timed: dict[tuple[str, str, str, str], tuple[bool, str]] = {}
+        self.seen: tuple[set[str], set[str], set[str]] = (set(), set(), set())  # targets, kernels, cases
+
+    def watch(self, records: Iterable[RunRecord]) -> Iterator[RunRecord]:
+        """``records``, passed on one by one after noting what this tally needs of each."""
+        for record in records:
+            key = record.key
+            for index, names in enumerate(self.seen):
+                names.add(key[index])
+            b = self.base.find(record)
+            if (record.valid and not record.emulated and record.n_samples and b is not None and b.valid
+                    and not b.emulated and b.n_samples):
+                floorless = (f"{record.kernel} on {record.target}"
+                             if self.noise is not None and self.noise.floor(record) is None else "")
+                self.timed[key] = (min(_rounds(b), _rounds(record)) < ENOUGH_ROUNDS, floorless)
+            else:
+                self.timed.pop(key, None)
+            yield record
+
+    def drift_warning(self) -> str | None:
+        """drift_warning of the records watched."""
+        if not self.timed:
+            return None
+        if self.noise is None:
+            few = any(too_few for too_few, _ in self.timed.values())
+            return NO_NOISE_WARNING.format(rounds=ENOUGH_ROUNDS) if few else None
+        missing = sorted({name for _, name in self.timed.values() if name})
+        if missing:
+            return (f"no A/A noise floor in the --noise file(s) for {', '.join(missing)}: their timing gates count "
+                    "session-to-session drift as change (measure it with `rvtune noise A B`)")
+        return None
+
+    def nothing_compared_reason(self) -> str:
+        """nothing_compared_reason of the records watched."""
+        for what, index in (("target", 0), ("kernel", 1), ("case", 2)):
+            ours, theirs = {r.key[index] for r in self.base.records}, self.seen[index]
+            if not ours & theirs:
+                return (f"the base run has {what}(s) {', '.join(sorted(ours))} and the new run "
+                        f"{', '.join(sorted(theirs))}; items match by target, kernel, case and config: compare two "
+                        f"runs of the same {what}")
+        return ("no item (target, kernel, case, config) of the new run is in the base run: were they run with "
+                "different --rvtune-config or -k selections?")

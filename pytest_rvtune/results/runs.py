@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -58,14 +58,18 @@ class Run:
     def by_key(self) -> dict[tuple[str, str, str, str], RunRecord]:
         return {r.key: r for r in self.records}
 
+    def index(self) -> dict[tuple[str, str, str, str], RunRecord]:
+        """by_key, made once and kept (find and the comparisons share it)."""
+        if self._index is None:
+            self._index = self.by_key()
+        return self._index
+
     def find(self, item: RunRecord | dict[str, Any]) -> RunRecord | None:
         """This run's record of the same item (target, kernel, case, config id), or None."""
         key = item.key if isinstance(item, RunRecord) else (
             str(item.get("target", "")), str(item.get("kernel", "")), str(item.get("case", "")),
             str(item.get("config_id", "")))
-        if self._index is None:
-            self._index = self.by_key()
-        return self._index.get(key)
+        return self.index().get(key)
 
 
 def identity_key(identity: dict[str, Any]) -> str:
@@ -112,10 +116,14 @@ class MetricError(ValueError):
 def metrics_present(records: Iterable[RunRecord]) -> list[str]:
     """What the valid records can be ranked by: ``time`` when any has samples, then every counter any has
     (the emulated ranking counters first)."""
-    valid = [r for r in records if r.valid]
-    names = {n for r in valid for n in r.counters}
+    names: set[str] = set()
+    timed = False
+    for record in records:  # one pass, nothing held: ``records`` may be a run read as it streams (iter_run)
+        if record.valid:
+            names.update(record.counters)
+            timed = timed or record.n_samples > 0
     first = [n for n in EMULATED_RANK_COUNTERS if n in names]
-    return (["time"] if any(r.n_samples for r in valid) else []) + first + sorted(names - set(first))
+    return (["time"] if timed else []) + first + sorted(names - set(first))
 
 
 def check_rank_by(records: Iterable[RunRecord], rank_by: str | None, source: str = "the results") -> None:
@@ -209,30 +217,70 @@ def load_run(path: str | Path, *, allow_empty: bool = False, fields: frozenset[s
     RunFileWarning naming file:line; the rest of the file still counts. A file without a single record is an
     error (it is not a run, or it was garbled) unless ``allow_empty`` (a results file about to be appended to)."""
     path = resolve(path)  # latest, latest~N: a run of the project's results directory
+    found = _Found()
+    by_key: dict[tuple[str, str, str, str], RunRecord] = {}
+    listed: list[RunRecord] = []  # pytest-benchmark's benchmarks, as listed
+    for record in _read(path, allow_empty, fields, found):
+        kept = record if reduce is None else reduce(record)
+        if found.format == "jsonl":
+            by_key.pop(record.key, None)  # a re-recorded item (rerun) replaces the earlier line, keeping order
+            by_key[record.key] = kept
+        else:
+            listed.append(kept)
+        del record, kept  # a reducer's record is not held while the next line is read
+    run = Run(path=path, records=list(by_key.values()) if found.format == "jsonl" else listed, format=found.format,
+              machine_info=found.machine_info)
+    if not run.records and not allow_empty:
+        raise RunFileError(f"{path}: no item records in it (a pytest-benchmark JSON without benchmarks); give "
+                           "a run that recorded items")
+    return run
+
+
+def iter_run(path: str | Path, *, fields: frozenset[str] | None = None) -> Iterator[RunRecord]:
+    """The records of a run one at a time, as they are read (``fields`` as load_run's): for a command that reduces
+    them as it goes instead of holding them (`rvtune compare`'s new run). An item recorded twice comes twice, in
+    file order: the last one counts, as in load_run. The same RunFileErrors and torn-line warnings as load_run."""
+    path = resolve(path)
+    count = 0
+    for record in _read(path, False, fields, _Found()):
+        count += 1
+        yield record
+    if not count:
+        raise RunFileError(f"{path}: no item records in it (a pytest-benchmark JSON without benchmarks); give "
+                           "a run that recorded items")
+
+
+@dataclass
+class _Found:
+    """What _read found the file to be, set before its first record."""
+
+    format: str = "jsonl"
+    machine_info: dict[str, Any] = field(default_factory=dict)
+
+
+def _read(path: Path, allow_empty: bool, fields: frozenset[str] | None, found: _Found) -> Iterator[RunRecord]:
+    """The records of a results file in file order; RunFileError naming what is wrong with it."""
     try:
         with path.open("rb") as stream:
             first = _first_text_line(stream)
             if first is None:
                 if allow_empty:
-                    return Run(path=path, records=[], format="jsonl")
+                    return
                 raise RunFileError(f"{path}: empty results file (did the run record any item?)")
             # pytest-benchmark's JSON is one indented object: its first line is "{" alone (or, written without
             # indent, one line holding the whole document). A JSONL line is one whole record.
             whole = _whole_json(stream.read() if first.strip() == b"{" else b"", first)
             if isinstance(whole, dict) and "benchmarks" in whole:
-                run = _load_benchmark_json(path, whole, reduce)
+                found.format, found.machine_info = "pytest-benchmark", whole.get("machine_info") or {}
+                yield from _benchmark_records(path, whole)
             else:
                 stream.seek(0)
-                run = _load_jsonl(path, stream, allow_empty, fields, reduce)
+                yield from _jsonl_records(path, stream, allow_empty, fields)
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such results file (give a .jsonl results file or a "
                            "pytest-benchmark --benchmark-json file)") from None
     except OSError as exc:
         raise RunFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if not run.records and not allow_empty:
-        raise RunFileError(f"{path}: no item records in it (a pytest-benchmark JSON without benchmarks); give "
-                           "a run that recorded items")
-    return run
 
 
 def _first_text_line(stream: BinaryIO) -> bytes | None:
@@ -252,11 +300,11 @@ def _whole_json(rest: bytes, first: bytes) -> Any:
         return None  # JSON lines (several objects) or broken: the line reader names the bad line
 
 
-def _load_jsonl(path: Path, stream: BinaryIO, allow_empty: bool, fields: frozenset[str] | None,
-                reduce: Reducer | None) -> Run:
-    by_key: dict[tuple[str, str, str, str], RunRecord] = {}
+def _jsonl_records(path: Path, stream: BinaryIO, allow_empty: bool,
+                   fields: frozenset[str] | None) -> Iterator[RunRecord]:
     skipped: list[tuple[int, _BadLine]] = []
     shared = SharedValues()
+    count = 0
     for number, raw in enumerate(stream, 1):
         if not raw.strip():
             continue
@@ -265,12 +313,10 @@ def _load_jsonl(path: Path, stream: BinaryIO, allow_empty: bool, fields: frozens
             skipped.append((number, bad))
         if obj is None:
             continue
-        record = record_from_dict(obj, f"{path}:{number}", raw_fields=fields, shared=shared)
-        by_key.pop(record.key, None)  # a re-recorded item (rerun) replaces the earlier line, keeping order
-        by_key[record.key] = record if reduce is None else reduce(record)
-        del record  # a reducer's record is not held while the next line is read
+        count += 1
+        yield record_from_dict(obj, f"{path}:{number}", raw_fields=fields, shared=shared)
     # Only torn records and nothing else: a results file killed during its first write, still ours to append to.
-    if skipped and not by_key and not (allow_empty and all(b.torn_record for _, b in skipped)):
+    if skipped and not count and not (allow_empty and all(b.torn_record for _, b in skipped)):
         number, first = skipped[0]
         kind = "binary data, not a results file" if any(b.binary for _, b in skipped) else "not a results file"
         raise RunFileError(f"{path}: {kind}: no line of it is an item record ({len(skipped)} unreadable line(s), "
@@ -279,12 +325,11 @@ def _load_jsonl(path: Path, stream: BinaryIO, allow_empty: bool, fields: frozens
     for number, bad in skipped[:WARNED_LINES]:
         kept = (f"its first {bad.kept_from} characters skipped, the record after them kept" if bad.kept_from
                 else "skipped")
-        warnings.warn(f"{path}:{number}: {bad.why}: {kept}", RunFileWarning, stacklevel=3)
+        warnings.warn(f"{path}:{number}: {bad.why}: {kept}", RunFileWarning, stacklevel=4)
     if len(skipped) > WARNED_LINES:
         warnings.warn(f"{path}: {len(skipped) - WARNED_LINES} more unreadable line(s) skipped (lines "
                       f"{', '.join(str(n) for n, _ in skipped[WARNED_LINES:WARNED_LINES + 10])}"
-                      f"{', ...' if len(skipped) > WARNED_LINES + 10 else ''})", RunFileWarning, stacklevel=3)
-    return Run(path=path, records=list(by_key.values()), format="jsonl")
+                      f"{', ...' if len(skipped) > WARNED_LINES + 10 else ''})", RunFileWarning, stacklevel=4)
 
 
 @dataclass(frozen=True)
@@ -325,8 +370,7 @@ def _parse_line(raw: bytes) -> tuple[Any, _BadLine | None]:
     return None, _BadLine(why, torn_record=torn)
 
 
-def _load_benchmark_json(path: Path, doc: dict[str, Any], reduce: Reducer | None = None) -> Run:
-    records: list[RunRecord] = []
+def _benchmark_records(path: Path, doc: dict[str, Any]) -> Iterator[RunRecord]:
     benchmarks = doc.get("benchmarks") or []
     if not isinstance(benchmarks, list):
         raise RunFileError(f"{path}: benchmarks must be a list of benchmark objects; is this a pytest-benchmark "
@@ -342,8 +386,4 @@ def _load_benchmark_json(path: Path, doc: dict[str, Any], reduce: Reducer | None
             data = (bench.get("stats") or {}).get("data") or []
             extra["samples_ns"] = [float(s) * 1e9 for s in data]
         extra.setdefault("nodeid", bench.get("fullname", ""))
-        record = record_from_dict(extra, where)
-        records.append(record if reduce is None else reduce(record))
-    return Run(path=path, records=records, format="pytest-benchmark", machine_info=doc.get("machine_info") or {})
-
-
+        yield record_from_dict(extra, where)

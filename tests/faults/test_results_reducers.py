@@ -91,3 +91,58 @@ def test_a_summarised_record_refuses_to_be_read_for_samples(run_file: Path) -> N
     assert record.n_samples == 4 and record.median_ns is not None and record.iqr_ns is not None
     with pytest.raises(TypeError, match="reduced to their statistics"):
         len(record.samples_ns)
+
+
+def _rewrite(path: Path, out: Path, slower: float, drop: int, extra: bool) -> Path:
+    """``path``'s records with every sample and x60_cycles ``slower``, item ``drop`` left out (missing) and, with
+    ``extra``, one item more (new)."""
+    import json
+    lines = path.read_text().splitlines()
+    records = [json.loads(line) for n, line in enumerate(lines) if n != drop]
+    for record in records:
+        record["samples_ns"] = [s * slower for s in record["samples_ns"]]
+        if "x60_cycles" in record["counters"]:
+            record["counters"]["x60_cycles"] *= slower if record["config"]["BLOCK_SIZE_N"] % 3 else 1.0
+    if extra:
+        records.append({**records[0], "config_id": "BLOCK_SIZE_M=999", "config": {"BLOCK_SIZE_M": 999}})
+    return write_jsonl(out, records)
+
+
+@pytest.mark.parametrize("show", [[], ["--all", "--format", "csv"]])
+def test_compare_prints_what_comparing_the_whole_runs_gives(run_file: Path, tmp_path: Path, capsys,
+                                                            show: list[str]) -> None:
+    from pytest_rvtune.results.compare import Thresholds, compare_runs, summary_line, verdict_rows
+    from pytest_rvtune.results.report import render_rows
+    base = _rewrite(run_file, tmp_path / "base.jsonl", 1.0, drop=17, extra=False)
+    new = _rewrite(run_file, tmp_path / "new.jsonl", 1.1, drop=40, extra=True)
+    verdicts = compare_runs(runs.load_run(base), runs.load_run(new), Thresholds())
+    rows = verdict_rows(verdicts, bool(show), raw=bool(show))
+    assert main(["compare", str(base), str(new), *show]) == 1
+    out, err = capsys.readouterr()
+    assert out == render_rows(rows, "csv" if show else "table") + "\n"
+    warned = [w for v in verdicts for w in v.warnings]
+    assert [line for line in err.splitlines() if line.startswith("warning: ")] == [f"warning: {w}" for w in warned]
+    assert err.splitlines()[-1] == summary_line(verdicts, runs.load_run(base), str(base), len(warned))
+    assert "2 new, 1 missing" in err and "regressed" in out
+
+
+def test_compare_holds_the_base_run_only(run_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    alive, most = [0], [0]
+    read = runs.record_from_dict
+
+    def gone() -> None:
+        alive[0] -= 1
+
+    def counted(*args, **kwargs) -> RunRecord:
+        record = read(*args, **kwargs)
+        alive[0] += 1
+        weakref.finalize(record, gone)
+        most[0] = max(most[0], alive[0])
+        return record
+
+    monkeypatch.setattr(runs, "record_from_dict", counted)
+    new = _rewrite(run_file, tmp_path / "new.jsonl", 1.1, drop=40, extra=False)
+    assert main(["compare", str(run_file), str(new)]) == 1
+    held = 4 * PER_GROUP  # the base run's items
+    assert held < most[0] <= held + 3, f"{most[0]} whole records alive at once; the base run has {held}"
+    assert "regressed" in capsys.readouterr().out
