@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from pytest_rvtune.spec import config_id
@@ -181,6 +181,12 @@ def summarise(record: RunRecord, raw_fields: frozenset[str] = frozenset()) -> Su
         machine=record.machine, nodeid=record.nodeid, message=record.message, time=record.time,
         wall_s=record.wall_s, case_params=record.case_params, problem=record.problem, raw=raw,
         stats=(record.n_samples, record.median_ns, record.min_ns, record.iqr_ns))
+
+
+def slim(record: RunRecord, raw_fields: frozenset[str] = frozenset()) -> RunRecord:
+    """``record`` keeping only ``raw_fields`` of its raw object, and its samples (a reducer for runs.load_run, for a
+    command that tests samples: `rvtune export-best`)."""
+    return replace(record, raw={k: record.raw[k] for k in raw_fields if k in record.raw} or _NO_FIELDS)
 
 
 def group_label(case: str, problem_id: str) -> str:

@@ -146,3 +146,20 @@ def test_compare_holds_the_base_run_only(run_file: Path, tmp_path: Path, monkeyp
     held = 4 * PER_GROUP  # the base run's items
     assert held < most[0] <= held + 3, f"{most[0]} whole records alive at once; the base run has {held}"
     assert "regressed" in capsys.readouterr().out
+
+
+def test_export_best_holds_records_without_the_fields_it_does_not_read(run_file: Path, tmp_path: Path,
+                                                                       monkeypatch, capsys) -> None:
+    from pytest_rvtune.cli import export_best
+    seen: list[RunRecord] = []
+    export = export_best.export_kernel
+
+    def spy(records, *args, **kwargs):
+        seen.extend(records)
+        return export(records, *args, **kwargs)
+
+    monkeypatch.setattr(export_best, "export_kernel", spy)
+    assert main(["export-best", str(run_file), "--out", str(tmp_path)]) == 0
+    assert len(seen) == 4 * PER_GROUP and {k for r in seen for k in r.raw} == {"shortlisted_by"}
+    assert all(r.n_samples == len(r.samples_ns) for r in seen)  # samples kept: a time ranking tests them
+    assert "ranked among 2 of 9 configs" in capsys.readouterr().out
