@@ -7,7 +7,7 @@ pipeline in item.py, fixtures in fixtures.py and the pytest-benchmark hand-over 
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -175,6 +175,19 @@ def pytest_configure_node(node: WorkerController) -> None:
     node.workerinput["rvtune_run_id"] = session.run_id
     node.workerinput[PLACES_KEY] = session.take_places(_terminal_line(node.config))  # once, before any worker runs
     session.remote_workers.configured(node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: Sequence[Any]) -> None:
+    """xdist controller, before any worker starts: a --tx ssh= host that does not answer is one clear error naming
+    it (xdist stopped at the first such host with an execnet HostNotFound traceback)."""
+    from pytest_rvtune.remote_workers import unreachable_at_start
+    unreachable = unreachable_at_start(specs)
+    if unreachable:
+        pytest.exit("rvtune: " + "; ".join(f"--tx host {host} does not answer ({cause})"
+                                           for host, cause in unreachable.items())
+                    + ": check its address, key and known_hosts with `ssh HOST true`, or leave its --tx out",
+                    returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -17,6 +17,8 @@ plugin imports no xdist module at start-up.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +44,15 @@ def node_host(node: Any) -> str | None:
     """The host of an xdist WorkerController (a report's ``node``), None for a local worker."""
     gateway = getattr(node, "gateway", None)
     return spec_host(getattr(gateway, "spec", None))
+
+
+def unreachable_at_start(specs: Sequence[Any]) -> dict[str, str]:
+    """The hosts of the ``ssh=`` specs that do not answer a fresh connection, with ssh's reason, probed at once
+    (xdist would otherwise stop at the first one with a HostNotFound traceback)."""
+    hosts = {spec_host(spec): spec for spec in specs if getattr(spec, "ssh", None)}
+    with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
+        causes = dict(zip(hosts, pool.map(probe_ssh, hosts.values()), strict=True))
+    return {str(host): cause for host, cause in causes.items() if cause is not None}
 
 
 def probe_ssh(spec: Any) -> str | None:
@@ -90,8 +101,8 @@ class RemoteWorkers:
         xdist restarts the worker there as usual)."""
         spec = node.gateway.spec
         host = spec_host(spec)
-        if error is None or host is None or not getattr(spec, "ssh", None):
-            return None
+        if error is None or error == "keyboard-interrupt" or host is None or not getattr(spec, "ssh", None):
+            return None  # a clean end, Ctrl-C (xdist's own word for it), a local worker, a socket/via worker
         cause = self.lost[host].cause if host in self.lost else probe_ssh(spec)
         if cause is None:
             return None
@@ -104,10 +115,11 @@ class RemoteWorkers:
         return lost
 
     def live_spec(self, exclude: str) -> Any | None:
-        """A configured spec on a host not lost (the first in --tx order), None if every remote host is lost."""
+        """A configured spec on a host not lost, the first in --tx order (a local worker's too: this host always
+        answers); None if there is none."""
         for spec in self.specs.values():
             host = spec_host(spec)
-            if host is not None and host != exclude and host not in self.lost:
+            if host != exclude and host not in self.lost:
                 return spec
         return None
 

@@ -9,7 +9,8 @@ xdist rsyncs the project to each host (``--rsyncdir``, deprecated in xdist 3 but
 see docs/scaling.md), the items build and run under QEMU on the hosts, and their records come back over
 execnet's channel to the controller, which alone writes the results file. Once host-b has finished an item, every
 process of its namespace (sshd, the worker's python, QEMU) is killed: the host is gone. Its item in flight is
-reported lost, naming the host and the item, and every other item finishes on host-a.
+reported lost, naming the host and the item, and every other item finishes on host-a. A session started while
+host-b is gone stops before any worker starts, with one error naming it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,19 @@ def two_hosts(tmp_path: Path, ssh_keys: Keys) -> Iterator[dict[str, RemoteHost]]
         yield hosts
 
 
+#: The controller's environment: ours, less xdist's variables (this test may run in an xdist worker itself).
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+
+
+def controller_args(root: Path, results: Path) -> list[str]:
+    """The user's command: the kernel file (absolute, as xdist's --rsyncdir needs), one --tx per host."""
+    txs = [f"--tx=ssh={name}//ssh_config={root / 'ssh_config'}//python={sys.executable}"
+           f"//chdir={root / name / 'work'}" for name in HOSTS]
+    return [sys.executable, "-m", "pytest", str(REPO / "kernels" / "softmax.py"), *SELECT, *txs, "--dist=load",
+            f"--rsyncdir={REPO}", f"--rvtune-results={results}", "--benchmark-disable", "-p", "no:cacheprovider",
+            "-W", "ignore::DeprecationWarning"]
+
+
 def records_of(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -51,14 +65,8 @@ def records_of(path: Path) -> list[dict]:
 def test_items_run_on_two_hosts_and_a_lost_host_loses_only_its_item_in_flight(
         two_hosts: dict[str, RemoteHost], tmp_path: Path) -> None:
     results = tmp_path / "controller" / "run.jsonl"
-    txs = [f"--tx=ssh={name}//ssh_config={tmp_path / 'ssh_config'}//python={sys.executable}"
-           f"//chdir={tmp_path / name / 'work'}" for name in HOSTS]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}  # we may be a worker ourselves
-    controller = subprocess.Popen(
-        [sys.executable, "-m", "pytest", str(REPO / "kernels" / "softmax.py"), *SELECT, *txs, "--dist=load",
-         f"--rsyncdir={REPO}", f"--rvtune-results={results}", "--benchmark-disable", "-p", "no:cacheprovider",
-         "-W", "ignore::DeprecationWarning"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    controller = subprocess.Popen(controller_args(tmp_path, results), cwd=REPO, env=ENV, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
     try:
         # host-b disappears as soon as it has finished one item (the controller has written its record)
         deadline = time.monotonic() + 240
@@ -92,3 +100,9 @@ def test_items_run_on_two_hosts_and_a_lost_host_loses_only_its_item_in_flight(
     # build and count caches are the hosts' own: each built what it ran
     for host in two_hosts.values():
         assert any(host.cache.glob("elf/*")), f"{host.name} built nothing into its own cache {host.cache}"
+    # a session that starts while host-b is still gone: one error naming it before any worker starts
+    again = subprocess.run(controller_args(tmp_path, tmp_path / "again.jsonl"), cwd=REPO, env=ENV,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == pytest.ExitCode.USAGE_ERROR, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "--tx host host-b does not answer (" in again.stdout + again.stderr, again.stdout[-3000:]
+    assert "Traceback" not in again.stdout + again.stderr and "host-a does not answer" not in again.stdout
