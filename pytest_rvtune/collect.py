@@ -219,8 +219,7 @@ class ProjectFile(pytest.File):
                         for marker in ("rvtune", "triton_rvv"):
                             item.add_marker(marker)
                         item.extra_keyword_matches.update({entry.name, case.name, f"{harness}_harness",
-                                                           *config_keywords(config.values),
-                                                           *(variant.chain if harness == "chain" and variant else ())})
+                                                           *config_keywords(config.values)})
                         yield item
 
 
