@@ -8,6 +8,7 @@ outcome into a pass or a failure; ``run_item`` alone (build already done) serves
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from pytest_rvtune.run_options import RunOptions
 from pytest_rvtune.targets.base import RunResult, Target
 from pytest_rvtune.targets.count_cache import count_key, fingerprint_of, measure_once
 from pytest_rvtune.targets.lock import exclusive
-from pytest_rvtune.verdict import ItemVerdict, judge
+from pytest_rvtune.verdict import ItemVerdict, finite_only, judge
 from pytest_rvtune.verdict_key import RECORD_FIELD as VERDICT_KEY_FIELD
 from pytest_rvtune.verdict_key import fits_timeout, verdict_key
 
@@ -203,9 +204,10 @@ def run_item(
     record = base_record(work, target) | {
         "outcome": verdict.outcome,
         "message": "" if verdict.passed else verdict.message,
-        "samples_ns": result.samples_ns,
-        "counters": per_launch_counters(counters, launches, counted_launches),
-        "counters_total": counters,
+        # JSON has no NaN: a non-finite number (judged an error above) is left out, never written
+        "samples_ns": [s for s in result.samples_ns if math.isfinite(s)],
+        "counters": finite_only(per_launch_counters(counters, launches, counted_launches)),
+        "counters_total": finite_only(counters),
         "threads": options.threads,
         "launches": launches,
         "counted_launches": counted_launches,  # launches the QEMU plugin saw (None: no plugin)

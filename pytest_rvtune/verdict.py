@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import signal as signal_module
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeGuard, get_args
 
@@ -81,6 +82,22 @@ def describe_bad_check(check: Check) -> str:
     return f"{check.name}: " + (", ".join(known) if known else "not OK (the harness gives no details)")
 
 
+def non_finite(samples: Iterable[float], counters: Mapping[str, float]) -> str:
+    """What is not a finite number among an item's time samples and counters ("2 of 5 samples_ns are nan;
+    counter l1d_miss is inf"), "" when all are."""
+    samples = list(samples)
+    bad = [s for s in samples if not math.isfinite(s)]
+    parts = [f"{len(bad)} of {len(samples)} samples_ns {'is' if len(bad) == 1 else 'are'} "
+             f"{' and '.join(sorted({repr(float(s)) for s in bad}))}"] if bad else []
+    parts += [f"counter {name} is {float(value)!r}" for name, value in counters.items() if not math.isfinite(value)]
+    return "; ".join(parts)
+
+
+def finite_only(counters: Mapping[str, float]) -> dict[str, float]:
+    """``counters`` without the values that are not finite numbers (JSON has no NaN: a results file never holds one)."""
+    return {name: value for name, value in counters.items() if math.isfinite(value)}
+
+
 def judge(result: RunResult, *, what: str, timeout: float, check: bool = True,
           timeout_setting: str = "--rvtune-timeout", expected_sample: str = "") -> ItemVerdict:
     """Classify a run. ``what`` names the item (kernel, case, config, target) in every message;
@@ -108,6 +125,10 @@ def judge(result: RunResult, *, what: str, timeout: float, check: bool = True,
                                   f"{_tail(output)}")
     if check and not result.checks:
         return ItemVerdict("error", f"{what}: the harness reported no output check; output tail:\n{_tail(output)}")
+    odd = non_finite(result.samples_ns, result.counters)
+    if odd:  # a NaN would rank first or break every comparison with it: not a measurement
+        return ItemVerdict("error", f"{what}: the target reported {odd}: not a measurement (the record keeps only "
+                                    "the finite numbers; check the harness's timer and the counters' source)")
     if not result.samples_ns:
         looked = f" ({expected_sample})" if expected_sample else ""
         return ItemVerdict("error", f"{what}: the harness reported no timing sample{looked}; output tail:\n"

@@ -20,6 +20,7 @@ This is the default output format; a user's own harness is read through harness/
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from pytest_rvtune.harness.check import Check
@@ -54,8 +55,8 @@ def _parse_sample(rest: list[str]) -> int:
         value = float(rest[0])  # integers normally; a float is tolerated and truncated
     except ValueError:
         raise _BadLine(f"sample {rest[0]!r} is not a number") from None
-    if not value >= 0:  # also rejects nan
-        raise _BadLine(f"sample {rest[0]!r} is not a non-negative time in ns")
+    if not value >= 0 or math.isinf(value):  # also rejects nan; inf made int() raise OverflowError
+        raise _BadLine(f"sample {rest[0]!r} is not a non-negative finite time in ns")
     return int(value)
 
 

@@ -5,14 +5,16 @@ pytest; the line as written is results/writer.py's RecordDict.
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from pytest_rvtune.spec import config_id
-from pytest_rvtune.verdict import ITEM_OUTCOMES, Outcome, is_outcome
+from pytest_rvtune.verdict import ITEM_OUTCOMES, Outcome, finite_only, is_outcome, non_finite
 
 #: (target, kernel, case, problem id): the unit every analysis ranks configs within.
 GroupKey = tuple[str, str, str, str]
@@ -35,6 +37,11 @@ VALID_OUTCOMES: frozenset[Outcome] = frozenset({"passed", "regressed"})
 
 class RunFileError(ValueError):
     """A results file that cannot be read; the message names the file (and line) and what to do."""
+
+
+class RunFileWarning(UserWarning):
+    """Part of a results file was skipped (a torn line) or is not a measurement (a NaN sample); the message names
+    the file and line."""
 
 
 # slots: a results file of 10^5 records is held as 10^5 of these; weakref: the streaming tests count those alive
@@ -235,9 +242,18 @@ def record_from_dict(obj: Any, where: str = "record", *, raw_fields: frozenset[s
         counters = {sys.intern(str(k)): float(v) for k, v in (obj.get("counters") or {}).items() if v is not None}
     except (TypeError, ValueError) as exc:
         raise RunFileError(f"{where}: samples_ns and counters must be numbers ({exc})") from None
+    outcome, message = obj["outcome"], str(obj.get("message") or "")
+    bad = non_finite(samples, counters)
+    if bad:  # NaN would rank first (every comparison with it is false) or break a test: not a measurement
+        samples = [s for s in samples if math.isfinite(s)]
+        counters = finite_only(counters)
+        if is_outcome(outcome) and outcome in VALID_OUTCOMES:
+            outcome, message = "error", f"{bad} in the results file: not a measurement"
+        warnings.warn(f"{where}: {obj['kernel']}[{obj['case']}-{obj['config_id']}] on {obj['target']}: {bad}: "
+                      "read as an error (not ranked, not compared); was the file edited, or did the target report "
+                      "it?", RunFileWarning, stacklevel=2)
     # whole-process time of the item's timed ELF run (warm-up + runs): the seeds' "Total Time (s)"
     wall = obj.get("wall_s") or obj.get("run_seconds") or None  # 0.0 means "resumed, not run": unknown
-    outcome = obj["outcome"]
     if not is_outcome(outcome):
         raise RunFileError(f"{where}: outcome {outcome!r} is none of {', '.join(ITEM_OUTCOMES)}; is this a "
                            "pytest-rvtune results file?")
@@ -261,7 +277,7 @@ def record_from_dict(obj: Any, where: str = "record", *, raw_fields: frozenset[s
         machine=share.mapping(dict(obj.get("machine") or {})),
         # the pytest node id: no analysis reads it; a slim record (raw_fields given) keeps it only if asked
         nodeid=str(obj.get("nodeid") or "") if raw_fields is None or "nodeid" in raw_fields else "",
-        message=str(obj.get("message") or ""),
+        message=message,
         time=share.text(obj.get("time") or ""),  # to the second: many items of a run share one
         wall_s=None if wall is None else float(wall),
         case_params=share.mapping(share.keys(dict(obj.get("case_params") or {}))),

@@ -24,6 +24,7 @@ from pytest_rvtune.results.records import (
     REQUIRED_FIELDS,
     GroupKey,
     RunFileError,
+    RunFileWarning,
     RunRecord,
     SharedValues,
     record_from_dict,
@@ -177,10 +178,6 @@ def metric_samples(record: RunRecord, metric: str) -> list[float]:
 
 
 # --- loading ---------------------------------------------------------------------------------------------
-
-
-class RunFileWarning(UserWarning):
-    """Part of a results file was skipped (a torn line); the message names the file and line."""
 
 
 #: Skipped lines warned about one by one; beyond this, one warning counts the rest.
