@@ -120,7 +120,9 @@ def farm(tmp_path_factory: pytest.TempPathFactory, ssh_keys: Keys) -> Iterator[F
             procs.append(_spawn([str(BIN / "labgrid-exporter"), "-c", address, "-n", "lab1", "--hostname",
                                  "127.0.0.1", "exporter.yaml"], root / "exporter.log", root))
             farm = Farm(root, address, coordinator_log, board)
-            wait_for(lambda: "lab1/board/NetworkService" in farm.client("resources"), "the exporter's resource")
+            # read from the coordinator's log: a labgrid-client poll is a 0.5 s process each time
+            wait_for(lambda: "set_resource board NetworkService" in coordinator_log.read_text(),
+                     "the exporter's resource at the coordinator")
             farm.client("-p", PLACE, "create")
             farm.client("-p", PLACE, "add-match", "lab1/board/NetworkService")
             yield farm
