@@ -137,6 +137,10 @@ class ProgressReporter:
         if session.items:  # without xdist (the xdist controller collects nothing itself)
             self.progress.start(sum(self.is_kernel_item(item.nodeid) for item in session.items), self.clock())
 
+    def expect(self, total: int) -> None:
+        """The kernel items that will run when that is fewer than were collected (a search's budget)."""
+        self.progress.total = total
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.progress.start(sum(self.is_kernel_item(nodeid) for nodeid in ids), self.clock())

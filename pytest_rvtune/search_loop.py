@@ -111,6 +111,11 @@ def run_searches(session: pytest.Session, rvtune: RvtuneSession) -> None:
     and problem; the summaries printed at the end and written beside the results file."""
     groups, others = searched_items(session.items)
     runner = SearchRun(session, rvtune)
+    progress = session.config.pluginmanager.get_plugin("rvtune-progress")
+    if progress is not None:  # the items the searches will run, not every one collected
+        budget = rvtune.options.budget or 0
+        progress.expect(sum(rvtune.is_kernel_item(i.nodeid) for i in others)
+                        + sum(min(budget, len(members)) for members in groups.values()))
     for item in others:
         if runner.stop:
             break
