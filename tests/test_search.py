@@ -123,3 +123,11 @@ def test_the_gap_is_to_the_reference_best_and_exhaustive_only_when_it_holds_ever
     partial = references([record_from_dict(r) for r in every[:10]], kernel="k", target="qemu", problem_id="",
                          ids=space.ids, cases=space.cases, rank_by=None, source="some.jsonl")
     assert not partial["M16"].exhaustive and partial["M16"].configs == 10
+
+
+def test_rvtune_tune_names_bad_input(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_rvtune.cli import main
+    assert main(["tune", str(tmp_path / "nope.py"), "--strategy", "random", "--budget", "3"]) == 2
+    assert f"rvtune tune: {tmp_path / 'nope.py'}: no such kernel module" in capsys.readouterr().err
+    assert main(["tune", str(tmp_path / "nope.py"), "--strategy", "random", "--budget", "0"]) == 2
+    assert "--budget 0: evaluations to spend, at least 1" in capsys.readouterr().err
