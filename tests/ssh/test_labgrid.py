@@ -168,14 +168,15 @@ def session(config: Path, name: str, user: str, tmp_path: Path, items: list[str]
                                 env={**os.environ, "LG_USERNAME": user, "PYTHONPATH": path})
 
 
-def holding_session(farm: Farm, tmp_path: Path, user: str) -> subprocess.Popen[bytes]:
+def holding_session(farm: Farm, tmp_path: Path, user: str, *extra: str) -> subprocess.Popen[bytes]:
     """A session of the farm's target whose one test waits for a file that never comes: it holds the place."""
     project = tmp_path / user
     project.mkdir()
     (project / "test_hold.py").write_text(
         "import pathlib, time\n\n\ndef test_hold():\n"
         f"    while not pathlib.Path({str(tmp_path / 'never')!r}).exists():\n        time.sleep(0.1)\n")
-    return session(farm_config(farm, tmp_path, "farm"), "farm", user, tmp_path, ["test_hold.py"], cwd=project)
+    return session(farm_config(farm, tmp_path, "farm"), "farm", user, tmp_path, ["test_hold.py"], *extra,
+                   cwd=project)
 
 
 def finished(proc: subprocess.Popen[bytes], tmp_path: Path, user: str) -> str:
@@ -188,21 +189,27 @@ def waiting(farm: Farm, user: str) -> bool:
 
 
 def test_sessions_take_turns_and_sigterm_gives_the_place_back(farm: Farm, tmp_path: Path):
-    """alice's session holds the place, bob's session waits for it; SIGTERM to alice releases the place and
-    cancels her reservation, and bob's session (an xdist worker on the lease its controller took) then runs its
-    configs on the board and gives the place back at the end."""
+    """alice's session holds the place, bob's and carol's sessions wait for it. SIGTERM to carol (an xdist
+    controller waiting before its worker runs) cancels her waiting reservation; SIGTERM to alice releases the
+    place and cancels her reservation, and bob's session (an xdist worker on the lease its controller took) then
+    runs its configs on the board and gives the place back at the end."""
     alice = holding_session(farm, tmp_path, "alice")
-    bob = None
+    bob = carol = None
     try:
         wait_for(lambda: farm.holder().endswith("/alice"), "alice's session to acquire the place", 120)
         bob = session(farm_config(farm, tmp_path, "farm2"), "farm2", "bob", tmp_path, ITEMS, "-n", "1")
-        wait_for(lambda: waiting(farm, "bob"), "bob's reservation to wait", 120)
+        carol = holding_session(farm, tmp_path, "carol", "-n", "1")
+        wait_for(lambda: waiting(farm, "bob") and waiting(farm, "carol"), "bob's and carol's reservations", 120)
+        carol.send_signal(signal.SIGTERM)
+        out_carol = finished(carol, tmp_path, "carol")
+        assert carol.returncode != 0 and "SIGTERM received" in out_carol, out_carol[-3000:]
+        assert not any(owner.endswith("/carol") for owner, _ in farm.reservations()), farm.reservations()
         assert farm.holder().endswith("/alice") and bob.poll() is None
         alice.send_signal(signal.SIGTERM)
         out_alice = finished(alice, tmp_path, "alice")
         out_bob = finished(bob, tmp_path, "bob")
     finally:
-        for proc in (alice, bob):
+        for proc in (alice, bob, carol):
             if proc is not None:
                 _stop(proc)
     assert alice.returncode != 0 and "SIGTERM received" in out_alice, out_alice[-3000:]
