@@ -196,8 +196,8 @@ def pytest_testnodedown(node: WorkerController, error: object | None) -> None:
     replacement worker xdist starts goes to a host that answers (remote_workers.py)."""
     lost = session_of(node.config).remote_workers.went_down(node, error)
     if lost is not None:
-        where = f"; its worker is replaced on {lost.moved_to}" if lost.moved_to else ""
-        _terminal_line(node.config)(f"host {lost.host} went away ({lost.cause}){where}")
+        _terminal_line(node.config)(f"host {lost.host} went away ({lost.cause}); its worker is replaced on "
+                                    f"{lost.moved_to}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

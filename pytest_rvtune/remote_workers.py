@@ -8,7 +8,8 @@ spec, and on a host that is gone that start raises HostNotFound out of its main 
 session (an INTERNALERROR; with --max-worker-restart 0 it stops instead, leaving the remaining items unrun and
 unreported). So when a remote worker goes down, the controller asks the host with a fresh SSH connection; a host
 that does not answer is lost: its in-flight item is reported as such (naming the host), the spec of the
-replacement worker is pointed at a host that still answers, and the items the lost worker had queued run there.
+replacement worker is pointed at a host that answers (this machine when none does), and the items the lost
+worker had queued run there. A host that does not answer at the start is one error naming it.
 
 Knows xdist's objects only by the attributes it reads (``node.gateway.id``, ``node.gateway.spec``), so the
 plugin imports no xdist module at start-up.
@@ -22,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+#: How a summary names the controller's machine (where a local worker runs).
+THIS_MACHINE = "this machine"
 #: Seconds a lost-host probe may take to connect (the probe runs only when a remote worker went down).
 PROBE_TIMEOUT_S = 5
 
@@ -81,7 +84,7 @@ class LostHost:
     worker: str  # xdist's worker id (gw1)
     cause: str  # why the probe failed
     items: list[str] = field(default_factory=list)  # the node ids that were in flight on it
-    moved_to: str | None = None  # the host the replacement worker was started on
+    moved_to: str | None = None  # the host the replacement worker was started on (None: its worker is not down)
 
 
 @dataclass
@@ -107,20 +110,29 @@ class RemoteWorkers:
         if cause is None:
             return None
         lost = self.lost.setdefault(host, LostHost(host, node.gateway.id, cause))
+        # xdist's _clone_node starts the replacement from node.gateway.spec: a copy of a live host's spec, else
+        # (every --tx host is gone) a worker on this machine, which finishes the session as `-n 1` would
+        # (xdist would otherwise try the lost host again and end the session with HostNotFound).
         replacement = self.live_spec(exclude=host)
-        if replacement is not None:
-            # xdist's _clone_node starts the replacement from node.gateway.spec: a copy of a live host's spec.
-            node.gateway.spec = type(spec)(str(replacement))
-            lost.moved_to = spec_host(replacement)
+        node.gateway.spec = type(spec)(str(replacement) if replacement is not None else "popen")
+        lost.moved_to = spec_host(replacement) or THIS_MACHINE
         return lost
 
     def live_spec(self, exclude: str) -> Any | None:
-        """A configured spec on a host not lost, the first in --tx order (a local worker's too: this host always
-        answers); None if there is none."""
-        for spec in self.specs.values():
+        """A configured spec on a host that answers now, the first in --tx order (a local worker's too: this
+        machine always answers); None if there is none. A host that does not answer is marked lost on the way:
+        several hosts can go at once (a switch, a power strip), and a replacement sent to one of them would end
+        the session as xdist's own retry does."""
+        for worker, spec in self.specs.items():
             host = spec_host(spec)
-            if host != exclude and host not in self.lost:
+            if host is None:
                 return spec
+            if host == exclude or host in self.lost:
+                continue
+            cause = probe_ssh(spec) if getattr(spec, "ssh", None) else None
+            if cause is None:
+                return spec
+            self.lost[host] = LostHost(host, worker, cause)
         return None
 
     def item_lost(self, node: Any, nodeid: str) -> bool:
@@ -136,10 +148,11 @@ class RemoteWorkers:
     def summary_lines(self) -> list[str]:
         lines = []
         for lost in self.lost.values():
+            if lost.moved_to is None:  # found silent when looking for a replacement, its own worker still up
+                continue
             count = len(lost.items)
             items = "; ".join(lost.items) if lost.items else "none"
-            where = (f"its worker was replaced on {lost.moved_to}, which ran the items it had queued"
-                     if lost.moved_to else "no other host answered, so its queued items could not run")
+            where = f"its worker was replaced on {lost.moved_to}, which ran the items it had queued"
             lines.append(f"rvtune: host {lost.host} (xdist worker {lost.worker}) went away mid-run ({lost.cause}): "
                          f"{count} item{'' if count == 1 else 's'} in flight lost, without a verdict or record: "
                          f"{items}; {where}")

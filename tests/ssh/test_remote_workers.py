@@ -90,7 +90,8 @@ def test_items_run_on_two_hosts_and_a_lost_host_loses_only_its_item_in_flight(
     assert "crashed while running" in out and controller.returncode == 1, out[-3000:]
     ran = [r["nodeid"] for r in records]
     assert len(ran) == len(set(ran)) == 4 and lost_item not in ran, ran  # five items, one lost
-    assert all(r["outcome"] == "passed" and r["counters"].get("launch_insns") for r in records), records
+    assert all(r["outcome"] == "passed" and r["counters"].get("launch_insns") and r["samples_ns"] for r in records), \
+        records
     assert "4 passed" in out and "1 lost" in out, out[-3000:]
     # the controller wrote every record (worker_host is its field), with its checkout's commit; no host wrote one
     by_host = Counter(r["worker_host"] for r in records)
