@@ -477,13 +477,16 @@ class RvtuneSession:
         return record if record["outcome"] in ("passed", "regressed") and record.get("samples_ns") else None
 
     def from_worker(self, record: dict[str, Any], node: Any) -> dict[str, Any]:
-        """A record an xdist worker sent: one from another host names it (worker_host) and, when that host's copy
-        of the project is no git work tree (xdist's rsync copies no .git), gets the controller's commit."""
+        """A record an xdist worker sent: one from another host names it (worker_host) and carries the commit of
+        the code it ran: the controller's when xdist copied the project there (--rsyncdir: the copy has no .git,
+        and a git work tree around it would be another project's), else the host's own checkout's."""
         from pytest_rvtune.provenance import git_state
         host = node_host(node)
         if host is None:
             return record
-        return git_state(self.rootdir) | record | {"worker_host": host}
+        ours = git_state(self.rootdir)
+        rsynced = bool(self.config.getoption("rsyncdir", None) or self.config.getini("rsyncdirs"))
+        return (record | ours if rsynced else ours | record) | {"worker_host": host}
 
     def _lost_with_its_worker(self, report: pytest.TestReport) -> bool:
         """xdist's report of a kernel item whose worker died under it (killed, out of memory): no verdict came
