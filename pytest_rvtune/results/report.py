@@ -86,13 +86,14 @@ def problem_file(stem: str, problem_id: str, ext: str) -> str:
     return f"{stem}-{problem_id}.{ext}" if problem_id else f"{stem}.{ext}"
 
 
-def render_rows(rows: Sequence[dict[str, Any]], fmt: str) -> str:
-    """rows (dicts with the same keys) as a text table, GitHub markdown, CSV or JSON."""
+def render_rows(rows: Sequence[dict[str, Any]], fmt: str, columns: Sequence[str] | None = None) -> str:
+    """rows (dicts with the same keys) as a text table, GitHub markdown, CSV or JSON. ``columns`` (CSV only): the
+    header, for rows whose keys differ (a row without a column leaves it empty)."""
     if fmt == "json":
         return json.dumps(list(rows), indent=2, default=str)
     if not rows:
         return "(nothing to show)" if fmt in ("table", "markdown") else ""
-    headers = list(rows[0])
+    headers = list(columns or rows[0])
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=headers, lineterminator="\n")
@@ -442,7 +443,7 @@ def render_report(run: Run, reports: Sequence[CaseReport], fmt: str, correlation
     with_problem = has_problems(run.records)
     if fmt == "csv":  # one flat table: every ranked config with its case
         flat = [{**group_columns(r, with_problem), "ranked_by": r.metric, **row} for r in reports for row in r.rows]
-        return render_rows(flat, "csv")
+        return render_rows(flat, "csv", flat_columns(run, with_problem, rank_by))
     h = "## " if fmt == "markdown" else "== "
     parts = [f"{'# ' if fmt == 'markdown' else ''}rvtune report: {run.path} ({len(run.records)} items)"]
     for rep in reports:
@@ -470,17 +471,18 @@ def report_parts(run: Run, fmt: str, correlations: list[dict[str, Any]], rank_by
     defaults = default_configs(run.records, rank_by)
     with_problem = has_problems(run.records)
     kept: list[CaseReport] = []  # each group's report with its best row only: what the tables after it read
-    if fmt == "csv":  # one flat table: every ranked config with its case; the header from its first row
-        headers: dict[bool, list[str]] = {}
+    if fmt == "csv":  # one flat table: every ranked config with its case, under one header for all groups
+        columns = flat_columns(run, with_problem, rank_by)
+        headed: set[bool] = set()
         for rep in _case_reports(run, defaults, rank_by):
             flat = [{**group_columns(rep, with_problem), "ranked_by": rep.metric, **row} for row in rep.rows]
             parts = []
             for cut, rows in ((False, flat), (True, flat if top is None else flat[:top])):
-                if rows and cut not in headers:
-                    headers[cut] = list(rows[0])
-                    parts.append(render_rows(rows, "csv"))
+                if rows and cut not in headed:
+                    headed.add(cut)
+                    parts.append(render_rows(rows, "csv", columns))
                 else:
-                    parts.append(_csv_rows(rows, headers.get(cut, [])))
+                    parts.append(_csv_rows(rows, columns))
             yield parts[0], parts[1]
         return
     h = "## " if fmt == "markdown" else "== "
@@ -496,6 +498,22 @@ def report_parts(run: Run, fmt: str, correlations: list[dict[str, Any]], rank_by
         kept.append(replace(rep, rows=rep.rows[:1]))
     for part in _closing_parts(kept, defaults, fmt, correlations, with_problem):
         yield part, part
+
+
+def flat_columns(run: Run, with_problem: bool, rank_by: str | None = None) -> list[str]:
+    """The header of the flat CSV: every column the rows of any group have, in a row's order. Groups differ: a
+    host group has no QEMU counters, a kernel without FLOPS has no flop/cycle (the header of the first group
+    made a later group's row a ValueError)."""
+    rate_names: set[str] = set()
+    for group in group_by_problem(run.records).values():
+        metric = rank_metric(group, rank_by)
+        for record in group:
+            if record.valid:
+                rate_names |= rates(record, metric).keys()
+    where = ["target", "kernel", "case", *(["problem"] if with_problem else [])]
+    return [*where, "ranked_by", "rank", "config", "median_ns", "iqr_ns", "n",
+            *counter_names(r for r in run.records if r.valid), *(n for n in RATE_COLUMNS if n in rate_names),
+            "vs_worst", "vs_default", "vs_common"]
 
 
 def _csv_rows(rows: Sequence[dict[str, Any]], headers: list[str]) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from results_data import make_record, measure, write_jsonl
 
 from pytest_rvtune.cli import main
-from pytest_rvtune.results.report import PERF_RECORD_EVENTS, PERF_STAT_EVENTS, build_case_reports
+from pytest_rvtune.results.report import PERF_RECORD_EVENTS, PERF_STAT_EVENTS, build_case_reports, render_report
 from pytest_rvtune.results.runs import load_run
 
 SEED_COLUMNS = ["Timestamp", "ELF Name", "BLOCK_SIZE_M", "BLOCK_SIZE_N", "Valid Output", "Kernel Time (s)",
@@ -134,3 +134,22 @@ def test_bad_run_file_is_named(tmp_path: Path, capsys) -> None:
     assert main(["report", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:1: missing field(s) case, config_id, target, outcome" in err
+
+
+def test_the_flat_csv_has_every_groups_columns(tmp_path: Path, capsys) -> None:
+    """A host group (no QEMU counters, no FLOPS) before a QEMU group with both: one header for all rows (the
+    first group's header made the second's rows a ValueError)."""
+    records = [make_record("axpy", "small", {"BLOCK": b}, [100.0 * b, 110.0 * b], target="host") for b in (1, 2)]
+    records += [make_record("mm", "small", {"BLOCK": b}, [5.0], target="qemu", flops=1000.0, bytes=400.0,
+                            counters={"x60_cycles": 100.0 * b, "launch_insns": 50.0 * b}) for b in (1, 2)]
+    run = write_jsonl(tmp_path / "mixed.jsonl", records)
+    out = tmp_path / "rep"
+    assert main(["report", str(run), "--format", "csv", "--no-plots", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    rows = list(csv.DictReader(text.splitlines()))
+    assert [r["kernel"] for r in rows] == ["axpy", "axpy", "mm", "mm"]
+    assert [r["flop/cycle"] for r in rows] == ["", "", "10.0", "5.0"]  # 1000 FLOPs over 100 and 200 cycles
+    assert [r["x60_cycles"] for r in rows[2:]] == ["100.0", "200.0"] and rows[0]["x60_cycles"] == ""
+    assert text == (out / "report.csv").read_text() + "\n"  # print's newline
+    whole = load_run(run)  # and the report built whole says the same
+    assert render_report(whole, build_case_reports(whole), "csv", []) == (out / "report.csv").read_text()
