@@ -57,9 +57,11 @@ def controller_args(root: Path, results: Path) -> list[str]:
 
 
 def records_of(path: Path) -> list[dict]:
+    """The whole records in the results file (read while the controller appends: its last line may be partial)."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+    text = path.read_text()
+    return [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]
 
 
 def test_items_run_on_two_hosts_and_a_lost_host_loses_only_its_item_in_flight(
