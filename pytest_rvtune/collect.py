@@ -82,7 +82,8 @@ class KernelModule(pytest.File):
                     item.stash[ITEM_KEY] = info
                     for marker in (spec.name, case, "rvtune"):
                         item.add_marker(marker)
-                    item.extra_keyword_matches.update(config_keywords(info.config_values))
+                    # the target too: a pasted `kernel[case-config] on qemu` (report, compare) selects its item
+                    item.extra_keyword_matches.update({*config_keywords(info.config_values), target})
                     yield item
 
 
@@ -218,7 +219,7 @@ class ProjectFile(pytest.File):
                         item.stash[ITEM_KEY] = ProjectItemInfo(project, entry, case, config, cid, target)
                         for marker in ("rvtune", "triton_rvv"):
                             item.add_marker(marker)
-                        item.extra_keyword_matches.update({entry.name, case.name, f"{harness}_harness",
+                        item.extra_keyword_matches.update({entry.name, case.name, f"{harness}_harness", target,
                                                            *config_keywords(config.values)})
                         yield item
 

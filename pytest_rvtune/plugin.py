@@ -26,7 +26,7 @@ from pytest_rvtune.fixtures import rvtune_build, rvtune_golden, rvtune_item, rvt
 from pytest_rvtune.progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_INTERVAL
 from pytest_rvtune.progress import ProgressReporter
 from pytest_rvtune.run_options import DEFAULT_MAX_TIME
-from pytest_rvtune.selection import case_notes, filter_errors, keyword_hint, rewrite_keyword
+from pytest_rvtune.selection import case_notes, filter_errors, keyword_hint, pasted_item_hint, rewrite_keyword
 from pytest_rvtune.session import (
     PLACES_KEY,
     RECORD_KEY,
@@ -53,6 +53,8 @@ _STOP_KEY = pytest.StashKey[StopOnSignal]()
 _PYTEST_SESSION_KEY = pytest.StashKey[pytest.Session]()
 #: The -k expression as typed (config.option.keyword holds it rewritten: selection.rewrite_keyword).
 _KEYWORD_KEY = pytest.StashKey[str]()
+#: Kernel items a -k deselected, as (node id, name, target): what a pasted id that selected nothing names.
+_DESELECTED_KEY = pytest.StashKey["list[tuple[str, str, str]]"]()
 
 
 # --------------------------------------------------------------------------------------------- options
@@ -310,10 +312,22 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     return True
 
 
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    """Keep the kernel items a -k left out (their ids): a pasted id that selected nothing is named from them."""
+    for item in items:
+        if ITEM_KEY in item.stash and item.config.stash.get(_KEYWORD_KEY, ""):
+            info = item.stash[ITEM_KEY]
+            item.config.stash.setdefault(_DESELECTED_KEY, []).append((item.nodeid, item.name, info.target))
+
+
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     if any(ITEM_KEY in item.stash for item in items):
         return []
     keyword = config.stash.get(_KEYWORD_KEY, "")
+    deselected: list[tuple[str, str, str]] = config.stash.get(_DESELECTED_KEY, [])
+    pasted = pasted_item_hint(keyword, config.option.keyword, deselected) if keyword else None
+    if pasted:  # an item id pasted in a form -k cannot match: the node id that runs it
+        return [pasted]
     if "=" in keyword and session_of(config).kernel_modules:  # KEY=VALUE terms that matched no kernel item
         return [keyword_hint(keyword, config.option.keyword)]
     return collect.unimported_checkout_hint(Path(config.rootpath), Path(config.invocation_params.dir))

@@ -11,11 +11,14 @@ from typing import Any
 # pytest's -k grammar has no '=': a user's `-k "BLOCK_SIZE_M=16"` is rewritten to the keyword
 # `:BLOCK_SIZE_M:16:`, which every item carries for each of its config values. -k matches substrings; the
 # colons around make it exact (BLOCK_SIZE_M=16 must not select BLOCK_SIZE_M=160 or XBLOCK_SIZE_M=16).
-KEY_EQ_VALUE = re.compile(r"\b([A-Za-z_]\w*)=([\w.]+)")
-#: A pasted item name, ``matmul[small-BLOCK_SIZE_M=16-BLOCK_SIZE_N=32]``: the kernel, then its parameters.
-PASTED_NAME = re.compile(r"(?:[\w./-]+::)*\b(\w+)\[([^\]\s()]*=[^\]\s()]*)\]")  # a node id's path:: too
-#: The ``-`` joining the parts of a pasted config id (``small-BLOCK_SIZE_M=16-BLOCK_SIZE_N=32``): before a KEY=.
-ID_JOIN = re.compile(r"(?<=[\w.])-(?=[A-Za-z_]\w*=)")
+# A value may hold a '-' before a digit (EPS=1e-05, OFFSET=-1); a '-' before a letter joins the next part of an id.
+KEY_EQ_VALUE = re.compile(r"\b([A-Za-z_]\w*)=(-?[\w.]+(?:-(?=\d)[\w.]+)*)")
+#: A pasted item name, ``matmul[small-BLOCK_SIZE_M=16-BLOCK_SIZE_N=32]``: the kernel, then its parameters; a node
+#: id's ``path::`` before it, and `` on qemu`` after it as the report and compare name an item, are taken too.
+PASTED_NAME = re.compile(r"(?:[\w./-]+::)*\b(\w+)\[([^\]\s()]*=[^\]\s()]*)\](?:\s+on\s+([\w.-]+))?")
+#: The ``-`` joining the parts of a pasted config id (``small-BLOCK_SIZE_M=16-BLOCK_SIZE_N=32``, and the target or
+#: harness suffix of ``...-BLOCK_SIZE_N=32-generic-qemu``): before a part that starts with a letter.
+ID_JOIN = re.compile(r"(?<=[\w.])-(?=[A-Za-z_])")
 
 
 def rewrite_keyword(keyword: str) -> str:
@@ -24,7 +27,7 @@ def rewrite_keyword(keyword: str) -> str:
     (``matmul[small-BLOCK_SIZE_M=16-...]``) becomes its parts joined with ``and``."""
     if "=" not in keyword:
         return keyword
-    keyword = PASTED_NAME.sub(r"(\1 and \2)", keyword)
+    keyword = PASTED_NAME.sub(lambda m: "(" + " and ".join(p for p in m.groups() if p) + ")", keyword)
     keyword = ID_JOIN.sub(" and ", keyword)
     return KEY_EQ_VALUE.sub(r":\1:\2:", keyword)
 
@@ -35,6 +38,32 @@ def keyword_hint(keyword: str, rewritten: str) -> str:
             "KEY=VALUE terms (exact values), joined by and/or/not with kernel and case names, e.g. "
             "-k 'matmul and small and BLOCK_SIZE_M=16'; a pasted config id or item name is split into such terms. "
             "`pytest --collect-only -q` lists the items")
+
+
+def pasted_item_hint(keyword: str, rewritten: str, items: Sequence[tuple[str, str, str]]) -> str | None:
+    """When a -k pasted from an item id (``kernel[case-config]``, its node id, ``... on TARGET``, or a config id)
+    selected nothing: the items (node id, name, target) it names, and how to run them; None when it names none."""
+    text = keyword.strip().strip("'\"")
+    target = ""
+    on = re.fullmatch(r"(.*\])\s+on\s+([\w.-]+)", text)
+    if on:
+        text, target = on[1], on[2]
+    text = text.rsplit("::", 1)[-1]
+    if not re.fullmatch(r"\w+\[[^\]\s]+\]|[^\s\[\]()]+=[^\s\[\]()]+", text):
+        return None  # an expression, not a pasted id
+    if "[" in text:
+        stem = text[:-1]
+        named = [i for i in items if i[1] == text or i[1].startswith(stem + "-")]
+    else:
+        named = [i for i in items if f"[{text}-" in i[1] or f"-{text}-" in i[1] or i[1].endswith(f"-{text}]")
+                 or f"[{text}]" in i[1]]
+    named = [i for i in named if not target or i[2] == target]
+    if not named:
+        return None
+    shown = " ".join(f"'{nodeid}'" for nodeid, _, _ in named[:3]) + (" ..." if len(named) > 3 else "")
+    return (f"rvtune: -k {keyword!r} (read as {rewritten!r}) selected nothing, but it names {len(named)} item"
+            f"{'' if len(named) == 1 else 's'}: give the node id{'' if len(named) == 1 else 's'} instead of -k: "
+            f"pytest {shown}")
 
 
 def config_keywords(config: Mapping[str, Any]) -> set[str]:

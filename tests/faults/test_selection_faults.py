@@ -51,3 +51,23 @@ def test_k_takes_a_pasted_item_name_or_config_id_and_says_how_when_nothing_match
     # before: "no tests collected (3 deselected)" and nothing else
     nothing.stdout.fnmatch_lines(["rvtune: -k 'BLOCK=128' (read as ':BLOCK:128:') selected no kernel item. Config "
                                   "values are matched as KEY=VALUE terms*`pytest --collect-only -q` lists the items"])
+
+
+def test_k_takes_a_multi_target_item_id_or_a_report_label_and_names_the_node_id_of_one_it_cannot_read(
+        project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
+    from plugin_helpers import kernel_source
+    add_kernel("fsel_m", configs=(16, 32))
+    two = (*CASE, "--rvtune-target", "qemu", "--rvtune-target", "host", "--co", "-q")
+    pasted = project.runpytest(*two, "-k", "fsel_m[small-BLOCK=32-host]")  # as the terminal prints it
+    pasted.stdout.fnmatch_lines(["kernels/fsel_m.py::fsel_m[[]small-BLOCK=32-host]",
+                                 "1/4 tests collected (3 deselected)*"])
+    label = project.runpytest(*two, "-k", "fsel_m[small-BLOCK=16] on qemu")  # as report and compare name it
+    label.stdout.fnmatch_lines(["kernels/fsel_m.py::fsel_m[[]small-BLOCK=16-qemu]", "1/4 tests collected*"])
+    # a case name the KEY=VALUE reading cannot split ('+' before the '-'): the hint gives the node id, which selects it
+    add_kernel("fsel_e", source=kernel_source("fsel_e", "good", (16,)).replace('"small": dict', '"x+": dict'))
+    item = "kernels/fsel_e.py::fsel_e[x+-BLOCK=16]"
+    odd = project.runpytest("--rvtune-case", "x+", "--co", "-q", "-k", item)
+    odd.stdout.fnmatch_lines([f"rvtune: -k '{item}' (read as *) selected nothing, but it names 1 item: give the "
+                              f"node id instead of -k: pytest '{item}'".replace("[", "[[]")])
+    project.runpytest("--rvtune-case", "x+", "--co", "-q", item).stdout.fnmatch_lines(
+        [item.replace("[", "[[]"), "1 test collected*"])
