@@ -412,11 +412,14 @@ class RvtuneSession:
         that cannot be taken gets its error instead, which its items report."""
         from pytest_rvtune.targets.factory import take_place
 
+        if not self.options.targets_given:  # the default target (qemu) is no farm's: rvtune.toml is not read here
+            return dict(self.place_leases)
         for name in self.target_names:
             if name in self.place_leases:
                 continue
+            cfg = self.target_configs()[name]  # (checked at configure: targets asked for by name)
             try:
-                taken = take_place(self.target_configs()[name], on_wait)
+                taken = take_place(cfg, on_wait)
             except Exception as exc:
                 text = str(exc)
                 self.place_leases[name] = {"error": text if f"target {name!r}" in text else
