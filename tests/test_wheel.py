@@ -49,6 +49,7 @@ PACKAGE_DATA = (
     "pytest_rvtune/harness/formats/triton-rvv.toml",
     "pytest_rvtune/results/templates/page.html.j2",
     "pytest_rvtune/results/templates/macros.html.j2",
+    "pytest_rvtune/results/templates/chart.svg.j2",
     "pytest_rvtune/results/templates/report.css",
     "pytest_rvtune/results/templates/report.js",
 )

@@ -23,11 +23,10 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache, partial
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from pytest_rvtune.results.code_files import CodeFiles, ItemKey, MakeAsm, copy_code
@@ -60,19 +59,13 @@ from pytest_rvtune.results.svg import (
     roofline_svg,
     scatter_svg,
 )
+from pytest_rvtune.results.templating import environment
 
 #: ItemComparison statuses (compare.ItemComparison.status) by how they read: bad, good, worth a look, nothing to say.
 VERDICT_TONE = {"regressed": "bad", "broken": "bad", "still failing": "bad", "improved": "good", "fixed": "good",
                 "too few samples": "warn", "unconfirmed": "warn", "new": "warn", "missing": "warn",
                 "changed": "warn", "unchanged": "plain", "same": "plain", "not gated": "plain"}
 TONE_ORDER = ("bad", "warn", "good", "plain")
-
-
-@cache
-def environment() -> Environment:
-    """The templates' environment: autoescape on, and an undefined name is an error, never an empty string."""
-    return Environment(loader=PackageLoader("pytest_rvtune.results", "templates"), autoescape=True,
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
 # --- tables -----------------------------------------------------------------------------------------------

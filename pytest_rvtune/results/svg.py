@@ -1,10 +1,12 @@
 """Charts as inline SVG text for the HTML report: a heatmap, a scatter plot, a line chart per parameter and a
 roofline, with hover tooltips.
 
-Hand-written SVG rather than matplotlib's: a few kilobytes per chart, crisp at any zoom, text that stays text
+Hand-drawn SVG rather than matplotlib's: a few kilobytes per chart, crisp at any zoom, text that stays text
 (selectable, searchable), a ``<title>`` tooltip per cell and point, and no plotting library needed to read a
-report. Every string that reaches the markup goes through :func:`html.escape` (config values and kernel names
-come from users). Nothing here knows records or pytest: callers pass numbers and labels.
+report. This module computes each chart's geometry as data (Shape: a tag, attributes, text, tooltip); the
+template ``templates/chart.svg.j2`` writes the markup with autoescape on, so every string (config values and
+kernel names come from users) is escaped. Nothing here knows records or pytest: callers pass numbers and
+labels.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from html import escape
+from dataclasses import dataclass, field
+
+from markupsafe import Markup
+
+from pytest_rvtune.results.templating import environment
 
 #: Sequential colour scale, light (low = better) to dark: ColorBrewer's YlOrRd, as the PNG heatmaps use.
 SCALE = ("#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#b10026")
@@ -22,7 +27,10 @@ EMPTY_FILL = "#f3f4f6"
 BEST_STROKE = "#1d4ed8"
 DEFAULT_STROKE = "#111827"  # the untuned default config's cell: dashed
 POINT_FILL = "#2563eb"
-FONT = "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif\""
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
+AXIS_INK = "#4b5563"
+GRID = "#e5e7eb"
+HIGHLIGHT_FILL, HIGHLIGHT_STROKE = "#f97316", "#7c2d12"  # the winner's diamond
 
 
 def colour(fraction: float) -> str:
@@ -100,7 +108,7 @@ class HeatCell:
 
 def heatmap_svg(cells: Sequence[Sequence[HeatCell]], row_labels: Sequence[str], col_labels: Sequence[str],
                 row_title: str, col_title: str, legend: tuple[str, str], best: tuple[int, int],
-                label: str, chart_id: str, default: tuple[int, int] | None = None) -> str:
+                label: str, chart_id: str, default: tuple[int, int] | None = None) -> Markup:
     """A grid of coloured cells (rows x columns), the best cell outlined, the ``default`` cell (the untuned
     config's) outlined dashed, a colour legend from legend[0] (low) to legend[1] (high) saying which scale the
     colours follow (colour_scale). ``label`` is the chart's accessible name; ``chart_id`` (letters, digits,
@@ -115,20 +123,18 @@ def heatmap_svg(cells: Sequence[Sequence[HeatCell]], row_labels: Sequence[str], 
     width, height = legend_x + 110, top + max(grid_h, 60) + 26
     scale = colour_scale([c.value for row in cells for c in row if c.value is not None])
     gradient = f"{chart_id}-scale"
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart heatmap" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" role="img" aria-label="{escape(label)}" {FONT} font-size="12">',
-           f'<defs><linearGradient id="{gradient}" x1="0" y1="1" x2="0" y2="0">'
-           + "".join(f'<stop offset="{i / (len(SCALE) - 1):.3f}" stop-color="{c}"/>' for i, c in enumerate(SCALE))
-           + "</linearGradient></defs>",
-           f'<text x="{left + grid_w / 2}" y="14" text-anchor="middle" font-weight="600">{escape(col_title)}</text>',
-           f'<text transform="translate(14 {top + grid_h / 2}) rotate(-90)" text-anchor="middle" '
-           f'font-weight="600">{escape(row_title)}</text>']
-    for j, name in enumerate(col_labels):
-        out.append(f'<text x="{left + cell_w * (j + 0.5)}" y="{top - 8}" text-anchor="middle" '
-                   f'fill="#4b5563">{escape(name)}</text>')
+    stops = [Shape("stop", {"offset": f"{i / (len(SCALE) - 1):.3f}", "stop-color": c}) for i, c in enumerate(SCALE)]
+    shapes = [Shape("defs", children=[Shape("linearGradient", {"id": gradient, "x1": 0, "y1": 1, "x2": 0, "y2": 0},
+                                            children=stops)]),
+              Shape("text", {"x": left + grid_w / 2, "y": 14, "text-anchor": "middle", "font-weight": 600},
+                    col_title),
+              Shape("text", {"transform": f"translate(14 {top + grid_h / 2}) rotate(-90)", "text-anchor": "middle",
+                             "font-weight": 600}, row_title)]
+    shapes += [Shape("text", {"x": left + cell_w * (j + 0.5), "y": top - 8, "text-anchor": "middle",
+                              "fill": AXIS_INK}, name) for j, name in enumerate(col_labels)]
     for i, name in enumerate(row_labels):
-        out.append(f'<text x="{left - 8}" y="{top + cell_h * (i + 0.5) + 4}" text-anchor="end" '
-                   f'fill="#4b5563">{escape(name)}</text>')
+        shapes.append(Shape("text", {"x": left - 8, "y": top + cell_h * (i + 0.5) + 4, "text-anchor": "end",
+                                     "fill": AXIS_INK}, name))
         for j, cell in enumerate(cells[i]):
             x, y = left + cell_w * j, top + cell_h * i
             if cell.value is not None:
@@ -136,32 +142,32 @@ def heatmap_svg(cells: Sequence[Sequence[HeatCell]], row_labels: Sequence[str], 
                 fill, ink = colour(fraction), "#ffffff" if _dark(fraction) else "#111827"
             else:
                 fill, ink = (FAILED_FILL if cell.failed else EMPTY_FILL), "#374151"
-            out.append(f'<g class="cell"><title>{escape(cell.tooltip)}</title>'
-                       f'<rect x="{x}" y="{y}" width="{cell_w}" height="{cell_h}" fill="{fill}" '
-                       f'stroke="#ffffff" stroke-width="2"/>'
-                       f'<text x="{x + cell_w / 2}" y="{y + cell_h / 2 + 4}" text-anchor="middle" fill="{ink}" '
-                       f'font-variant-numeric="tabular-nums">{escape(cell.text)}</text></g>')
+            shapes.append(Shape("g", {"class": "cell"}, title=cell.tooltip, children=[
+                Shape("rect", {"x": x, "y": y, "width": cell_w, "height": cell_h, "fill": fill, "stroke": "#ffffff",
+                               "stroke-width": 2}),
+                Shape("text", {"x": x + cell_w / 2, "y": y + cell_h / 2 + 4, "text-anchor": "middle", "fill": ink,
+                               "font-variant-numeric": "tabular-nums"}, cell.text)]))
     if default is not None:
         di, dj = default
-        box = (f'x="{left + cell_w * dj + 5}" y="{top + cell_h * di + 5}" width="{cell_w - 10}" '
-               f'height="{cell_h - 10}" fill="none" rx="2"')
+        box: Attrs = {"x": left + cell_w * dj + 5, "y": top + cell_h * di + 5, "width": cell_w - 10,
+                      "height": cell_h - 10, "fill": "none", "rx": 2}
         # white under black dashes: seen on the palest and the darkest cell alike
-        out.append(f'<g class="default"><title>the untuned default config</title><rect {box} stroke="#ffffff" '
-                   f'stroke-width="3"/><rect {box} stroke="{DEFAULT_STROKE}" stroke-width="2" '
-                   f'stroke-dasharray="5 3"/></g>')
+        shapes.append(Shape("g", {"class": "default"}, title="the untuned default config", children=[
+            Shape("rect", box | {"stroke": "#ffffff", "stroke-width": 3}),
+            Shape("rect", box | {"stroke": DEFAULT_STROKE, "stroke-width": 2, "stroke-dasharray": "5 3"})]))
     bi, bj = best
-    out.append(f'<rect class="best" x="{left + cell_w * bj + 1.5}" y="{top + cell_h * bi + 1.5}" '
-               f'width="{cell_w - 3}" height="{cell_h - 3}" fill="none" stroke="{BEST_STROKE}" stroke-width="3" '
-               f'rx="3"/>')
+    shapes.append(Shape("rect", {"class": "best", "x": left + cell_w * bj + 1.5, "y": top + cell_h * bi + 1.5,
+                                 "width": cell_w - 3, "height": cell_h - 3, "fill": "none", "stroke": BEST_STROKE,
+                                 "stroke-width": 3, "rx": 3}))
     bar_h = max(grid_h, 60)
-    out += [f'<rect x="{legend_x}" y="{top}" width="14" height="{bar_h}" fill="url(#{gradient})" rx="2"/>',
-            f'<text x="{legend_x + 20}" y="{top + 10}" fill="#4b5563">{escape(legend[1])}</text>',
-            f'<text x="{legend_x + 20}" y="{top + bar_h}" fill="#4b5563">{escape(legend[0])}</text>']
+    shapes += [Shape("rect", {"x": legend_x, "y": top, "width": 14, "height": bar_h, "fill": f"url(#{gradient})",
+                              "rx": 2}),
+               Shape("text", {"x": legend_x + 20, "y": top + 10, "fill": AXIS_INK}, legend[1]),
+               Shape("text", {"x": legend_x + 20, "y": top + bar_h, "fill": AXIS_INK}, legend[0])]
     if scale.title:  # which scale the colours follow, under the bar
-        out.append(f'<text class="scale" x="{legend_x}" y="{top + bar_h + 16}" fill="#4b5563" font-size="11">'
-                   f'{escape(scale.title)}</text>')
-    out.append("</svg>")
-    return "\n".join(out)
+        shapes.append(Shape("text", {"class": "scale", "x": legend_x, "y": top + bar_h + 16, "fill": AXIS_INK,
+                                     "font-size": 11}, scale.title))
+    return chart("heatmap", width, height, label, 12, shapes)
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -190,7 +196,7 @@ class Point:
 
 
 def scatter_svg(points: Sequence[Point], x_title: str, y_title: str, x_format: Callable[[float], str],
-                y_format: Callable[[float], str], label: str, note: str = "") -> str:
+                y_format: Callable[[float], str], label: str, note: str = "") -> Markup:
     """Points on linear axes with round ticks; highlighted points drawn last as larger orange diamonds."""
     width, height = 460, 300
     left, right, top, bottom = 78, 16, 22, 48
@@ -207,37 +213,16 @@ def scatter_svg(points: Sequence[Point], x_title: str, y_title: str, x_format: C
     def py(y: float) -> float:
         return top + plot_h - (y - y_lo) / ((y_hi - y_lo) or 1.0) * plot_h
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart scatter" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" role="img" aria-label="{escape(label)}" {FONT} font-size="11">',
-           f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fafafa" stroke="#d1d5db"/>']
-    for tick in x_ticks:
-        x = px(tick)
-        out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" stroke="#e5e7eb"/>'
-                   f'<text x="{x:.1f}" y="{top + plot_h + 15}" text-anchor="middle" fill="#4b5563">'
-                   f'{escape(x_format(tick))}</text>')
-    for tick in y_ticks:
-        y = py(tick)
-        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#e5e7eb"/>'
-                   f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#4b5563">'
-                   f'{escape(y_format(tick))}</text>')
-    for point in sorted(points, key=lambda p: p.highlight):
-        x, y = px(point.x), py(point.y)
-        if point.highlight:
-            shape = (f'<path d="M{x:.1f} {y - 8:.1f}L{x + 8:.1f} {y:.1f}L{x:.1f} {y + 8:.1f}L{x - 8:.1f} {y:.1f}Z" '
-                     'fill="#f97316" stroke="#7c2d12" stroke-width="1.2"/>')
-        else:
-            shape = (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4.5" fill="{POINT_FILL}" fill-opacity="0.7" '
-                     'stroke="#1e3a8a" stroke-width="0.8"/>')
-        out.append(f'<g class="point"><title>{escape(point.tooltip)}</title>{shape}</g>')
-    out += [f'<text x="{left + plot_w / 2}" y="{height - 10}" text-anchor="middle" font-weight="600">'
-            f'{escape(x_title)}</text>',
-            f'<text transform="translate(14 {top + plot_h / 2}) rotate(-90)" text-anchor="middle" '
-            f'font-weight="600">{escape(y_title)}</text>']
+    shapes = [plot_area(left, top, plot_w, plot_h)]
+    shapes += x_grid([(px(t), x_format(t)) for t in x_ticks], top, plot_h)
+    shapes += y_grid([(py(t), y_format(t)) for t in y_ticks], left, plot_w)
+    shapes += [marker(px(p.x), py(p.y), p.tooltip, p.highlight, 8, 4.5, 0.7)
+               for p in sorted(points, key=lambda p: p.highlight)]
+    shapes += axis_titles(x_title, y_title, left, top, plot_w, plot_h, height)
     if note:
-        out.append(f'<text x="{left + plot_w - 6}" y="{top + 14}" text-anchor="end" fill="#6b7280">'
-                   f'{escape(note)}</text>')
-    out.append("</svg>")
-    return "\n".join(out)
+        shapes.append(Shape("text", {"x": left + plot_w - 6, "y": top + 14, "text-anchor": "end", "fill": "#6b7280"},
+                            note))
+    return chart("scatter", width, height, label, 11, shapes)
 
 
 @dataclass(frozen=True)
@@ -250,7 +235,7 @@ class Series:
 
 
 def line_chart_svg(x_labels: Sequence[str], series: Sequence[Series], x_title: str, y_title: str,
-                   y_format: Callable[[float], str], label: str, mark: int | None = None) -> str:
+                   y_format: Callable[[float], str], label: str, mark: int | None = None) -> Markup:
     """Lines over categorical x positions (a parameter's values, evenly spaced), round y ticks; ``mark`` draws a
     diamond on the first series at that x (the winner's value)."""
     left, right, top, bottom = 62, 12, 26, 42
@@ -268,46 +253,33 @@ def line_chart_svg(x_labels: Sequence[str], series: Sequence[Series], x_title: s
     def py(y: float) -> float:
         return top + plot_h - (y - y_lo) / ((y_hi - y_lo) or 1.0) * plot_h
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart lines" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" role="img" aria-label="{escape(label)}" {FONT} font-size="11">',
-           f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fafafa" stroke="#d1d5db"/>']
-    for tick in ticks:
-        y = py(tick)
-        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#e5e7eb"/>'
-                   f'<text x="{left - 5}" y="{y + 4:.1f}" text-anchor="end" fill="#4b5563">'
-                   f'{escape(y_format(tick))}</text>')
-    for i, name in enumerate(x_labels):
-        out.append(f'<text x="{px(i):.1f}" y="{top + plot_h + 14}" text-anchor="middle" fill="#4b5563">'
-                   f'{escape(name)}</text>')
+    shapes = [plot_area(left, top, plot_w, plot_h)]
+    shapes += y_grid([(py(t), y_format(t)) for t in ticks], left, plot_w, gap=5)
+    shapes += [Shape("text", {"x": f"{px(i):.1f}", "y": top + plot_h + 14, "text-anchor": "middle",
+                              "fill": AXIS_INK}, name) for i, name in enumerate(x_labels)]
     for s in series:
         points = [(px(i), py(v)) for i, v in enumerate(s.values) if v is not None]
-        dash = ' stroke-dasharray="5 4"' if s.dashed else ""
         if len(points) > 1:
-            path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-            out.append(f'<polyline class="series" points="{path}" fill="none" stroke="{s.colour}" '
-                       f'stroke-width="2"{dash}/>')
+            line: Attrs = {"class": "series", "points": " ".join(f"{x:.1f},{y:.1f}" for x, y in points),
+                           "fill": "none"}
+            shapes.append(Shape("polyline", line | series_stroke(s)))
         for i, v in enumerate(s.values):
-            if v is None:
-                continue
-            tip = s.tooltips[i] if i < len(s.tooltips) else f"{x_labels[i]}: {y_format(v)}"
-            out.append(f'<g class="point"><title>{escape(tip)}</title><circle cx="{px(i):.1f}" cy="{py(v):.1f}" '
-                       f'r="3.5" fill="{s.colour}"/></g>')
+            if v is not None:
+                tip = s.tooltips[i] if i < len(s.tooltips) else f"{x_labels[i]}: {y_format(v)}"
+                shapes.append(Shape("g", {"class": "point"}, title=tip, children=[
+                    Shape("circle", {"cx": f"{px(i):.1f}", "cy": f"{py(v):.1f}", "r": 3.5, "fill": s.colour})]))
     if mark is not None and series and series[0].values[mark] is not None:
         x, y = px(mark), py(series[0].values[mark] or 0.0)
-        out.append(f'<path class="mark" d="M{x:.1f} {y - 7:.1f}L{x + 7:.1f} {y:.1f}L{x:.1f} {y + 7:.1f}'
-                   f'L{x - 7:.1f} {y:.1f}Z" fill="#f97316" stroke="#7c2d12" stroke-width="1.2"/>')
+        shapes.append(Shape("path", {"class": "mark", "d": diamond(x, y, 7), "fill": HIGHLIGHT_FILL,
+                                     "stroke": HIGHLIGHT_STROKE, "stroke-width": 1.2}))
     legend_x = left + 4.0
     for s in series:
-        dash = ' stroke-dasharray="5 4"' if s.dashed else ""
-        out.append(f'<line x1="{legend_x}" y1="{top - 12}" x2="{legend_x + 18}" y2="{top - 12}" '
-                   f'stroke="{s.colour}" stroke-width="2"{dash}/><text x="{legend_x + 22}" y="{top - 8}" '
-                   f'fill="#374151">{escape(s.name)}</text>')
+        key: Attrs = {"x1": legend_x, "y1": top - 12, "x2": legend_x + 18, "y2": top - 12}
+        shapes += [Shape("line", key | series_stroke(s)),
+                   Shape("text", {"x": legend_x + 22, "y": top - 8, "fill": "#374151"}, s.name)]
         legend_x += 30 + 6.5 * len(s.name)
-    out += [f'<text x="{left + plot_w / 2}" y="{height - 8}" text-anchor="middle" font-weight="600">'
-            f'{escape(x_title)}</text>',
-            f'<text transform="translate(12 {top + plot_h / 2}) rotate(-90)" text-anchor="middle" '
-            f'font-weight="600">{escape(y_title)}</text>', "</svg>"]
-    return "\n".join(out)
+    shapes += axis_titles(x_title, y_title, left, top, plot_w, plot_h, height, x_below=8, y_left=12)
+    return chart("lines", width, height, label, 11, shapes)
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
@@ -317,7 +289,7 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
 
 
 def roofline_svg(points: Sequence[Point], peak: float, bandwidth: float, x_title: str, y_title: str,
-                 label: str, roof_note: str) -> str:
+                 label: str, roof_note: str) -> Markup:
     """A roofline on log-log axes: y = min(peak, bandwidth * x) over arithmetic intensity x, and one point per
     (x, y); highlighted points as diamonds. ``peak`` and ``bandwidth`` in the units of y and y per unit of x."""
     width, height = 520, 320
@@ -337,36 +309,91 @@ def roofline_svg(points: Sequence[Point], peak: float, bandwidth: float, x_title
     def py(y: float) -> float:
         return top + plot_h - (math.log10(y) - ly0) / (ly1 - ly0) * plot_h
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart roofline" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" role="img" aria-label="{escape(label)}" {FONT} font-size="11">',
-           f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fafafa" stroke="#d1d5db"/>']
-    for tick in x_ticks:
-        out.append(f'<line x1="{px(tick):.1f}" y1="{top}" x2="{px(tick):.1f}" y2="{top + plot_h}" '
-                   f'stroke="#e5e7eb"/><text x="{px(tick):.1f}" y="{top + plot_h + 15}" text-anchor="middle" '
-                   f'fill="#4b5563">{escape(f"{tick:g}")}</text>')
-    for tick in y_ticks:
-        out.append(f'<line x1="{left}" y1="{py(tick):.1f}" x2="{left + plot_w}" y2="{py(tick):.1f}" '
-                   f'stroke="#e5e7eb"/><text x="{left - 6}" y="{py(tick) + 4:.1f}" text-anchor="end" '
-                   f'fill="#4b5563">{escape(f"{tick:g}")}</text>')
+    shapes = [plot_area(left, top, plot_w, plot_h)]
+    shapes += x_grid([(px(t), f"{t:g}") for t in x_ticks], top, plot_h)
+    shapes += y_grid([(py(t), f"{t:g}") for t in y_ticks], left, plot_w)
     x_start = max(x_ticks[0], y_ticks[0] / bandwidth)
     roof = [(x_start, bandwidth * x_start), (ridge, peak), (x_ticks[-1], peak)]
-    out.append('<polyline class="roof" points="' + " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in roof)
-               + '" fill="none" stroke="#111827" stroke-width="2"/>')
-    out.append(f'<text x="{left + plot_w - 4}" y="{py(peak) - 8:.1f}" text-anchor="end" fill="#111827">'
-               f'{escape(roof_note)}</text>')  # above the roof: every point is under it
-    for point in sorted(points, key=lambda p: p.highlight):
-        if point.x <= 0 or point.y <= 0:
-            continue
-        x, y = px(point.x), py(point.y)
-        if point.highlight:
-            shape = (f'<path d="M{x:.1f} {y - 7:.1f}L{x + 7:.1f} {y:.1f}L{x:.1f} {y + 7:.1f}L{x - 7:.1f} {y:.1f}Z" '
-                     'fill="#f97316" stroke="#7c2d12" stroke-width="1.2"/>')
-        else:
-            shape = (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{POINT_FILL}" fill-opacity="0.6" '
-                     'stroke="#1e3a8a" stroke-width="0.8"/>')
-        out.append(f'<g class="point"><title>{escape(point.tooltip)}</title>{shape}</g>')
-    out += [f'<text x="{left + plot_w / 2}" y="{height - 10}" text-anchor="middle" font-weight="600">'
-            f'{escape(x_title)}</text>',
-            f'<text transform="translate(14 {top + plot_h / 2}) rotate(-90)" text-anchor="middle" '
-            f'font-weight="600">{escape(y_title)}</text>', "</svg>"]
-    return "\n".join(out)
+    shapes += [Shape("polyline", {"class": "roof", "points": " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in roof),
+                                  "fill": "none", "stroke": "#111827", "stroke-width": 2}),
+               # above the roof: every point is under it
+               Shape("text", {"x": left + plot_w - 4, "y": f"{py(peak) - 8:.1f}", "text-anchor": "end",
+                              "fill": "#111827"}, roof_note)]
+    shapes += [marker(px(p.x), py(p.y), p.tooltip, p.highlight, 7, 4, 0.6)
+               for p in sorted(points, key=lambda p: p.highlight) if p.x > 0 and p.y > 0]
+    shapes += axis_titles(x_title, y_title, left, top, plot_w, plot_h, height)
+    return chart("roofline", width, height, label, 11, shapes)
+
+
+# --- the pieces every chart is made of ----------------------------------------------------------------------
+
+Attrs = dict[str, str | float | int]
+
+
+@dataclass
+class Shape:
+    """One SVG element as data: its tag, attributes, text, hover title and children; chart.svg.j2 writes it (and
+    escapes every string)."""
+
+    tag: str
+    attrs: Attrs = field(default_factory=dict)
+    text: str = ""
+    title: str = ""  # a <title> child: the browser's tooltip
+    children: list[Shape] = field(default_factory=list)
+
+
+def chart(kind: str, width: float, height: float, label: str, font_size: int, shapes: Sequence[Shape]) -> Markup:
+    """The ``<svg>`` of one chart (class ``chart <kind>``), rendered by the chart template."""
+    svg: Attrs = {"xmlns": "http://www.w3.org/2000/svg", "class": f"chart {kind}", "viewBox": f"0 0 {width} {height}",
+                  "width": width, "height": height, "role": "img", "aria-label": label, "font-family": FONT,
+                  "font-size": font_size}
+    return Markup(environment().get_template("chart.svg.j2").render(svg=svg, shapes=shapes))
+
+
+def plot_area(left: float, top: float, width: float, height: float) -> Shape:
+    return Shape("rect", {"x": left, "y": top, "width": width, "height": height, "fill": "#fafafa",
+                          "stroke": "#d1d5db"})
+
+
+def x_grid(ticks: Sequence[tuple[float, str]], top: float, height: float) -> list[Shape]:
+    """A vertical grid line and a label under the plot per (x, label)."""
+    return [shape for x, text in ticks for shape in (
+        Shape("line", {"x1": f"{x:.1f}", "y1": top, "x2": f"{x:.1f}", "y2": top + height, "stroke": GRID}),
+        Shape("text", {"x": f"{x:.1f}", "y": top + height + 15, "text-anchor": "middle", "fill": AXIS_INK}, text))]
+
+
+def y_grid(ticks: Sequence[tuple[float, str]], left: float, width: float, gap: float = 6) -> list[Shape]:
+    """A horizontal grid line and a label left of the plot per (y, label)."""
+    return [shape for y, text in ticks for shape in (
+        Shape("line", {"x1": left, "y1": f"{y:.1f}", "x2": left + width, "y2": f"{y:.1f}", "stroke": GRID}),
+        Shape("text", {"x": left - gap, "y": f"{y + 4:.1f}", "text-anchor": "end", "fill": AXIS_INK}, text))]
+
+
+def axis_titles(x_title: str, y_title: str, left: float, top: float, width: float, height: float,
+                chart_height: float, x_below: float = 10, y_left: float = 14) -> list[Shape]:
+    return [Shape("text", {"x": left + width / 2, "y": chart_height - x_below, "text-anchor": "middle",
+                           "font-weight": 600}, x_title),
+            Shape("text", {"transform": f"translate({y_left} {top + height / 2}) rotate(-90)",
+                           "text-anchor": "middle", "font-weight": 600}, y_title)]
+
+
+def series_stroke(series: Series) -> Attrs:
+    stroke: Attrs = {"stroke": series.colour, "stroke-width": 2}
+    if series.dashed:
+        stroke["stroke-dasharray"] = "5 4"
+    return stroke
+
+
+def diamond(x: float, y: float, r: float) -> str:
+    return f"M{x:.1f} {y - r:.1f}L{x + r:.1f} {y:.1f}L{x:.1f} {y + r:.1f}L{x - r:.1f} {y:.1f}Z"
+
+
+def marker(x: float, y: float, tooltip: str, highlight: bool, size: float, radius: float, opacity: float) -> Shape:
+    """A point with its tooltip: a circle, or (the winner) an orange diamond."""
+    if highlight:
+        shape = Shape("path", {"d": diamond(x, y, size), "fill": HIGHLIGHT_FILL, "stroke": HIGHLIGHT_STROKE,
+                               "stroke-width": 1.2})
+    else:
+        shape = Shape("circle", {"cx": f"{x:.1f}", "cy": f"{y:.1f}", "r": radius, "fill": POINT_FILL,
+                                 "fill-opacity": opacity, "stroke": "#1e3a8a", "stroke-width": 0.8})
+    return Shape("g", {"class": "point"}, title=tooltip, children=[shape])
