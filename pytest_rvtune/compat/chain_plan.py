@@ -164,3 +164,16 @@ def chain_signatures(module_path: Path, chain: ChainFound, kernels: dict[str, li
         bound = inspect.signature(fn).bind_partial(*call.args, **call.kwargs)
         out[call.kernel] = {name: _ttype(value) for name, value in bound.arguments.items() if name not in constexprs}
     return out
+
+
+def merge_signatures(found: list[dict[str, dict[str, str | int]]]) -> dict[str, dict[str, str | int]]:
+    """One signature table per kernel from the tables several cases recorded: an int specialised to 1 in one case
+    (Z = 1) but passed as a number in another (Z = 2) stays a number, so every case can run on the same table."""
+    merged: dict[str, dict[str, str | int]] = {}
+    for table in found:
+        for kernel, params in table.items():
+            into = merged.setdefault(kernel, {})
+            for name, ttype in params.items():
+                if name not in into or into[name] == 1:
+                    into[name] = ttype
+    return merged

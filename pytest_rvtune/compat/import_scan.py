@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_rvtune.compat.chain_plan import chain_reference, chain_signatures, plan_chain
+from pytest_rvtune.compat.chain_plan import chain_reference, chain_signatures, merge_signatures, plan_chain
 from pytest_rvtune.compat.chain_scan import ChainFound, find_chain
 from pytest_rvtune.compat.checkout_layout import KNOWN_RUN, Layout, find_layout
 from pytest_rvtune.compat.fixed_configs import static_block_values
@@ -287,7 +287,7 @@ def _chain_entry(result: Scan, root: Path, layout: Layout, module: Path, info: M
     data = read_data(text, stem)
     found = chain_reference(module, chain, reference, stem)
     entry_cases: dict[str, Any] = {}
-    signatures: dict[str, Any] | None = None
+    recorded: list[dict[str, dict[str, str | int]]] = []
     for case_name, values in _cases_for(result, stem, hinfo, _case_names(info, getter, hinfo), cases or [],
                                         harness).items():
         params = {**{n: hinfo.defaults.get(n, 0) for n in hinfo.shape_names}, **values}
@@ -296,9 +296,9 @@ def _chain_entry(result: Scan, root: Path, layout: Layout, module: Path, info: M
             result.found(f"{stem}: plan", note)
         for problem in plan.problems:
             result.problem(stem, problem)
-        if signatures is None and plan.table["args"]:
+        if plan.table["args"]:  # each case's: an int 1 in one case only is not specialised (merge_signatures)
             try:
-                signatures = chain_signatures(module, chain, info.kernels, plan.table["args"], run_dir)
+                recorded.append(chain_signatures(module, chain, info.kernels, plan.table["args"], run_dir))
             except Exception as exc:  # their module or launch function failed when recorded
                 result.problem(stem, f"{rel}: recording {chain.function}() for the kernels' signatures failed "
                                      f"({type(exc).__name__}: {exc}): fix the module, or write "
@@ -308,7 +308,8 @@ def _chain_entry(result: Scan, root: Path, layout: Layout, module: Path, info: M
                  if (run_dir / f).is_file()]
         plan.table["sha256"] = {f: sha256_of(run_dir / f) for f in files}
         entry_cases[case_name] = {"params": params, "sha256": {}, "generic": plan.table}
-    if signatures is None:
+    signatures = merge_signatures(recorded)
+    if not signatures:
         result.problem(stem, f"{rel}: no case binds an input of {chain.function}(): the kernels' signatures "
                              "cannot be recorded")
         return None

@@ -17,6 +17,7 @@ from rvv_tree import make_tree, write_matrix
 from test_variants import _pytest
 
 from pytest_rvtune.cli import main
+from pytest_rvtune.compat.chain_plan import merge_signatures
 from pytest_rvtune.compat.chain_scan import chain_in
 from pytest_rvtune.compat.project import read_project
 
@@ -121,6 +122,13 @@ def test_the_chain_is_read_from_the_launch_function_in_launch_order():
     # two launches that share no tensor made inside are no chain
     lone = ast.parse("def f(X, W):\n    A = torch.empty_like(X)\n    k1[(1,)](X, A)\n    k2[(1,)](W, X)\n").body[0]
     assert isinstance(lone, ast.FunctionDef) and chain_in(lone, {"k1", "k2"}) is None
+
+
+def test_an_int_specialised_in_one_case_only_stays_a_number_for_every_case():
+    one = {"k": {"x_ptr": "*fp32", "Z": 1, "stride_n": 1}}
+    two = {"k": {"x_ptr": "*fp32", "Z": "i32", "stride_n": 1}}
+    assert merge_signatures([one, two]) == merge_signatures([two, one]) == {"k": {"x_ptr": "*fp32", "Z": "i32",
+                                                                                  "stride_n": 1}}
 
 
 @pytest.fixture(scope="module")
