@@ -63,27 +63,38 @@ def test_report_prints_and_writes_what_the_whole_records_give(run_file: Path, tm
     assert "ranked among 2 of 9 configs" in expected if fmt != "csv" else "matmul,emu" in expected
 
 
-def test_report_never_holds_the_whole_records(run_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:
-    alive, most = [0], [0]
-    read = runs.record_from_dict
+class AliveRecords:
+    """How many whole RunRecords the loader made are alive, and the most at once (counted as they are made)."""
 
-    def gone() -> None:
-        alive[0] -= 1
+    def __init__(self) -> None:
+        self.alive = self.most = 0
 
-    def counted(*args, **kwargs) -> RunRecord:
-        record = read(*args, **kwargs)
-        alive[0] += 1
-        weakref.finalize(record, gone)
-        most[0] = max(most[0], alive[0])
+    def made(self, record: RunRecord) -> RunRecord:
+        self.alive += 1
+        weakref.finalize(record, self.gone)
+        self.most = max(self.most, self.alive)
         return record
 
-    monkeypatch.setattr(runs, "record_from_dict", counted)
+    def gone(self) -> None:
+        self.alive -= 1
+
+
+@pytest.fixture
+def records_alive(monkeypatch: pytest.MonkeyPatch) -> AliveRecords:
+    count, read = AliveRecords(), runs.record_from_dict
+    monkeypatch.setattr(runs, "record_from_dict", lambda *args, **kwargs: count.made(read(*args, **kwargs)))
+    return count
+
+
+def test_report_never_holds_the_whole_records(run_file: Path, tmp_path: Path, records_alive: AliveRecords,
+                                              capsys) -> None:
     assert main(["report", str(run_file), "--no-plots", "--out", str(tmp_path)]) == 0
-    assert 0 < most[0] <= 3, f"{most[0]} whole records alive at once while reading {4 * PER_GROUP + 1} lines"
+    most = records_alive.most
+    assert 0 < most <= 3, f"{most} whole records alive at once while reading {4 * PER_GROUP + 1} lines"
     assert "matmul / emu on qemu" in capsys.readouterr().out
-    alive[0] = most[0] = 0
+    records_alive.alive = records_alive.most = 0
     held = runs.load_run(run_file)  # what a command holding the records does: the counter sees it
-    assert most[0] >= len(held.records) == 4 * PER_GROUP
+    assert records_alive.most >= len(held.records) == 4 * PER_GROUP
 
 
 def test_a_summarised_record_refuses_to_be_read_for_samples(run_file: Path) -> None:
@@ -126,25 +137,13 @@ def test_compare_prints_what_comparing_the_whole_runs_gives(run_file: Path, tmp_
     assert "2 new, 1 missing" in err and "regressed" in out
 
 
-def test_compare_holds_the_base_run_only(run_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:
-    alive, most = [0], [0]
-    read = runs.record_from_dict
-
-    def gone() -> None:
-        alive[0] -= 1
-
-    def counted(*args, **kwargs) -> RunRecord:
-        record = read(*args, **kwargs)
-        alive[0] += 1
-        weakref.finalize(record, gone)
-        most[0] = max(most[0], alive[0])
-        return record
-
-    monkeypatch.setattr(runs, "record_from_dict", counted)
+def test_compare_holds_the_base_run_only(run_file: Path, tmp_path: Path, records_alive: AliveRecords,
+                                         capsys) -> None:
     new = _rewrite(run_file, tmp_path / "new.jsonl", 1.1, drop=40, extra=False)
     assert main(["compare", str(run_file), str(new)]) == 1
     held = 4 * PER_GROUP  # the base run's items
-    assert held < most[0] <= held + 3, f"{most[0]} whole records alive at once; the base run has {held}"
+    most = records_alive.most
+    assert held < most <= held + 3, f"{most} whole records alive at once; the base run has {held}"
     assert "regressed" in capsys.readouterr().out
 
 
