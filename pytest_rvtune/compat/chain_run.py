@@ -18,7 +18,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_rvtune.compat.generic_run import GenericRunError, RecordedCall, Recorder, recording, shape_of
+from pytest_rvtune.compat.generic_run import (
+    GenericRunError,
+    RecordedCall,
+    Recorder,
+    launch_grid,
+    recording,
+    scalar_argument,
+    shape_of,
+)
 from pytest_rvtune.compat.project import RvvEntry, RvvVariant
 from pytest_rvtune.compat.triton_rvv_module import RvvConfig
 from pytest_rvtune.harness import chain as chain_c
@@ -105,23 +113,12 @@ def bind_chain(module: types.ModuleType, entry: RvvEntry, variant: RvvVariant, c
                                                            call.names.get(id(value), name), ttype, variant, run_dir)
                 buffers.setdefault(id(value), buffer)
                 args.append(chain_c.Arg(name, ttype, buffer=buffer.label))
-            elif ttype == 1:
-                if value != 1:
-                    raise GenericRunError(f"{what}: {name} = {value!r}, but the signature table specialises it to "
-                                          "1 (as triton-cpu did): fix the table")
             else:
-                if isinstance(value, bool) or not isinstance(value, int | float):
-                    raise GenericRunError(f"{what}: {name} = {value!r} is neither a tensor nor a number")
-                args.append(chain_c.Arg(name, str(ttype), value=value))
-        try:
-            g = call.grid(dict(bound.arguments)) if callable(call.grid) else call.grid
-            dims = tuple(int(x) for x in g)
-        except Exception as exc:
-            raise GenericRunError(f"{what}: evaluating its grid failed: {type(exc).__name__}: {exc}") from exc
-        if not 1 <= len(dims) <= 3 or any(d < 0 for d in dims):
-            raise GenericRunError(f"{what}: grid {dims} is not 1 to 3 non-negative ints")
-        full = (*dims, 1, 1, 1)[:3]
-        launches.append(chain_c.Launch(call.kernel, (full[0], full[1], full[2]), tuple(args)))
+                number = scalar_argument(what, name, value, ttype)
+                if number is not None:
+                    args.append(chain_c.Arg(name, str(ttype), value=number))
+        launches.append(chain_c.Launch(call.kernel, launch_grid(what, call.grid, bound.arguments),
+                                       tuple(args)))
     missing = sorted(set(variant.expected) - {b.label for b in buffers.values() if b.role == "out"})
     if missing:
         raise GenericRunError(f"{entry.name} [{config.id}]: the plan checks {', '.join(missing)}, which no launch "

@@ -280,21 +280,36 @@ def _bind(what: str, entry: RvvEntry, function: str, kernel_fn: Any, grid: Any, 
             else:
                 (expected if role == "out" else inputs)[name] = run_dir / files[source]
             harness_args.append(generic.HarnessArg(name, ttype, role, label=source))
-        elif ttype == 1:
-            if value != 1:
-                raise GenericRunError(f"{what}: {name} = {value!r}, but the signature table specialises it to 1 "
-                                      "(as triton-cpu did): fix the table")
         else:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise GenericRunError(f"{what}: {name} = {value!r} is neither a tensor nor a number")
-            scalars[name] = value
-            harness_args.append(generic.HarnessArg(name, str(ttype), "scalar"))
+            number = scalar_argument(what, name, value, ttype)
+            if number is not None:
+                scalars[name] = number
+                harness_args.append(generic.HarnessArg(name, str(ttype), "scalar"))
+    full = launch_grid(what, grid, bound.arguments)
+    return GenericLaunch(tuple(harness_args), scalars, inputs, expected, full)
+
+
+def scalar_argument(what: str, name: str, value: Any, ttype: str | int) -> int | float | None:
+    """A recorded non-tensor argument as the harness passes it: its number, or None for one the signature table
+    specialises to 1 (then it must be 1)."""
+    if ttype == 1:
+        if value != 1:
+            raise GenericRunError(f"{what}: {name} = {value!r}, but the signature table specialises it to 1 "
+                                  "(as triton-cpu did): fix the table")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise GenericRunError(f"{what}: {name} = {value!r} is neither a tensor nor a number")
+    return value
+
+
+def launch_grid(what: str, grid: Any, arguments: Mapping[str, Any]) -> tuple[int, int, int]:
+    """A recorded launch's grid for its bound arguments (a callable grid is their ``lambda META: ...``)."""
     try:
-        g = grid(dict(bound.arguments)) if callable(grid) else grid
+        g = grid(dict(arguments)) if callable(grid) else grid
         dims = tuple(int(x) for x in g)
     except Exception as exc:
         raise GenericRunError(f"{what}: evaluating its grid failed: {type(exc).__name__}: {exc}") from exc
     if not 1 <= len(dims) <= 3 or any(d < 0 for d in dims):
         raise GenericRunError(f"{what}: grid {dims} is not 1 to 3 non-negative ints")
     full = (*dims, 1, 1, 1)[:3]
-    return GenericLaunch(tuple(harness_args), scalars, inputs, expected, (full[0], full[1], full[2]))
+    return full[0], full[1], full[2]
