@@ -109,9 +109,14 @@ def bind_chain(module: types.ModuleType, entry: RvvEntry, variant: RvvVariant, c
             if hasattr(value, "data_ptr"):
                 if not isinstance(ttype, str) or not ttype.startswith("*"):
                     raise GenericRunError(f"{what}: {name} is a tensor, the signature table says {ttype!r}")
-                buffer = buffers.get(id(value)) or _buffer(what, value, by_id.get(id(value)),
-                                                           call.names.get(id(value), name), ttype, variant, run_dir)
-                buffers.setdefault(id(value), buffer)
+                buffer = buffers.get(id(value))
+                if buffer is None:
+                    local = call.names.get(id(value), name)
+                    taken = {b.label for b in buffers.values()}
+                    if local in taken:  # a name bound again to another tensor (`tmp = torch.empty(...)` twice)
+                        local = next(f"{local}_{n}" for n in range(2, len(taken) + 3) if f"{local}_{n}" not in taken)
+                    buffer = buffers[id(value)] = _buffer(what, value, by_id.get(id(value)), local, ttype, variant,
+                                                          run_dir)
                 args.append(chain_c.Arg(name, ttype, buffer=buffer.label))
             else:
                 number = scalar_argument(what, name, value, ttype)
