@@ -35,3 +35,19 @@ def test_an_html_page_of_many_configs_caps_its_tables_and_says_so(tmp_path: Path
     capsys.readouterr()
     assert main(["report", str(run), "--no-plots", "--out", str(tmp_path / "rep"), "--format", "csv"]) == 0
     assert capsys.readouterr().out.count("BLOCK_SIZE_M=") >= n  # every valid config in the CSV
+
+
+def test_the_scatter_of_a_group_of_many_configs_draws_as_many_points_as_a_table_shows(tmp_path: Path) -> None:
+    """Issue 28: on 10^5 items the page's scatter plots drew every valid config, 90,000 circles (24 of its 35 MB)."""
+    n, limit = 130, 40
+    records = [make_record("matmul", "emu", {"BLOCK_SIZE_M": m}, [1000.0 + m] * 3, target="qemu",
+                           counters={"launch_insns": 1000.0 + 7 * m}) for m in range(n)]
+    run = write_jsonl(tmp_path / "many.jsonl", records)
+    page = tmp_path / "many.html"
+    assert main(["report", str(run), "--no-plots", "--out", str(tmp_path / "rep"), "--html", str(page),
+                 "--html-rows", str(limit)]) == 0
+    html = page.read_text()
+    scatter = html[html.index("launch_insns against median time"):]
+    scatter = scatter[:scatter.index("</svg>")]
+    assert scatter.count("<circle") == 33 - 1  # every 4th of 130, the winner a diamond
+    assert "33 of 130 valid configs: every 4th of the ranking" in html and "BLOCK_SIZE_M=0" in scatter
