@@ -18,8 +18,9 @@ every config is built cold; each cell is wall seconds and, in brackets, the CPU 
 shared: wall time moves with the load, the CPU seconds much less). The ratio is host / rv64 wall time.
 
 Run time: the host kernel of each lowering linked into a shared object with its launcher, run over the whole grid on
-one thread, the best of ``--rounds`` launches, the two lowerings alternating round by round (the speed of a core
-drifts); the outputs of both compared bit for bit, and against float64 numpy.
+the calling thread, the best of ``--rounds`` launches in CPU time of that thread (on a shared machine wall time counts
+the time the thread waited for a core), the two lowerings alternating round by round (the speed of a core drifts);
+the outputs of both compared bit for bit, and against float64 numpy.
 """
 
 from __future__ import annotations
@@ -170,9 +171,9 @@ class HostRun:
     def __call__(self, grid: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, ints: list[int]) -> float:
         args = [ctypes.c_uint32(grid), ctypes.c_uint32(1), ctypes.c_uint32(1), ctypes.c_int(1), self.kernel,
                 *(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), *map(ctypes.c_int32, ints)]
-        start = time.perf_counter()
+        start = time.thread_time()  # CPU time of this thread (the launch runs on it): preemption left out
         self.wrap(*args)
-        return time.perf_counter() - start
+        return time.thread_time() - start
 
 
 def run_both(kernel: Kernel, cfg: dict[str, Any], runs: dict[str, HostRun], size: int,
@@ -255,7 +256,7 @@ def main() -> int:
     print("\nWarm-up per cache (a small kernel: the precompiled header, and for rv64 the runtime object), "
           "wall s (clang CPU s):")
     print(tabulate(setup, headers=["kernel", "lowering", "ISA", "warm-up"]))
-    print(f"\nCold build per config, wall s (clang CPU s); host runs {args.size}^3 on one thread, best of "
+    print(f"\nCold build per config, wall s (clang CPU s); host runs {args.size}^3 on one thread, best CPU time of "
           f"{args.rounds}:")
     print(tabulate(rows, headers=["kernel", "config", "rv64 before", "rv64 after", "host before", "host after",
                                   "host/rv64 before", "host/rv64 after", "run before ms", "run after ms",
