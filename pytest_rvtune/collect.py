@@ -227,6 +227,10 @@ class ProjectFile(pytest.File):
 class EntryErrorItem(pytest.Item):
     """Stands for an entry whose configs cannot be had: fails with the reason (the other entries still run)."""
 
+    #: No fixtures; said because other plugins read it of every item (labgrid's pytest plugin, installed with the
+    #: [labgrid] extra, raised AttributeError in its runtest_setup and the entry's reason was lost).
+    fixturenames: tuple[str, ...] = ()
+
     def __init__(self, *, message: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.message = message
