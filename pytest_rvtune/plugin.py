@@ -25,6 +25,7 @@ from pytest_rvtune.collect import ITEM_KEY
 from pytest_rvtune.fixtures import rvtune_build, rvtune_golden, rvtune_item, rvtune_target, rvtune_targets
 from pytest_rvtune.progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_INTERVAL
 from pytest_rvtune.progress import ProgressReporter
+from pytest_rvtune.remote_workers import SHIPPED_KEY, node_host, pack_files
 from pytest_rvtune.run_options import DEFAULT_MAX_TIME
 from pytest_rvtune.selection import case_notes, filter_errors, keyword_hint, pasted_item_hint, rewrite_keyword
 from pytest_rvtune.session import (
@@ -161,12 +162,25 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_OUTER_ROOT_KEY] = paths.set_project_root(Path(config.rootpath))
     stop = config.stash[_STOP_KEY] = StopOnSignal()  # SIGTERM/SIGHUP: as Ctrl-C, passed on to the workers
     stop.install()
+    if is_controller(config):
+        limit_worker_restarts(config)
     session = config.stash[SESSION_KEY] = RvtuneSession(config)
     table_columns(config, session.target_names)
     config.pluginmanager.register(ReportHooks(config), "rvtune-session")
     if is_controller(config):
         config.pluginmanager.register(ProgressReporter(config, session.is_kernel_item, RECORD_KEY,
                                                        session.options.progress), "rvtune-progress")
+
+
+def limit_worker_restarts(config: pytest.Config) -> None:
+    """With --tx (no -n) xdist restarts a crashed worker without limit, so a worker that cannot start on a host (a
+    bad option there, a missing package) was restarted forever; -n's own limit applies instead: 4 per worker.
+    Runs before xdist's pytest_configure, which reads it."""
+    tx = config.getoption("tx", None) or []
+    if not tx or config.getoption("numprocesses", None) or config.getoption("maxworkerrestart", None) is not None:
+        return
+    workers = sum(int(spec.split("*", 1)[0]) if spec.split("*", 1)[0].isdigit() else 1 for spec in tx)
+    config.option.maxworkerrestart = str(4 * workers)
 
 
 def pytest_configure_node(node: WorkerController) -> None:
@@ -177,6 +191,8 @@ def pytest_configure_node(node: WorkerController) -> None:
     node.workerinput["rvtune_run_id"] = session.run_id
     node.workerinput[PLACES_KEY] = session.take_places(_terminal_line(node.config))  # once, before any worker runs
     session.remote_workers.configured(node)
+    if node_host(node) is not None:  # another host cannot read the files our options name: they go with it
+        node.workerinput[SHIPPED_KEY] = pack_files(session.files_for_workers())
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -18,11 +18,15 @@ plugin imports no xdist module at start-up.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+#: workerinput key of the files the controller's options name (a base run, a noise file...), sent by content to
+#: workers on other hosts, which cannot read the controller's disk.
+SHIPPED_KEY = "rvtune_shipped_files"
 #: How a summary names the controller's machine (where a local worker runs).
 THIS_MACHINE = "this machine"
 #: Seconds a lost-host probe may take to connect (the probe runs only when a remote worker went down).
@@ -157,3 +161,21 @@ class RemoteWorkers:
                          f"{count} item{'' if count == 1 else 's'} in flight lost, without a verdict or record: "
                          f"{items}; {where}")
         return lines
+
+
+def pack_files(named: Mapping[str, Sequence[Path]]) -> dict[str, list[tuple[str, bytes]]]:
+    """option field -> its files as (name, content), for a remote worker's workerinput (execnet sends bytes)."""
+    return {field_name: [(path.name, path.read_bytes()) for path in files] for field_name, files in named.items()}
+
+
+def unpack_files(packed: Mapping[str, Sequence[tuple[str, bytes]]], into: Path) -> dict[str, list[Path]]:
+    """The worker's side of pack_files: each file written under ``into`` with its own name (its format is read from
+    the name: .json or .jsonl), one directory per option and file; option field -> the paths."""
+    unpacked: dict[str, list[Path]] = {}
+    for field_name, files in packed.items():
+        for index, (name, content) in enumerate(files):
+            path = into / f"{field_name}-{index}" / name
+            path.parent.mkdir(parents=True)
+            path.write_bytes(content)
+            unpacked.setdefault(field_name, []).append(path)
+    return unpacked

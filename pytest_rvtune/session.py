@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+import tempfile
 import time
 import warnings
 from collections import Counter
@@ -18,7 +20,7 @@ import pytest
 
 from pytest_rvtune import paths, repairs
 from pytest_rvtune.benchmark_bridge import modelled_ns
-from pytest_rvtune.remote_workers import RemoteWorkers, node_host
+from pytest_rvtune.remote_workers import SHIPPED_KEY, RemoteWorkers, node_host, unpack_files
 from pytest_rvtune.results.writer import ResultsWriter, new_run_id, unwritable_reason
 from pytest_rvtune.run_options import RunOptions, default_run_options
 from pytest_rvtune.verdict import OUTCOMES, Outcome
@@ -247,6 +249,20 @@ class RvtuneSession:
         self.run_id: str = workerinput["rvtune_run_id"] if workerinput else new_run_id()
         self.results_path = (results_file_path(options.results) if options.results
                              else paths.results_dir(self.rootdir) / f"{self.run_id}.jsonl")
+        # A worker on another host reads the files the options name from the copies its controller sent.
+        self._shipped_dir: Path | None = None
+        if workerinput and workerinput.get(SHIPPED_KEY):
+            self._shipped_dir = Path(tempfile.mkdtemp(prefix="rvtune-shipped-"))
+            shipped = unpack_files(workerinput[SHIPPED_KEY], self._shipped_dir)
+            if "results" in shipped:  # earlier rounds to pool with (the controller appends to the real file)
+                self.results_path = shipped.pop("results")[0]
+            def copy_of(name: str, given: str | None) -> str | None:
+                return str(shipped[name][0]) if name in shipped else given
+
+            options = self.options = dataclasses.replace(
+                options, noise=tuple(str(p) for p in shipped.get("noise", options.noise)),
+                compare=copy_of("compare", options.compare), resume=copy_of("resume", options.resume),
+                shortlist=copy_of("shortlist", options.shortlist))
         self._writer: ResultsWriter | None = None
         self.results_errors: list[str] = []  # the cause, per record not written (controller: of all workers)
         self.results_error_shown = False
@@ -263,6 +279,7 @@ class RvtuneSession:
         self.compare_base = self._load_run_option(options.compare, "--rvtune-compare")
         self.compare_thresholds = self._compare_thresholds()
         self.confirm_trials = self._confirm_trials()
+        self.resume_path: Path | None = None  # the run --rvtune-resume named, as resolved
         self.resume_index = self._load_resume_index()
         self.shortlist = self._load_shortlist()
         self.search_reference = self._load_run_option(options.search_reference, "--rvtune-search-reference")
@@ -429,7 +446,23 @@ class RvtuneSession:
                 self.held_places[name], self.place_leases[name] = taken
         return dict(self.place_leases)
 
+    def files_for_workers(self) -> dict[str, list[Path]]:
+        """Controller: the files the options name (resolved: `latest` is a file), per option field, for workers on
+        other hosts; and the results file when it exists (earlier rounds to pool with)."""
+        named: dict[str, list[Path]] = {}
+        for name, path in (("compare", self.compare_base and self.compare_base.path), ("resume", self.resume_path),
+                           ("shortlist", self.shortlist and self.shortlist.run.path)):
+            if path:
+                named[name] = [Path(path)]
+        if self.options.noise:
+            named["noise"] = [Path(p) for p in self.options.noise]
+        if self.results_path.is_file():
+            named["results"] = [self.results_path]
+        return named
+
     def close(self) -> None:
+        if self._shipped_dir is not None:
+            shutil.rmtree(self._shipped_dir, ignore_errors=True)
         try:
             for target in self.targets.values():
                 target.close()
@@ -708,6 +741,7 @@ class RvtuneSession:
         run = self._load_run_option(self.options.resume, "--rvtune-resume")
         if run is None:
             return {}
+        self.resume_path = run.path
         from pytest_rvtune.results.runs import RESUMABLE_OUTCOMES, completed_items
         done = completed_items(run)
         if not done:

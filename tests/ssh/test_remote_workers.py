@@ -43,16 +43,18 @@ def two_hosts(tmp_path: Path, ssh_keys: Keys) -> Iterator[dict[str, RemoteHost]]
         yield hosts
 
 
-#: The controller's environment: ours, less xdist's variables (this test may run in an xdist worker itself).
-ENV = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+#: The controller's environment: ours, less xdist's variables (this test may run in an xdist worker itself), with
+#: the plugin under test first on its path (it may run outside the checkout: a relative --rvtune-compare file).
+ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}, "PYTHONPATH": str(REPO)}
 
 
-def controller_args(root: Path, results: Path) -> list[str]:
+def controller_args(root: Path, results: Path, hosts: tuple[str, ...] = HOSTS,
+                    items: tuple[str, ...] = (str(REPO / "kernels" / "softmax.py"), *SELECT)) -> list[str]:
     """The user's command: the kernel file (absolute, as xdist's --rsyncdir needs), one --tx per host."""
     txs = [f"--tx=ssh={name}//ssh_config={root / 'ssh_config'}//python={sys.executable}"
-           f"//chdir={root / name / 'work'}" for name in HOSTS]
-    return [sys.executable, "-m", "pytest", str(REPO / "kernels" / "softmax.py"), *SELECT, *txs, "--dist=load",
-            f"--rsyncdir={REPO}", f"--rvtune-results={results}", "--benchmark-disable", "-p", "no:cacheprovider",
+           f"//chdir={root / name / 'work'}" for name in hosts]
+    return [sys.executable, "-m", "pytest", *items, *txs, "--dist=load", f"--rsyncdir={REPO}",
+            f"--rvtune-results={results}", "--benchmark-disable", "-p", "no:cacheprovider",
             "-W", "ignore::DeprecationWarning"]
 
 
@@ -111,3 +113,13 @@ def test_items_run_on_two_hosts_and_a_lost_host_loses_only_its_item_in_flight(
     assert again.returncode == pytest.ExitCode.USAGE_ERROR, again.stdout[-3000:] + again.stderr[-3000:]
     assert "--tx host host-b does not answer (" in again.stdout + again.stderr, again.stdout[-3000:]
     assert "Traceback" not in again.stdout + again.stderr and "host-a does not answer" not in again.stdout
+    # files the options name reach the hosts by content: a base run given relative to the controller's directory
+    # (no such file where a worker starts) is compared with on host-a, for an item it ran (its caches are warm)
+    item = next(r["nodeid"] for r in records if r["worker_host"] == "host-a")
+    args = controller_args(tmp_path, tmp_path / "compared.jsonl", hosts=("host-a",),
+                           items=(f"{REPO}/{item}", "--rvtune-case", "small"))
+    compared = subprocess.run([*args, "--rvtune-compare=run.jsonl"], cwd=results.parent, env=ENV,
+                              capture_output=True, text=True, timeout=300)
+    assert compared.returncode == 0, compared.stdout[-3000:] + compared.stderr[-3000:]
+    assert "rvtune: compared 1 item against run.jsonl: 0 regressed, 1 unchanged" in compared.stdout, \
+        compared.stdout[-3000:]
