@@ -197,14 +197,13 @@ def pytest_configure_node(node: WorkerController) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_setupnodes(config: pytest.Config, specs: Sequence[Any]) -> None:
-    """xdist controller, before any worker starts: a --tx ssh= host that does not answer is one clear error naming
-    it (xdist stopped at the first such host with an execnet HostNotFound traceback)."""
-    from pytest_rvtune.remote_workers import unreachable_at_start
-    unreachable = unreachable_at_start(specs)
-    if unreachable:
-        pytest.exit("rvtune: " + "; ".join(f"--tx host {host} does not answer ({cause})"
-                                           for host, cause in unreachable.items())
-                    + ": check its address, key and known_hosts with `ssh HOST true`, or leave its --tx out",
+    """xdist controller, before any worker starts: a --tx ssh= host that does not answer, or whose python lacks
+    pytest-rvtune, is one clear error naming it (xdist stopped at the first such host with an execnet HostNotFound
+    traceback)."""
+    from pytest_rvtune.remote_workers import unfit_at_start
+    problems = unfit_at_start(specs)
+    if problems:
+        pytest.exit("rvtune: " + "; ".join(problems) + " (check a host with `ssh HOST true`, or leave its --tx out)",
                     returncode=pytest.ExitCode.USAGE_ERROR)
 
 

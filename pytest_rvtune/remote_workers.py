@@ -53,33 +53,43 @@ def node_host(node: Any) -> str | None:
     return spec_host(getattr(gateway, "spec", None))
 
 
-def unreachable_at_start(specs: Sequence[Any]) -> dict[str, str]:
-    """The hosts of the ``ssh=`` specs that do not answer a fresh connection, with ssh's reason, probed at once
-    (xdist would otherwise stop at the first one with a HostNotFound traceback)."""
+def unfit_at_start(specs: Sequence[Any]) -> list[str]:
+    """What is wrong with the hosts of the ``ssh=`` specs, one line per host, probed at once before any worker
+    starts: a host that does not answer, or whose python cannot import pytest_rvtune (xdist would otherwise stop at
+    the first one with a HostNotFound traceback, or restart a worker that cannot start)."""
     hosts = {spec_host(spec): spec for spec in specs if getattr(spec, "ssh", None)}
+
+    def check(spec: Any) -> str | None:
+        python = str(spec.python or "python")  # execnet's own default
+        return probe_ssh(spec, f"{python} -c 'import pytest_rvtune'")
+
     with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
-        causes = dict(zip(hosts, pool.map(probe_ssh, hosts.values()), strict=True))
-    return {str(host): cause for host, cause in causes.items() if cause is not None}
+        causes = dict(zip(hosts, pool.map(check, hosts.values()), strict=True))
+    return [f"--tx host {host}: {cause}" for host, cause in causes.items() if cause is not None]
 
 
-def probe_ssh(spec: Any) -> str | None:
-    """Whether the host of an ``ssh=`` spec answers a fresh connection: None if it does, else ssh's last line.
+def probe_ssh(spec: Any, command: str = "true") -> str | None:
+    """Whether the host of an ``ssh=`` spec answers a fresh connection and runs ``command``: None if it does, else
+    what went wrong (ssh's or the command's last line).
 
     Uses the spec's own ssh words and ``ssh_config`` (so the same keys, known hosts and port), in batch mode."""
     args = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={PROBE_TIMEOUT_S}"]
     if getattr(spec, "ssh_config", None):
         args += ["-F", str(spec.ssh_config)]
-    args += [*str(spec.ssh).split(), "true"]
+    args += [*str(spec.ssh).split(), command]
     try:
         done = subprocess.run(args, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S * 3)
     except subprocess.TimeoutExpired:
-        return f"no answer within {PROBE_TIMEOUT_S * 3} s"
+        return f"does not answer (no answer within {PROBE_TIMEOUT_S * 3} s)"
     except OSError as exc:  # no ssh client here: say so, and treat the host as lost
-        return f"cannot run ssh: {exc}"
+        return f"cannot be reached: cannot run ssh here ({exc})"
     if done.returncode == 0:
         return None
     lines = done.stderr.strip().splitlines()
-    return lines[-1] if lines else f"ssh exited with status {done.returncode}"
+    last = lines[-1] if lines else f"exit status {done.returncode}"
+    if done.returncode == 255:  # ssh's own failure: no connection, refused key, unknown host key
+        return f"does not answer ({last})"
+    return f"`{command}` failed there ({last}): install pytest-rvtune for that python (the same version as here)"
 
 
 @dataclass

@@ -107,12 +107,17 @@ def test_items_run_on_two_hosts_and_a_lost_host_loses_only_its_item_in_flight(
     for host in two_hosts.values():
         assert any(host.cache.glob("elf/*")), f"{host.name} built nothing into its own cache {host.cache}"
         assert any(host.cache.glob("counts/*")), f"{host.name} counted nothing into its own cache {host.cache}"
-    # a session that starts while host-b is still gone: one error naming it before any worker starts
-    again = subprocess.run(controller_args(tmp_path, tmp_path / "again.jsonl"), cwd=REPO, env=ENV,
-                           capture_output=True, text=True, timeout=120)
-    assert again.returncode == pytest.ExitCode.USAGE_ERROR, again.stdout[-3000:] + again.stderr[-3000:]
-    assert "--tx host host-b does not answer (" in again.stdout + again.stderr, again.stdout[-3000:]
-    assert "Traceback" not in again.stdout + again.stderr and "host-a does not answer" not in again.stdout
+    # a session that starts while host-b is still gone, and names a python on host-a that is not there: one error
+    # naming both before any worker starts
+    ours = f"python={sys.executable}//chdir={tmp_path / 'host-a'}"
+    args = [a.replace(ours, f"python=/no/python//chdir={tmp_path / 'host-a'}")
+            for a in controller_args(tmp_path, tmp_path / "again.jsonl")]
+    again = subprocess.run(args, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=120)
+    said = again.stdout + again.stderr
+    assert again.returncode == pytest.ExitCode.USAGE_ERROR, said[-3000:]
+    assert "--tx host host-b: does not answer (ssh: connect to host " in said, said[-3000:]
+    assert "--tx host host-a: `/no/python -c 'import pytest_rvtune'` failed there (" in said, said[-3000:]
+    assert "Traceback" not in said and not (tmp_path / "again.jsonl").exists(), said[-3000:]
     # files the options name reach the hosts by content: a base run given relative to the controller's directory
     # (no such file where a worker starts) is compared with on host-a, for an item it ran (its caches are warm)
     item = next(r["nodeid"] for r in records if r["worker_host"] == "host-a")
