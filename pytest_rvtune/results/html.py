@@ -37,12 +37,12 @@ from pytest_rvtune.results.records import GroupKey, RunRecord
 from pytest_rvtune.results.report import (
     RATE_COLUMNS,
     CaseReport,
-    build_case_reports,
     counter_names,
     default_configs,
     format_count,
     format_metric,
     format_ns,
+    iter_case_reports,
     metric_title,
     ranked,
 )
@@ -278,7 +278,7 @@ def ranking_table(table_id: str, rep: CaseReport, group: Sequence[RunRecord],
             attrs["class"] = css
         rows.append(Row(cells, attrs))
     sorted_by = f"counter:{rep.metric}" if rep.metric != "time" else "median"
-    return Table(table_id, columns, rows, sorted_by=sorted_by, count=len(rep.rows))
+    return Table(table_id, columns, rows, sorted_by=sorted_by, count=rep.n_ranked)
 
 
 def metric_change(verdict: ItemComparison | None, metric: str) -> Change | None:
@@ -478,7 +478,7 @@ class GroupView:
 
     @property
     def valid(self) -> int:
-        return len(self.report.rows)
+        return self.report.n_ranked
 
     @property
     def metric_title(self) -> str:
@@ -510,7 +510,7 @@ class GroupView:
             facts.append(("best", best["config"]))
             facts.append((metric_title(rep.metric), format_metric(rep.metric, value)))
             if best["vs_worst"]:
-                facts.append(("worst / best", f"{best['vs_worst']:.2f}x over {len(rep.rows)} configs"))
+                facts.append(("worst / best", f"{best['vs_worst']:.2f}x over {rep.n_ranked} configs"))
             if rep.default_rank is not None:
                 faster = f", the best is {best['vs_default']:.2f}x faster" if rep.default_rank > 1 else ""
                 facts.append(("default (untuned)", f"#{rep.default_rank}{faster}"))
@@ -574,7 +574,7 @@ def best_table(views: Sequence[GroupView], defaults: dict[tuple[str, str, str], 
             default += f" ({default_absence(rep, view.records)})"
         cells += [txt(metric_title(rep.metric)), num(value, format_metric(rep.metric, value)),
                   ratio(best.get("vs_worst")), ratio(best.get("vs_default")),
-                  num(len(rep.rows), f"{len(rep.rows)} of {len(view.records)}"), txt(default),
+                  num(rep.n_ranked, f"{rep.n_ranked} of {len(view.records)}"), txt(default),
                   txt(defaults.get((rep.target, rep.kernel, rep.problem_id), ""))]
         rows.append(Row(cells, {"data-group": view.anchor}))
     return Table("best", columns, rows)
@@ -704,7 +704,9 @@ def _render(run: Run, base: Run | None, thresholds: Thresholds | None, now: date
             code: CodeFiles | None) -> str:
     thresholds = thresholds or Thresholds()
     groups = group_by_problem(run.records)
-    reports = {(r.target, r.kernel, r.case, r.problem_id): r for r in build_case_reports(run)}
+    # each group's rows cut to those the page shows as it is made: never every row of every group at once
+    reports = {(r.target, r.kernel, r.case, r.problem_id): r.shown_rows(ROW_LIMIT.get())
+               for r in iter_case_reports(run)}
     correlations: dict[GroupKey, list[dict[str, Any]]] = {}
     for row in correlation_rows(run.records):
         key = (row["target"], row["kernel"], row["case"], row.get("problem", ""))

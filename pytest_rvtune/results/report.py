@@ -233,6 +233,20 @@ class CaseReport:
     shortlisted_by: dict[str, Any] | None = None  # a shortlist ranked at another case (ranked_at.py)
     note: str = ""  # says so, naming both sizes
     default_id: str | None = None  # the kernel's untuned config (untuned_defaults), None when not known
+    ranked_count: int | None = None  # the valid configs ranked, when ``rows`` keeps only some (shown_rows)
+
+    @property
+    def n_ranked(self) -> int:
+        """How many valid configs were ranked (``rows`` may keep only the first of them and the default's)."""
+        return len(self.rows) if self.ranked_count is None else self.ranked_count
+
+    def shown_rows(self, limit: int) -> CaseReport:
+        """This report keeping the first ``limit`` rows and the untuned default's (its rank stays known): what a
+        page that shows ``limit`` rows needs, without every row of a group of thousands of configs."""
+        if len(self.rows) <= limit:
+            return self
+        extra = [row for row in self.rows[limit:] if row["config"] == self.default_id]
+        return replace(self, rows=self.rows[:limit] + extra, ranked_count=len(self.rows))
 
     @property
     def default_rank(self) -> int | None:
@@ -289,7 +303,12 @@ def case_report(group: Sequence[RunRecord], common_id: str | None, rank_by: str 
 
 
 def build_case_reports(run: Run, rank_by: str | None = None) -> list[CaseReport]:
-    return list(_case_reports(run, default_configs(run.records, rank_by), rank_by))
+    return list(iter_case_reports(run, rank_by))
+
+
+def iter_case_reports(run: Run, rank_by: str | None = None) -> Iterator[CaseReport]:
+    """build_case_reports one at a time, so a caller can reduce each (CaseReport.shown_rows) before the next."""
+    return _case_reports(run, default_configs(run.records, rank_by), rank_by)
 
 
 def _case_reports(run: Run, defaults: dict[tuple[str, str, str], str], rank_by: str | None) -> Iterator[CaseReport]:

@@ -51,3 +51,19 @@ def test_the_scatter_of_a_group_of_many_configs_draws_as_many_points_as_a_table_
     scatter = scatter[:scatter.index("</svg>")]
     assert scatter.count("<circle") == 33 - 1  # every 4th of 130, the winner a diamond
     assert "33 of 130 valid configs: every 4th of the ranking" in html and "BLOCK_SIZE_M=0" in scatter
+
+
+def test_a_page_that_shows_few_rows_still_ranks_the_untuned_default_among_all(tmp_path: Path) -> None:
+    """The page keeps only the rows it shows of each group (and the untuned default's): its rank and the count of
+    ranked configs are those of the whole group."""
+    n = 60
+    records = [make_record("matmul", "emu", {"BLOCK_SIZE_M": m}, [1000.0 + m] * 3, target="qemu",
+                           counters={"launch_insns": 1000.0 + m}, kernel_default="BLOCK_SIZE_M=29")
+               for m in range(n)]
+    run = write_jsonl(tmp_path / "few.jsonl", records)
+    page = tmp_path / "few.html"
+    assert main(["report", str(run), "--no-plots", "--out", str(tmp_path / "rep"), "--html", str(page),
+                 "--html-rows", "10"]) == 0
+    html = page.read_text()
+    assert "<dd>#30, the best is 1.03x faster</dd>" in html and f"over {n} configs" in html
+    assert "The first 10 rows of 60" in html and html.count("<tr data-config=") <= 10 + 2
