@@ -1,9 +1,10 @@
 """The results file: one JSON object per finished item, appended the moment the item ends.
 
-A killed run therefore loses nothing that had finished. Several xdist workers append to the same file, so each
-append takes a file lock and writes one whole line. A line is whole or absent: a write cut short (a full disk)
-is cut back off, and a fragment an earlier session left (killed mid-write) is ended with a newline before the
-next record, so the fragment never swallows it.
+A killed run therefore loses nothing that had finished. Under pytest-xdist only the controller appends (workers, on
+this host or others, send each record with the item's report); two sessions may still append to one file
+(`--rvtune-results`), so each append takes a file lock and writes one whole line. A line is whole or absent: a
+write cut short (a full disk) is cut back off, and a fragment an earlier session left (killed mid-write) is ended
+with a newline before the next record, so the fragment never swallows it.
 """
 
 from __future__ import annotations
