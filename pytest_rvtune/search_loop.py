@@ -48,12 +48,11 @@ class SearchRun:
         self.ran: set[int] = set()  # id() of the items run
         self.stop: str | None = None
 
-    def run(self, item: pytest.Item) -> None:
-        """One item through pytest's protocol, as pytest's own loop runs it. The next item is not known yet:
-        another collected item stands in for it, so fixtures of wider scope stay up (the session ends them)."""
-        items = self.session.items
-        stand_in = items[1] if item is items[0] and len(items) > 1 else items[0]
-        item.config.hook.pytest_runtest_protocol(item=item, nextitem=stand_in if stand_in is not item else None)
+    def run(self, item: pytest.Item, nextitem: pytest.Item | None = None) -> None:
+        """One item through pytest's protocol, as pytest's own loop runs it. A search's next item is not known
+        before this one's result: with no next item, pytest tears down every fixture the item set up, so the
+        next can be in any module (a kernel item's fixtures are cheap: the targets stay open in the session)."""
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         self.ran.add(id(item))
         if self.session.shouldfail or self.session.shouldstop:
             self.stop = str(self.session.shouldfail or self.session.shouldstop)
@@ -116,10 +115,10 @@ def run_searches(session: pytest.Session, rvtune: RvtuneSession) -> None:
         budget = rvtune.options.budget or 0
         progress.expect(sum(rvtune.is_kernel_item(i.nodeid) for i in others)
                         + sum(min(budget, len(members)) for members in groups.values()))
-    for item in others:
+    for n, item in enumerate(others):  # in order, as pytest runs them: their fixtures set up once
         if runner.stop:
             break
-        runner.run(item)
+        runner.run(item, others[n + 1] if n + 1 < len(others) else None)
     summaries = []
     for key, members in groups.items():
         if runner.stop:

@@ -33,17 +33,26 @@ def test_each_strategy_runs_its_budget_as_normal_items_against_an_exhaustive_ref
     best = {case: min((r["counters"]["x60_cycles"], r["config_id"]) for r in exhaustive if r["case"] == case)
             for case in ("small", "emu")}
 
+    # a second kernel module: each search's items may follow another module's (pytest's fixtures of a module
+    # must be torn down before an item of another is set up)
+    add_kernel("ps_search_other", configs=(64,))
     for strategy in STRATEGIES:
         results = f"{strategy}.jsonl"
         searched = project.runpytest("--rvtune-case", "small", "--rvtune-case", "emu", "--rvtune-search", strategy,
                                      "--rvtune-budget", "3", "--rvtune-search-seed", "3", "--rvtune-results", results,
                                      "--rvtune-search-reference", "all.jsonl", "--benchmark-disable")
-        searched.assert_outcomes(passed=3, deselected=5)  # the budget, as normal items; the rest never ran
-        records = read_results(project.path / results)
+        # the budget, as normal items, per kernel (the other kernel has 2 items); the rest never ran
+        searched.assert_outcomes(passed=5, deselected=5)
+        both = read_results(project.path / results)
+        assert sorted(r["case"] for r in both if r["kernel"] == "ps_search_other") == ["emu", "small"]
+        records = [r for r in both if r["kernel"] == "ps_search"]
         assert [r["search"]["step"] for r in records] == [0, 1, 2]
         assert all(r["search"]["strategy"] == strategy and r["outcome"] == "passed" for r in records)
         assert len(set(trials(records))) == 3  # never the same item twice
-        (summary,) = json.loads((project.path / f"{results}.search.json").read_text())
+        written = json.loads((project.path / f"{results}.search.json").read_text())
+        summaries = {found["kernel"]: found for found in written}
+        assert summaries["ps_search_other"]["evaluated"] == 2  # its whole space: fewer items than the budget
+        summary = summaries["ps_search"]
         assert summary["evaluated"] == 3 and summary["trials"] == 8 and summary["strategy"] == strategy
         for case in summary["cases"]:
             mine = [r for r in records if r["case"] == case["case"]]
