@@ -1,6 +1,6 @@
 """`rvtune tune KERNEL --strategy S --budget N`: search a kernel's configs over its cases without pytest, with the
-engine `pytest --rvtune-search` uses (search/), each evaluated config built, run and recorded as a pytest item
-would be (records in a results file `rvtune report` reads), then how far the search's best is from the best known."""
+engine of `pytest --rvtune-search`: each config it chooses is built, run and recorded as a pytest item would be (a
+results file `rvtune report` reads), and it ends with each case's best and its gap to a reference run's best."""
 
 from __future__ import annotations
 
