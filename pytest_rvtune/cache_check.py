@@ -12,8 +12,8 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from pytest_rvtune.cache_layout import KEY, walk
-from pytest_rvtune.compiler.cache import TMP_MARK, BuildCache, entry_problem, try_lock
+from pytest_rvtune.cache_layout import KEY, key_lock, walk
+from pytest_rvtune.compiler.cache import TMP_MARK, entry_problem, try_lock
 from pytest_rvtune.targets.count_cache import record_problem
 
 #: A temporary directory whose key cannot be told (an older version's name) is stale after this long.
@@ -40,8 +40,7 @@ def stale_lock(temp: Path) -> FileLock | None:
     key = temp.name[1:].split(TMP_MARK)[0]
     if not KEY.fullmatch(key):
         return None
-    kind_dir = temp.parent.parent
-    return BuildCache(kind_dir.parent).lock(kind_dir.name, key)  # the lock its build takes
+    return key_lock(temp, key)
 
 
 def is_stale(temp: Path) -> bool:

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pytest_rvtune.compiler.cache import TMP_MARK
+from filelock import FileLock
+
+from pytest_rvtune.compiler.cache import TMP_MARK, BuildCache
 
 KEY = re.compile(r"[0-9a-f]{64}")
 
@@ -54,4 +56,11 @@ def walk(root: Path) -> Iterator[CachePath]:
             yield CachePath(here / name, "record" if dot_json and _keyed(stem, here.name) else "other")
 
 
-__all__ = ["KEY", "CachePath", "walk"]
+def key_lock(path: Path, key: str) -> FileLock:
+    """The lock a build of ``key`` takes (BuildCache.lock), for a path ``<root>/<kind>/<key[:2]>/...`` of its
+    entry or of a temp a build of it is filling."""
+    kind_dir = path.parent.parent
+    return BuildCache(kind_dir.parent).lock(kind_dir.name, key)
+
+
+__all__ = ["KEY", "CachePath", "key_lock", "walk"]

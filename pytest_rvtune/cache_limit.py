@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_rvtune import paths
-from pytest_rvtune.cache_layout import walk
-from pytest_rvtune.compiler.cache import BuildCache, remove_entry, try_lock
+from pytest_rvtune.cache_layout import key_lock, walk
+from pytest_rvtune.compiler.cache import remove_entry, try_lock
 
 #: 4 GB: a few full sweeps of every kernel (one 6-config kernel's cache was 204 MB), well below a laptop's disk.
 DEFAULT_CAP = 4_000_000_000
@@ -155,8 +155,7 @@ def _remove(entry: Path) -> bool:
     if entry.is_file():
         entry.unlink(missing_ok=True)
         return True
-    kind_dir = entry.parent.parent
-    lock = BuildCache(kind_dir.parent).lock(kind_dir.name, entry.name)  # the lock a build of its key takes
+    lock = key_lock(entry, entry.name)
     if not try_lock(lock):
         return False
     try:

@@ -77,8 +77,7 @@ class KernelModule(pytest.File):
                 for config in configs:
                     info = KernelItemInfo(spec, case, config, target)
                     suffix = f"-{target}" if len(session.target_names) > 1 else ""
-                    name = f"{spec.name}[{case}-{info.config_id}{suffix}]"
-                    item = KernelItem.from_parent(self, name=name, callobj=kernel_item_test)
+                    item = KernelItem.from_parent(self, name=info.item_name(suffix), callobj=kernel_item_test)
                     item.stash[ITEM_KEY] = info
                     for marker in (spec.name, case, "rvtune"):
                         item.add_marker(marker)

@@ -25,6 +25,11 @@ class KernelItemInfo:
         self.config_id = spec.config_id(config)
         self.target = target
 
+    def item_name(self, suffix: str = "") -> str:
+        """The item's pytest name, ``kernel[case-config<suffix>]``: the plugin's items and `rvtune tune`'s records
+        must name an item alike (compare and resume match records by node id)."""
+        return f"{self.spec.name}[{self.case}-{self.config_id}{suffix}]"
+
 
 @dataclass
 class ProjectItemInfo:

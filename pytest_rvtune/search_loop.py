@@ -15,7 +15,7 @@ import pytest
 from pytest_rvtune.collect import ITEM_KEY
 from pytest_rvtune.item_info import KernelItemInfo
 from pytest_rvtune.search.engine import SearchOutcome, StopSearch, run_search
-from pytest_rvtune.search.report import record_value, references, summary, summary_lines, summary_path, write_summaries
+from pytest_rvtune.search.report import record_value, search_summary, summary_lines, summary_path, write_summaries
 from pytest_rvtune.search.space import SearchSpace, Trial, by_size
 from pytest_rvtune.search.strategies import make_strategy
 from pytest_rvtune.session import RECORD_KEY, RvtuneSession
@@ -93,17 +93,9 @@ class SearchRun:
         return self.found(key, outcome, records)
 
     def found(self, key: SearchKey, outcome: SearchOutcome, records: list[Mapping[str, Any]]) -> dict[str, Any]:
-        from pytest_rvtune.results.records import record_from_dict
-        from pytest_rvtune.results.runs import rank_metric
         kernel, target, problem_id = key
-        options = self.rvtune.options
-        metric = rank_metric([record_from_dict(dict(r)) for r in records], options.rank_by)
-        reference = self.rvtune.search_reference
-        known = {} if reference is None else references(
-            reference.records, kernel=kernel, target=target, problem_id=problem_id, ids=outcome.space.ids,
-            cases=outcome.space.cases, rank_by=options.rank_by, source=str(reference.path))
-        return summary(outcome, kernel=kernel, target=target, problem_id=problem_id, metric=metric, known=known)
-
+        return search_summary(outcome, records, kernel=kernel, target=target, problem_id=problem_id,
+                              rank_by=self.rvtune.options.rank_by, reference=self.rvtune.search_reference)
 
 def run_searches(session: pytest.Session, rvtune: RvtuneSession) -> None:
     """pytest_runtestloop's work under --rvtune-search: the other items first, then one search per kernel, target

@@ -76,8 +76,7 @@ def run_tune(args: argparse.Namespace) -> int:
     from pytest_rvtune.search.kernel_eval import KernelEvaluator
     from pytest_rvtune.search.report import (
         record_value,
-        references,
-        summary,
+        search_summary,
         summary_lines,
         summary_path,
         write_summaries,
@@ -162,15 +161,8 @@ def run_tune(args: argparse.Namespace) -> int:
         return 130
     finally:
         target.close()
-    from pytest_rvtune.results.records import record_from_dict
-    from pytest_rvtune.results.runs import rank_metric
-    metric = rank_metric([record_from_dict(r) for r in records], args.rank_by)
-    problem_id = next(iter(problems))
-    known = {} if reference is None else references(
-        reference.records, kernel=spec.name, target=args.target, problem_id=problem_id, ids=ids, cases=space.cases,
-        rank_by=args.rank_by, source=str(reference.path))
-    found = summary(outcome, kernel=spec.name, target=args.target, problem_id=problem_id, metric=metric,
-                    known=known)
+    found = search_summary(outcome, records, kernel=spec.name, target=args.target, problem_id=next(iter(problems)),
+                           rank_by=args.rank_by, reference=reference)
     for line in summary_lines(found):
         print(line)
     write_summaries(summary_path(results), [found])

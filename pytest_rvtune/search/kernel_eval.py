@@ -33,18 +33,18 @@ class KernelEvaluator:
     rootdir: Path
     search_field: dict[str, Any] = field(default_factory=dict)
 
-    def nodeid(self, case: str, config_id: str) -> str:
+    def nodeid(self, info: KernelItemInfo) -> str:
         """The node id pytest gives the same item, so the records of both match (`rvtune compare`, resume)."""
         try:
             module = Path(os.path.relpath(self.spec.path, self.rootdir)).as_posix()
         except ValueError:  # another drive: the absolute path
             module = self.spec.path.as_posix()
-        return f"{module}::{self.spec.name}[{case}-{config_id}]"
+        return f"{module}::{info.item_name()}"
 
     def evaluate(self, config: BlockConfig, case: str, step: int) -> dict[str, Any]:
         """The item's record, written to the results file (a write error propagates: nothing would be kept)."""
         info = KernelItemInfo(self.spec, case, config, self.target.name)
-        work = kernel_work(self.nodeid(case, info.config_id), info)
+        work = kernel_work(self.nodeid(info), info)
         def run(golden: GoldenSet, artifact: BuildArtifact, build_seconds: float) -> ItemOutcome:
             try:
                 return run_built(work, self.target, artifact, build_seconds, golden, self.options)

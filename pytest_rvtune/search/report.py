@@ -12,7 +12,7 @@ from typing import Any
 
 from pytest_rvtune.results.records import RunRecord, record_from_dict
 from pytest_rvtune.results.report import format_metric
-from pytest_rvtune.results.runs import metric_value, rank_metric
+from pytest_rvtune.results.runs import Run, metric_value, rank_metric
 from pytest_rvtune.results.summary import wrap
 from pytest_rvtune.search.engine import SearchOutcome
 
@@ -52,6 +52,17 @@ def record_value(record: Mapping[str, Any], rank_by: str | None) -> float | None
     """What ranks an item's record (its group's metric: x60_cycles under QEMU), None unless it passed."""
     parsed = record_from_dict(dict(record))
     return metric_value(parsed, rank_metric([parsed], rank_by)) if parsed.valid else None
+
+
+def search_summary(outcome: SearchOutcome, records: Iterable[Mapping[str, Any]], *, kernel: str, target: str,
+                   problem_id: str, rank_by: str | None, reference: Run | None) -> dict[str, Any]:
+    """The summary of one search (``summary``) from the records of the items it evaluated, with the gap to
+    ``reference``'s best when an earlier run is given: what `rvtune tune` and the plugin's search both end with."""
+    metric = rank_metric([record_from_dict(dict(r)) for r in records], rank_by)
+    known = {} if reference is None else references(
+        reference.records, kernel=kernel, target=target, problem_id=problem_id, ids=outcome.space.ids,
+        cases=outcome.space.cases, rank_by=rank_by, source=str(reference.path))
+    return summary(outcome, kernel=kernel, target=target, problem_id=problem_id, metric=metric, known=known)
 
 
 def summary(outcome: SearchOutcome, *, kernel: str, target: str, problem_id: str, metric: str,
