@@ -30,7 +30,6 @@ import contextlib
 import ctypes
 import functools
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -161,8 +160,7 @@ class HostRun:
     def __init__(self, ck: CompiledKernel, out_dir: Path) -> None:
         so = out_dir / f"{ck.name}_{ck.kernel_obj.parent.name[:12]}.so"
         tc = Toolchain.for_isa(HOST_ISA)
-        subprocess.run([tc.cc, "-shared", *tc.ldflags, *map(str, ck.objects), "-o", str(so), "-lm", "-lpthread"],
-                       check=True)
+        tc.link(list(ck.objects), so, libs=("-shared", "-lm", "-lpthread"))
         self.lib = ctypes.CDLL(str(so))
         self.kernel = ctypes.cast(getattr(self.lib, ck.name), ctypes.c_void_p)
         self.wrap = getattr(self.lib, f"{ck.name}_wrap")

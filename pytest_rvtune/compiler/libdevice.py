@@ -144,9 +144,9 @@ def _integers() -> dict[str, str]:
         "__nv_brevll": f"((int64_t)__builtin_bitreverse64({u64}{{0}}))",
         "__nv_byte_perm": "rv_ld_byte_perm({0}, {1}, {2})",
         "__nv_mulhi": "((int32_t)(((int64_t){0} * (int64_t){1}) >> 32))",
-        "__nv_umulhi": f"((int32_t)(uint32_t)(((uint64_t){u32}{{0}} * {u32}{{1}}) >> 32))",
+        "__nv_umulhi": "rv_mulhiui32({0}, {1})",  # the runtime's, as tt.mulhiui
         "__nv_mul64hi": "((int64_t)(((__int128){0} * (__int128){1}) >> 64))",
-        "__nv_umul64hi": f"((int64_t)(uint64_t)(((unsigned __int128){u64}{{0}} * {u64}{{1}}) >> 64))",
+        "__nv_umul64hi": "rv_mulhiui64({0}, {1})",
         "__nv_mul24": "((int32_t)(uint32_t)((int64_t)rv_ld_sext24({0}) * rv_ld_sext24({1})))",
         "__nv_umul24": f"((int32_t)(uint32_t)((uint64_t)({u32}{{0}} & 0xffffffu) * ({u32}{{1}} & 0xffffffu)))",
         "__nv_sad": f"((int32_t)({u32}(({{0}} > {{1}}) ? (int64_t){{0}} - {{1}} : (int64_t){{1}} - {{0}}) "
@@ -157,8 +157,7 @@ def _integers() -> dict[str, str]:
         "__nv_rhadd": "((int32_t)(((int64_t){0} + {1} + 1) >> 1))",
         "__nv_uhadd": f"((int32_t)(uint32_t)(((uint64_t){u32}{{0}} + {u32}{{1}}) >> 1))",
         "__nv_urhadd": f"((int32_t)(uint32_t)(((uint64_t){u32}{{0}} + {u32}{{1}} + 1) >> 1))",
-        "__nv_abs": f"((int32_t)({{0}} < 0 ? 0u - {u32}{{0}} : {u32}{{0}}))",
-        "__nv_llabs": f"((int64_t)({{0}} < 0 ? 0u - {u64}{{0}} : {u64}{{0}}))",
+        "__nv_abs": "rv_absi32({0})", "__nv_llabs": "rv_absi64({0})",  # the runtime's, as math.absi
     }
 
 
