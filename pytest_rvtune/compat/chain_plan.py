@@ -27,7 +27,7 @@ from typing import Any
 from pytest_rvtune.compat.chain_scan import ChainFound
 from pytest_rvtune.compat.harness_values import HarnessData
 from pytest_rvtune.compat.int_expr import IntExprError
-from pytest_rvtune.compat.python_reference import ReferenceFound, find_reference
+from pytest_rvtune.compat.python_reference import ReferenceFound, resolve_reference
 
 
 @dataclass
@@ -43,11 +43,8 @@ def _stem(name: str) -> str:
 
 
 def chain_reference(module: Path, chain: ChainFound, chosen: str | None, entry: str) -> ReferenceFound:
-    if chosen:
-        found = find_reference(module, chain.function)
-        return ReferenceFound(chosen, found.candidates, f"reference in [triton_rvv.kernels.{entry}]")
-    found = find_reference(module, chain.function)
-    if found.name is None and len(found.candidates) == 1:
+    found = resolve_reference(module, chain.function, chosen, entry)
+    if not chosen and found.name is None and len(found.candidates) == 1:
         return ReferenceFound(found.candidates[0], found.candidates,
                               f"the module's only reference function; {found.why}")
     return found

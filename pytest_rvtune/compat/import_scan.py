@@ -28,7 +28,7 @@ from pytest_rvtune.compat.int_expr import IntExprError, names_in
 from pytest_rvtune.compat.launch_signature import derive_signature
 from pytest_rvtune.compat.module_reader import ModuleInfo, read_module
 from pytest_rvtune.compat.project import TemplateError, format_template, template_fields
-from pytest_rvtune.compat.python_reference import ReferenceFound, find_reference
+from pytest_rvtune.compat.python_reference import ReferenceFound, resolve_reference
 from pytest_rvtune.compat.shape_cfg import cfg_for, read_shape_cfg
 from pytest_rvtune.compat.support_format import read_support_format
 from pytest_rvtune.compat.variants import VariantScan, case_plan, launch_parameters, plan_table, scan_variants
@@ -229,6 +229,7 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path, cases: 
     unbuildable = [u for u in hinfo.unreadable if "does not compile" in u.why]
     launch = launch_parameters(module, functions[0]) if unbuildable and variants is None else None
     generic_data: HarnessData | None = None  # the generic plans' reads: the same for every case, read once
+    found = None if launch is None else resolve_reference(module, launch[0], reference, stem)  # the same too
     for case_name, values in chosen.items():
         params = {**{n: hinfo.defaults.get(n, 0) for n in hinfo.shape_names}, **values}
         if unbuildable and variants is None:
@@ -236,7 +237,7 @@ def _scan_module(result: Scan, root: Path, layout: Layout, module: Path, cases: 
             entry_cases[case_name] = {"params": params, "sha256": {},
                                       "generic": _generic_case(result, root, layout, module, harness, harness_text,
                                                                generic_data, signatures, hinfo, launch, case_name,
-                                                               params, unbuildable[0], reference)}
+                                                               params, unbuildable[0], found)}
         elif variants is None:
             entry_cases[case_name] = {"params": params,
                                       "sha256": _pin_data(result, root, layout, stem, case_name, hinfo, params)}
@@ -336,14 +337,14 @@ def _chain_entry(result: Scan, root: Path, layout: Layout, module: Path, info: M
 def _generic_case(result: Scan, root: Path, layout: Layout, module: Path, harness: Path, text: str,
                   data: HarnessData, signatures: dict[str, Any], hinfo: HarnessInfo,
                   launch: tuple[str, list[str], dict[str, str]] | None, case: str, params: dict[str, int],
-                  unbuildable: Unreadable, reference: str | None) -> dict[str, Any]:
+                  unbuildable: Unreadable, found: ReferenceFound | None) -> dict[str, Any]:
     """The ``generic`` table of a case their harness cannot build: their kernel in our generic harness on their
     data for the case, the expected value from their file or their Python reference (variants.case_plan)."""
     stem = module.stem
     why = (f"their harness does not compile ({harness.relative_to(root).as_posix()}:{unbuildable.line}: "
            f"`{unbuildable.construct}`)")
     subject = f"{stem}: case {case}"
-    if launch is None:
+    if launch is None or found is None:
         result.problem(stem, f"case {case}: {why}, and no Python launch (kernel[grid](...)) to run its kernel in "
                              "the generic harness: add one")
         return {"harness": "none", "why": f"{why}; no Python launch function"}
@@ -351,9 +352,6 @@ def _generic_case(result: Scan, root: Path, layout: Layout, module: Path, harnes
     runtime = [p for p, v in signatures[function].items() if v != 1]
     wrap_params = dict(zip(runtime, hinfo.wrap_calls.get(function, []), strict=False))
     run_dir = root / (layout.run_dir or ".")
-    found = find_reference(module, launch[0])
-    if reference:
-        found = ReferenceFound(reference, found.candidates, f"reference in [triton_rvv.kernels.{stem}]")
     plan, problems = case_plan(why, data, text, params, run_dir, wrap_params, launch[2], found, subject, stem)
     for problem in problems:
         result.problem(stem, problem.removeprefix(f"{stem}: "))

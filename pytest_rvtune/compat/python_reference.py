@@ -50,3 +50,12 @@ def find_reference(module_path: Path, launch: str) -> ReferenceFound:
     if candidates:
         return ReferenceFound(None, candidates, f"none of {', '.join(candidates)} is called beside {launch}()")
     return ReferenceFound(None, (), "the module has no torch_*/pytorch_*/naive_*/ref_*/*_reference function")
+
+
+
+def resolve_reference(module_path: Path, launch: str, chosen: str | None, entry: str) -> ReferenceFound:
+    """``find_reference``, unless the user named the reference in rvtune.toml (``chosen``): then that one."""
+    found = find_reference(module_path, launch)
+    if chosen:
+        return ReferenceFound(chosen, found.candidates, f"reference in [triton_rvv.kernels.{entry}]")
+    return found
