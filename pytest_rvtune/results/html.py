@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -520,7 +520,7 @@ class GroupView:
             facts.append(("without a valid result", str(len(rep.failures))))
         return facts
 
-    @property
+    @cached_property
     def figures(self) -> list[Figure]:
         figures = []
         grid = heatmap_grid(self.records)
@@ -531,19 +531,19 @@ class GroupView:
             figures.append(scatter_figure(self.records, self.correlations[0], self.report.emulated))
         return figures
 
-    @property
+    @cached_property  # the template reads it in a test and again to draw it
     def param_figures(self) -> list[Figure]:
         return param_figures(self.records, self.report.metric, self.report.emulated)
 
-    @property
+    @cached_property
     def ranking(self) -> Table:
         return ranking_table(f"rank-{self.anchor}", self.report, self.records, self.verdicts, self.links)
 
-    @property
+    @cached_property
     def correlation(self) -> Table:
         return correlation_table(f"corr-{self.anchor}", self.correlations)
 
-    @property
+    @cached_property  # the template reads it in a test and again to draw it
     def failures(self) -> Table | None:
         return failure_table(f"fail-{self.anchor}", self.report.failures) if self.report.failures else None
 
@@ -705,13 +705,13 @@ def _render(run: Run, base: Run | None, thresholds: Thresholds | None, now: date
     thresholds = thresholds or Thresholds()
     groups = group_by_problem(run.records)
     # each group's rows cut to those the page shows as it is made: never every row of every group at once
+    defaults = default_configs(run.records)
     reports = {(r.target, r.kernel, r.case, r.problem_id): r.shown_rows(ROW_LIMIT.get())
-               for r in iter_case_reports(run)}
+               for r in iter_case_reports(run, defaults=defaults)}
     correlations: dict[GroupKey, list[dict[str, Any]]] = {}
     for row in correlation_rows(run.records):
         key = (row["target"], row["kernel"], row["case"], row.get("problem", ""))
         correlations.setdefault(key, []).append(row)
-    defaults = default_configs(run.records)
     verdict_list = compare_runs(base, run, thresholds) if base is not None else None
     verdicts = {v.key: v for v in verdict_list} if verdict_list is not None else None
     views = [GroupView(f"g{i}", key, reports[key], records, correlations.get(key, []),

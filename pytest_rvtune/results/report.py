@@ -306,9 +306,11 @@ def build_case_reports(run: Run, rank_by: str | None = None) -> list[CaseReport]
     return list(iter_case_reports(run, rank_by))
 
 
-def iter_case_reports(run: Run, rank_by: str | None = None) -> Iterator[CaseReport]:
-    """build_case_reports one at a time, so a caller can reduce each (CaseReport.shown_rows) before the next."""
-    return _case_reports(run, default_configs(run.records, rank_by), rank_by)
+def iter_case_reports(run: Run, rank_by: str | None = None,
+                      defaults: dict[tuple[str, str, str], str] | None = None) -> Iterator[CaseReport]:
+    """build_case_reports one at a time, so a caller can reduce each (CaseReport.shown_rows) before the next;
+    ``defaults``: the run's default_configs when the caller has them already."""
+    return _case_reports(run, default_configs(run.records, rank_by) if defaults is None else defaults, rank_by)
 
 
 def _case_reports(run: Run, defaults: dict[tuple[str, str, str], str], rank_by: str | None) -> Iterator[CaseReport]:
