@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 from pytest_rvtune.cli.out_dir import out_dir_problem
@@ -14,8 +15,8 @@ from pytest_rvtune.results.export import DEFAULT_MIN_GAIN_PCT, export_kernel, he
 from pytest_rvtune.results.export_triton import FORMATS as TRITON_FORMATS
 from pytest_rvtune.results.export_triton import module_text
 from pytest_rvtune.results.ranked_at import RECORD_FIELD as RANKED_AT_FIELD
-from pytest_rvtune.results.records import RunRecord, group_label
-from pytest_rvtune.results.runs import check_rank_by, load_run
+from pytest_rvtune.results.records import RunRecord, group_label, slim
+from pytest_rvtune.results.runs import ANALYSIS_FIELDS, check_rank_by, load_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -45,7 +46,7 @@ def run_export(args: argparse.Namespace) -> int:
         print(f"rvtune export-best: {problem}", file=sys.stderr)
         return 2
     # each record keeps, of its raw object, only the field export reads (ranked_at's): 10^5 of them fit in 2.5x the file
-    run = load_run(args.run, fields=frozenset({RANKED_AT_FIELD}))
+    run = load_run(args.run, fields=ANALYSIS_FIELDS, reduce=partial(slim, raw_fields=frozenset({RANKED_AT_FIELD})))
     check_rank_by(run.records, args.rank_by, args.run)  # a MetricError too
     by_kernel: dict[tuple[str, str], list[RunRecord]] = {}
     for record in run.records:

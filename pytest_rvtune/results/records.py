@@ -10,7 +10,7 @@ import statistics
 import sys
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from pytest_rvtune.spec import config_id
@@ -190,6 +190,12 @@ def summarise(record: RunRecord, raw_fields: frozenset[str] = frozenset()) -> Su
         stats=(record.n_samples, record.median_ns, record.min_ns, record.iqr_ns))
 
 
+def slim(record: RunRecord, raw_fields: frozenset[str] = frozenset()) -> RunRecord:
+    """``record`` keeping only ``raw_fields`` of its raw object, and its samples (a reducer for runs.load_run, for a
+    command that tests samples: `rvtune export-best`)."""
+    return replace(record, raw={k: record.raw[k] for k in raw_fields if k in record.raw} or _NO_FIELDS)
+
+
 def group_label(case: str, problem_id: str) -> str:
     """``emu`` or ``emu IS_CAUSAL=True``: a case and problem as one name for headings and tables."""
     return f"{case} {problem_id}" if problem_id else case
@@ -269,7 +275,7 @@ def record_from_dict(obj: Any, where: str = "record", *, raw_fields: frozenset[s
         elf_sha256=str(obj.get("elf_sha256") or ""),
         golden_sha256=share.text(obj.get("golden_sha256") or ""),
         machine=share.mapping(dict(obj.get("machine") or {})),
-        # the pytest node id: no analysis reads it; a record read with raw_fields keeps it only if asked
+        # the pytest node id: no analysis reads it; a slim record (raw_fields given) keeps it only if asked
         nodeid=str(obj.get("nodeid") or "") if raw_fields is None or "nodeid" in raw_fields else "",
         message=message,
         time=share.text(obj.get("time") or ""),  # to the second: many items of a run share one
