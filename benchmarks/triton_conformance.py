@@ -38,7 +38,7 @@ VERDICTS = ("pass", "wrong", "refused", "gpu stage", "other", "skipped")
 
 def run_tests(test_file: Path, target: str, sample: int, seed: int, workers: int, keyword: str | None,
               timeout: float | None, shuffle: bool = False, stop_after: float | None = None,
-              torch_cpu_matmul: bool = False) -> tuple[list[dict[str, Any]], bool]:
+              torch_cpu_matmul: bool = False, journal: Path | None = None) -> tuple[list[dict[str, Any]], bool]:
     """Run the file under pytest with the driver active: the verdict of every item run, and whether it was
     stopped early.
 
@@ -62,6 +62,8 @@ def run_tests(test_file: Path, target: str, sample: int, seed: int, workers: int
             cmd += ["--conformance-shuffle"]
         if torch_cpu_matmul:
             cmd += ["--conformance-torch-cpu-matmul"]
+        if journal:
+            cmd += ["--conformance-journal", str(journal)]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), str(REPO), env.get("PYTHONPATH")) if p)
         # A runner started in the background by a shell (`cmd &`) inherits SIGINT ignored, and so would pytest:
@@ -81,6 +83,10 @@ def run_tests(test_file: Path, target: str, sample: int, seed: int, workers: int
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        if journal:  # every verdict of this run and of the runs it resumes
+            from triton_conformance_plugin import read_journal
+
+            return read_journal(journal), stopped
         if not report.exists():
             raise SystemExit(f"pytest ended (exit status {proc.returncode}) without verdicts: see its output above")
         return json.loads(report.read_text()), stopped
@@ -132,12 +138,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="references from torch's own CPU fp16/bf16 matmul (fp32 sums in torch's order) "
                              "instead of exact ones (triton_conformance_plugin.exact_half_matmul)")
     parser.add_argument("--json", type=Path, help="also write every item's verdict here")
+    parser.add_argument("--journal", type=Path,
+                        help="append each verdict to this JSON-lines file as it is known; run again with the same "
+                             "file (and options) to go on where an interrupted run stopped: the table covers all")
     args = parser.parse_args(argv)
     if not args.test_file.is_file():
         parser.error(f"{args.test_file}: no such file (pass the path of Triton's test_core.py)")
 
     results, stopped = run_tests(args.test_file.resolve(), args.target, args.sample, args.seed, args.workers,
-                        args.keyword, args.timeout, args.shuffle, args.stop_after, args.torch_cpu_matmul)
+                        args.keyword, args.timeout, args.shuffle, args.stop_after, args.torch_cpu_matmul,
+                                  args.journal.resolve() if args.journal else None)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
     print(f"\n{args.test_file} on {args.target}"

@@ -47,6 +47,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conformance-shuffle", action="store_true",
                     help="run the items in a random order (seeded): a run stopped early is then a random sample")
     group.addoption("--conformance-report", default=None, help="write the verdicts to this JSON file")
+    group.addoption("--conformance-journal", default=None,
+                    help="append each verdict to this JSON-lines file the moment it exists, and leave out the "
+                         "items it already holds (a run of hours survives an interrupt and goes on)")
     group.addoption("--conformance-torch-cpu-matmul", action="store_true",
                     help="leave torch.matmul on CPU fp16/bf16 tensors as torch has it (fp32 sums in torch's "
                          "order) instead of exact (see exact_half_matmul)")
@@ -122,6 +125,28 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 _config: pytest.Config | None = None  # logreport hooks get no config argument
 
 
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """The verdicts a journal holds, the last one per item; a torn last line (the run was killed while
+    writing it) is left out, and that item runs again."""
+    if not path.exists():
+        return []
+    by_item: dict[str, dict[str, Any]] = {}
+    for line in path.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        by_item[entry["nodeid"]] = entry
+    return list(by_item.values())
+
+
+def _end_torn_line(path: Path) -> None:
+    """A journal whose last line was torn by a kill gets its newline, so the next verdict is a line of its own."""
+    if path.exists() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+        with open(path, "a") as out:
+            out.write("\n")
+
+
 @pytest.hookimpl(trylast=True)  # after -k / -m deselected theirs: the sample is drawn from what is left
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     n = config.getoption("--conformance-sample")
@@ -130,6 +155,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for i, item in enumerate(items) if i in keep]
     if config.getoption("--conformance-shuffle"):
         random.Random(config.getoption("--conformance-seed")).shuffle(items)
+    journal = config.getoption("--conformance-journal")
+    if journal:  # the sample and order are drawn first, so a resumed run finishes the same sample
+        done = {entry["nodeid"] for entry in read_journal(Path(journal))}
+        _end_torn_line(Path(journal))
+        items[:] = [item for item in items if item.nodeid not in done]
 
 
 @pytest.fixture
@@ -269,11 +299,16 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     if _config is None:
         return
-    _config.stash[_RESULTS].append({
+    entry = {
         "nodeid": report.nodeid, "function": report.nodeid.split("::")[-1].split("[")[0],
         "verdict": verdict, "reached_lowering": reached,
-        "message": reason,
-    })
+        "message": reason, "seconds": round(report.duration, 3),
+    }
+    _config.stash[_RESULTS].append(entry)
+    journal = _config.getoption("--conformance-journal")
+    if journal and not hasattr(_config, "workerinput"):
+        with open(journal, "a") as out:  # one line, flushed on close: an interrupt loses at most this item
+            out.write(json.dumps(entry) + "\n")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

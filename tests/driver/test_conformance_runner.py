@@ -235,3 +235,19 @@ def test_half_precision_references_are_exact_products_rounded_once(monkeypatch):
         assert torch.equal(got, exact)
     x, y = torch.randn(8, 8, generator=g), torch.randn(8, 8, generator=g)
     assert torch.equal(torch.matmul(x, y), original(x, y))  # fp32: torch's own
+
+
+def test_a_journal_keeps_each_verdict_and_a_second_run_goes_on_where_the_first_stopped(tmp_path):
+    journal = tmp_path / "journal.jsonl"
+    _, results = run(tmp_path, "--workers", "0", "-k", "test_add", "--journal", str(journal))
+    assert sorted(r["nodeid"].split("::")[-1] for r in results) == ["test_add[16]", "test_add[4]", "test_add[8]"]
+    lines = journal.read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(line)["seconds"] >= 0 for line in lines)
+    # an interrupted write leaves a torn last line: that item is not counted as done and runs again
+    journal.write_text("\n".join(lines[:2]) + "\n" + lines[2][:20])
+    torn = json.loads(lines[2])["nodeid"]
+    second, results = run(tmp_path, "--workers", "0", "-k", "test_add or test_no_kernel", "--journal", str(journal))
+    assert "|     4 |      4 |       0 |" in second.stdout, second.stdout  # the table covers both runs
+    new = [json.loads(line)["nodeid"] for line in journal.read_text().splitlines()[3:]]
+    assert sorted(new) == sorted([torn, "test_core.py::test_no_kernel"])  # the two finished ones did not run again
+    assert len(results) == 4
