@@ -895,6 +895,35 @@ def op_atomic(f: FuncEmitter, op: Op) -> None:
     f.values[op.results[0]] = out
 
 
+_SEM_RELAXED = 1  # Triton's MemSemantic: RELAXED=1, ACQUIRE=2 (atomic_poll takes only these two)
+
+
+@handles("tt.atomic_poll")
+def op_atomic_poll(f: FuncEmitter, op: Op) -> None:
+    """Spin on each element in order until it holds the expected value; with a timeout operand, one deadline for
+    the whole op (taken before the first element), and a timed-out element gives false."""
+    ptr, expected = f.get(op.operands[0]), f.get(op.operands[1])
+    elem = op.operand_types[1].element.elem
+    if elem not in ("i16", "i32", "i64"):
+        raise f.unsupported(f"tt.atomic_poll on {elem}")
+    acquire = int((op.int_attr("sem") or 2) != _SEM_RELAXED)
+    timed, deadline = 0, "0"
+    if len(op.operands) > 2:
+        timed, deadline = 1, f.temp("poll_deadline")
+        f.emit(f"int64_t {deadline} = rv_poll_deadline((uint64_t){f.get(op.operands[2]).expr});")
+
+    def element(at) -> str:
+        return f"rv_atomic_poll_{elem}({at(ptr)}, {at(expected)}, {acquire}, {timed}, {deadline})"
+
+    t = op.result_types[0]
+    if not t.is_tensor:
+        f.values[op.results[0]] = f.scalar(op.results[0], t, element(lambda v: v.expr))
+        return
+    out = f.new_buf(op.results[0], t)
+    f.loop(t.shape or (), [out, ptr, expected], lambda at, flat: f"{out.expr}[{flat}] = {element(at)};")
+    f.values[op.results[0]] = out
+
+
 @handles("tt.assert", "tt.device_assert", "tt.elementwise_inline_asm")  # tt.print: lower_print's tier
 def op_rejected(f: FuncEmitter, op: Op) -> None:
     raise f.unsupported(f"operation {op.name}")

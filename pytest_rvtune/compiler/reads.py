@@ -21,8 +21,9 @@ from collections.abc import Iterable, Mapping
 from pytest_rvtune.compiler.ttir import Block, Op, parse_module
 
 #: Ops that read the memory their first operand addresses (atomics read before they write).
-_READ_OPS = ("tt.load", "tt.atomic_rmw", "tt.atomic_cas", "tt.descriptor_load", "tt.descriptor_gather",
-             "tt.descriptor_reduce", "tt.experimental_descriptor_load", "tt.experimental_descriptor_gather")
+_READ_OPS = ("tt.load", "tt.atomic_rmw", "tt.atomic_cas", "tt.atomic_poll", "tt.descriptor_load",
+             "tt.descriptor_gather", "tt.descriptor_reduce", "tt.experimental_descriptor_load",
+             "tt.experimental_descriptor_gather")
 #: Ops whose results are data read from memory: they carry no pointer argument.
 _DATA_OPS = frozenset(_READ_OPS) - {"tt.descriptor_reduce"}
 _WRITE_OPS = ("tt.store", "tt.descriptor_store", "tt.descriptor_scatter", "tt.experimental_descriptor_store")

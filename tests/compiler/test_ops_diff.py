@@ -225,6 +225,15 @@ def atomic_kernel(x_ptr, f_ptr, i_ptr, old_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def poll_kernel(flag_ptr, o_ptr, timeout_ns, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    # one budget for the block; with 0 each lane is still loaded once: the ones holding 1 match, the others time out
+    timed = tl.atomic_poll(flag_ptr + offs, 1, timeout_ns=timeout_ns)
+    ready = tl.atomic_poll(flag_ptr + BLOCK, 3, sem="relaxed")  # no timeout: polls until the value is there
+    tl.store(o_ptr + offs, timed.to(tl.int32) + ready.to(tl.int32) * 2)
+
+
+@triton.jit
 def descriptor_kernel(x_ptr, o_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
     dst = tl.make_tensor_descriptor(o_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
@@ -453,6 +462,9 @@ def _launches() -> dict[str, tuple[KernelCall, dict]]:
     out["atomic"] = (KernelCall(atomic_kernel, s, {"BLOCK": 8},
                                 [xa, np.zeros(6, np.float32) - 10, np.zeros(8, np.int32), np.zeros(13, np.float32), 13],
                                 (2,)), {"rtol": 1e-6, "atol": 1e-6})
+    flags = np.array([1, 0, 1, 1, -1, 1, 0, 1, 3], np.int16)
+    out["atomic_poll"] = (KernelCall(poll_kernel, {"flag_ptr": "*i16", "o_ptr": "*i32", "timeout_ns": "i64"},
+                                     {"BLOCK": 8}, [flags, np.zeros(8, np.int32), 0], (1,)), {"rtol": 0, "atol": 0})
     xd = rng.standard_normal((10, 13)).astype(np.float32)
     s = {"x_ptr": "*fp32", "o_ptr": "*fp32", "M": "i32", "N": "i32"}
     out["descriptor"] = (KernelCall(descriptor_kernel, s, {"BM": 4, "BN": 8}, [xd, np.zeros_like(xd), 10, 13], (3, 2)),
