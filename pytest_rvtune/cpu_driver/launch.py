@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,17 +82,54 @@ def _tensor_pointer(kernel: str, param: str, arg: Any) -> int:
     return int(checked_tensor(kernel, param, arg).data_ptr())
 
 
+_DESCRIPTOR = re.compile(r"tensordesc<(\w+)\[([^\]]*)\]>")
+
+
+def descriptor_parts(kernel: str, param: str, arg: Any) -> list[Any]:
+    """A host tensor descriptor as Triton's launchers decompose it without TMA (backends/driver.py
+    ``decompose_descriptor``): base tensor, shape, strides, padding is NaN, round to tf32, then shape and
+    strides again (the kernel reads them once from the lowered descriptor and once as its own arguments)."""
+    if not all(hasattr(arg, a) for a in ("base", "shape", "strides", "padding")):
+        raise LaunchError(f"kernel {kernel}: argument {param!r} is a tensor descriptor parameter but got "
+                          f"{type(arg).__name__}; pass triton.tools.tensor_descriptor.TensorDescriptor")
+    shape, strides = [int(n) for n in arg.shape], [int(n) for n in arg.strides]
+    return [arg.base, *shape, *strides, arg.padding == "nan", bool(getattr(arg, "round_f32_to_tf32", False)),
+            *shape, *strides]
+
+
+def _descriptor_args(index: int, name: str, triton_type: str) -> list[RuntimeArg]:
+    """The C arguments one tensor descriptor parameter becomes, named as the TTIR names them."""
+    match = _DESCRIPTOR.fullmatch(triton_type.replace(" ", ""))
+    if match is None:  # e.g. tensordesc_im2col, a GPU-only mode
+        raise LaunchError(f"kernel {name}: parameter {name!r} has type {triton_type}; the rvtune CPU driver "
+                          "passes tiled tensor descriptors, tensors and scalars only")
+    dtype, rank = match.group(1), match.group(2).count(",") + 1
+    dims = range(rank)
+    parts = [(name, "*" + dtype), *((f"{name}.shape.{i}", "i64") for i in dims),
+             *((f"{name}.stride.{i}", "i64") for i in dims), (f"{name}.padding", "i1"),
+             (f"{name}.roundF32ToTF32", "i1"), *((f"{name}.shape.{i}", "i32") for i in dims),
+             *((f"{name}.stride.{i}", "i64") for i in dims)]
+    return [RuntimeArg(index, n, t, part) for part, (n, t) in enumerate(parts)]
+
+
 @dataclass(frozen=True)
 class RuntimeArg:
-    """A kernel argument the launch passes to C: its position among the launch's arguments, name, type."""
+    """A kernel argument the launch passes to C: its position among the launch's arguments, name, type, and
+    for a part of a tensor descriptor argument, which part (``descriptor_parts``)."""
 
     index: int
     name: str
     triton_type: str
+    part: int | None = None
 
     @property
     def is_pointer(self) -> bool:
         return self.triton_type.startswith("*")
+
+    def value(self, kernel: str, args: tuple[Any, ...]) -> Any:
+        """This argument's Python value among the launch's arguments."""
+        arg = args[self.index]
+        return arg if self.part is None else descriptor_parts(kernel, self.name, arg)[self.part]
 
     def scalar(self, kernel: str) -> tuple[Any, Callable[[Any], Any]]:
         """(ctypes type, Python value -> C value) of a scalar argument."""
@@ -115,12 +153,14 @@ class KernelCall:
     @classmethod
     def of(cls, src: Any, metadata: Any) -> KernelCall:
         name = metadata.name
-        args = tuple(RuntimeArg(i, n, t) for i, (n, t) in enumerate(dict(src.signature).items())
-                     if t != "constexpr")
-        for arg in args:
-            if not isinstance(arg.triton_type, str) or arg.triton_type.startswith("tensordesc"):
-                raise LaunchError(f"kernel {name}: parameter {arg.name!r} has type {arg.triton_type}; the rvtune "
-                                  "CPU driver passes tensors and scalars only (no tuples, no tensor descriptors)")
+        args: list[RuntimeArg] = []
+        for i, (n, t) in enumerate(dict(src.signature).items()):
+            if t == "constexpr":
+                continue
+            if not isinstance(t, str):
+                raise LaunchError(f"kernel {name}: parameter {n!r} has type {t}; the rvtune CPU driver passes "
+                                  "tensors, tensor descriptors and scalars only (no tuples)")
+            args += _descriptor_args(i, n, t) if t.startswith("tensordesc") else [RuntimeArg(i, n, t)]
         params = tuple(Param(*p) for p in metadata.params)
         if [p.user_name for p in params] != [a.name for a in args]:
             raise LaunchError(f"kernel {name}: the compiled kernel takes {[p.user_name for p in params]} but the "
@@ -129,7 +169,7 @@ class KernelCall:
         if num_threads < 0:  # the C wrapper would abort the whole process
             raise LaunchError(f"kernel {name}: num_threads={num_threads} is negative (0 = all harts, 1 = serial, "
                               "N = N threads)")
-        return cls(name, num_threads, params, args)
+        return cls(name, num_threads, params, tuple(args))
 
     def check_grid(self, grid: tuple[int, int, int]) -> None:
         for axis, size in zip("xyz", grid, strict=True):
@@ -162,7 +202,8 @@ class CPULauncher:
                  launch_metadata: Any, enter_hook: Any, exit_hook: Any, *args: Any) -> None:
         if enter_hook is not None:
             enter_hook(launch_metadata)
-        values = [convert(args[a.index]) for a, convert in zip(self.call.args, self.converters, strict=True)]
+        values = [convert(a.value(self.call.name, args)) for a, convert in zip(self.call.args, self.converters,
+                                                                                 strict=True)]
         self.call.check_grid((grid_x, grid_y, grid_z))
         # ctypes releases the GIL for the call: other Python threads run while the kernel does.
         self.wrap(grid_x, grid_y, grid_z, self.call.num_threads, function, *values)

@@ -162,7 +162,7 @@ class QemuLauncher:
 
     def __init__(self, src: Any, metadata: Any) -> None:
         self.call = KernelCall.of(src, metadata)
-        self.scalars = {a.index: a.scalar(self.call.name) for a in self.call.args if not a.is_pointer}
+        self.scalars = {(a.index, a.part): a.scalar(self.call.name) for a in self.call.args if not a.is_pointer}
         self._elves: dict[Path, Path] = {}
 
     def __call__(self, grid_x: int, grid_y: int, grid_z: int, stream: Any, function: Path, packed_metadata: Any,
@@ -197,7 +197,7 @@ class QemuLauncher:
         storages: dict[int, int] = {}
         words: list[tuple[int, int]] = []
         for arg in self.call.args:
-            value = args[arg.index]
+            value = arg.value(self.call.name, args)
             if arg.is_pointer:
                 tensor = checked_tensor(self.call.name, arg.name, value)
                 storage = _storage_of(self.call.name, arg.name, tensor)
@@ -205,7 +205,7 @@ class QemuLauncher:
                 storages.setdefault(base, storage.nbytes())
                 words.append((list(storages).index(base), tensor.data_ptr() - base))
             else:
-                c_type, convert = self.scalars[arg.index]
+                c_type, convert = self.scalars[arg.index, arg.part]
                 raw = bytes(c_type(convert(value))).ljust(8, b"\0")
                 words.append((-1, struct.unpack("<Q", raw)[0]))
         return storages, words

@@ -20,3 +20,29 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
                     mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def descriptor_scale_kernel(x_desc, out_desc, block_out_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    # Host tensor descriptors as parameters: each program scales its block (out-of-bounds stores dropped), and
+    # program (0, 0) also stores its whole loaded block, so elements past the shape show the padding.
+    pm, pn = tl.program_id(0) * BM, tl.program_id(1) * BN
+    block = x_desc.load([pm, pn])
+    out_desc.store([pm, pn], block * 2.0)
+    if (tl.program_id(0) == 2) & (tl.program_id(1) == 1):
+        r = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+        tl.store(block_out_ptr + r, block)
+
+
+def run_descriptor_scale(padding: str):
+    """Launch descriptor_scale_kernel on a 10x13 view in 4x8 blocks: (x, out, the bottom-right block as loaded)."""
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    x = torch.arange(10 * 16, dtype=torch.float32).reshape(10, 16)[:, :13]  # a view: row stride 16, 13 columns
+    out = torch.full((10, 16), -1.0)[:, :13]  # descriptors need 16-byte row strides
+    corner = torch.zeros(4, 8)
+    x_desc = TensorDescriptor(x, list(x.shape), list(x.stride()), [4, 8], padding=padding)
+    out_desc = TensorDescriptor.from_tensor(out, [4, 8])
+    descriptor_scale_kernel[(3, 2)](x_desc, out_desc, corner, BM=4, BN=8)
+    return x, out, corner

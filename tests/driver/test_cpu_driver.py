@@ -17,7 +17,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from driver_kernels import matmul_kernel
+from driver_kernels import matmul_kernel, run_descriptor_scale
 from triton.compiler.errors import CompilationError
 from triton.runtime.driver import driver
 
@@ -513,3 +513,15 @@ def test_reinterpreted_unsigned_tensors():
 def test_negative_num_threads_refused_by_name():
     with pytest.raises(LaunchError, match=r"kernel copy_kernel: num_threads=-2 is negative"):
         copy_kernel[(1,)](torch.zeros(8), torch.zeros(8), BLOCK=8, num_threads=-2)
+
+
+@pytest.mark.parametrize("padding", ["zero", "nan"])
+def test_tensor_descriptor_parameters(padding):
+    # TensorDescriptor arguments reach the kernel as Triton's launchers decompose them: base, shape, strides,
+    # padding (here a view whose rows are 16 apart, 13 columns wide), so bounds and padding hold.
+    x, out, corner = run_descriptor_scale(padding)
+    assert torch.equal(out, x * 2)
+    assert (out._base[:, 13:] == -1).all()  # stores past the descriptor's shape were dropped
+    fill = torch.full((4, 8), float("nan") if padding == "nan" else 0.0)
+    fill[:2, :5] = x[8:, 8:]
+    torch.testing.assert_close(corner, fill, equal_nan=True, rtol=0, atol=0)

@@ -7,7 +7,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from driver_kernels import matmul_kernel
+from driver_kernels import matmul_kernel, run_descriptor_scale
 from triton.runtime.driver import driver
 
 import pytest_rvtune.cpu_driver as cpu_driver
@@ -144,3 +144,9 @@ def test_float_remainder_by_a_constant_runs_bit_exactly(dtype: torch.dtype, y: f
     finite = ~expected.isnan()
     assert torch.equal(out[finite].view(torch.int64 if dtype == torch.float64 else torch.int32),
                        expected[finite].view(torch.int64 if dtype == torch.float64 else torch.int32))  # sign of 0 too
+
+
+def test_tensor_descriptor_parameters_under_qemu():
+    x, out, corner = run_descriptor_scale("nan")  # the descriptor's parts travel as the ELF's argument words
+    assert torch.equal(out, x * 2)
+    assert torch.equal(corner[:2, :5], x[8:, 8:]) and corner[2:].isnan().all() and corner[:, 5:].isnan().all()
