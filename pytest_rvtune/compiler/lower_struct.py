@@ -787,27 +787,41 @@ def op_cond_br(f: FuncEmitter, op: Op) -> None:
 
 @handles("tt.map_elementwise")
 def op_map_elementwise(f: FuncEmitter, op: Op) -> None:
-    """The scalar region (branches allowed) once per element; its returns write the result tiles."""
-    if op.attr("pack") is not None and op.int_attr("pack") != 1:
-        raise f.unsupported("tt.map_elementwise with pack > 1")
+    """The scalar region (branches allowed) once per element, or with ``pack`` = P once per P elements (its
+    arguments are P elements of each operand in turn, its returns P of each result); the returns write the result
+    tiles. Which elements share a call is the backend's choice (a GPU takes a thread's registers): here P
+    consecutive ones in row-major order."""
+    pack = op.int_attr("pack") if op.attr("pack") is not None else 1
     srcs = [f.get(o) for o in op.operands]
     outs = [f.new_buf(res, t) for res, t in zip(op.results, op.result_types, strict=True)]
     shape = op.result_types[0].shape or ()
-    idx = [f"e{d}_" for d in range(len(shape))]
-    flat = " + ".join(f"{i} * {s}" for i, s in zip(idx, contiguous_strides(shape), strict=True)) or "0"
+    if pack < 1 or numel(shape) % pack:
+        raise f.unsupported(f"tt.map_elementwise with pack={pack} over {numel(shape)} elements (not a multiple)")
     region = op.regions[0]
     done = f.temp("map_done")
+    strides = contiguous_strides(shape)
+    if pack == 1:
+        idx = [f"e{d}_" for d in range(len(shape))]
+        elements = [(idx, " + ".join(f"{i} * {s}" for i, s in zip(idx, strides, strict=True)) or "0")]
+        loops = [f"for (int32_t {i} = 0; {i} < {n}; ++{i})" for i, n in zip(idx, shape, strict=True)]
+    else:
+        elements = []
+        for j in range(pack):
+            flat_j = f"(p_ + {j})"
+            elements.append(([f"({flat_j} / {s} % {n})" for s, n in zip(strides, shape, strict=True)], flat_j))
+        loops = [f"for (int32_t p_ = 0; p_ < {numel(shape)}; p_ += {pack})"]
 
     def on_return(term: Op) -> None:
-        for out, o in zip(outs, term.operands, strict=True):
-            f.emit(f"{out.expr}[{flat}] = {f.get(o).expr};")
+        for k, out in enumerate(outs):
+            for j, (_, flat) in enumerate(elements):
+                f.emit(f"{out.expr}[{flat}] = {f.get(term.operands[k * pack + j]).expr};")
         f.emit(f"goto {done};")
 
     with contextlib.ExitStack() as stack:
-        for i, n in zip(idx, shape, strict=True):
-            stack.enter_context(f.block(f"for (int32_t {i} = 0; {i} < {n}; ++{i})"))
+        for header in loops:
+            stack.enter_context(f.block(header))
         with f.region_scope():
-            _bind_region_args(f, region.blocks[0], [f.access(s, idx, "") for s in srcs])
+            _bind_region_args(f, region.blocks[0], [f.access(s, idx, "") for s in srcs for idx, _ in elements])
             f.lower_blocks(region.blocks, {"tt.map_elementwise.return": on_return})
         f.lines.append(f"{done}:;")
     for res, v in zip(op.results, outs, strict=True):

@@ -264,6 +264,21 @@ def map_kernel(x_ptr, o_ptr, alpha, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _pair_divmod(a0, a1, b0, b1):  # pack=2: two elements of each operand, two of each result
+    return a0 // b0, a1 // b1, a0 % b0 - a1, a1 % b1 + a0
+
+
+@triton.jit
+def map_pack_kernel(a_ptr, b_ptr, o_ptr, R: tl.constexpr, C: tl.constexpr):
+    r, c = tl.arange(0, R)[:, None], tl.arange(0, C)[None, :]
+    a = tl.load(a_ptr + r * C + c)
+    b = tl.broadcast_to(tl.load(b_ptr + c), (R, C))  # a broadcast operand: read through its strides
+    q, m = tl.map_elementwise(_pair_divmod, a, b, pack=2)
+    tl.store(o_ptr + r * C + c, q)
+    tl.store(o_ptr + R * C + r * C + c, m)
+
+
+@triton.jit
 def tensor_flow_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
     r = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + r)
@@ -475,6 +490,14 @@ def _launches() -> dict[str, tuple[KernelCall, dict]]:
     out["map"] = (KernelCall(map_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32", "alpha": "fp32"}, {"BLOCK": 8},
                              [xm, np.zeros(16, np.float32), 1.5], (1,)),
                   {"rtol": 1e-6, "atol": 1e-7, "numpy_only": [xm, want.astype(np.float32)]})
+    pa = rng.integers(-1000, 1000, (4, 8)).astype(np.int32)
+    pb = rng.integers(1, 9, 8).astype(np.int32)
+    q, m = np.fix(pa / pb).astype(np.int32), np.fmod(pa, pb)  # C division truncates, as arith.divsi
+    pairs = lambda x: x.reshape(-1, 2)  # noqa: E731 (consecutive row-major elements share a call)
+    m_want = np.stack([pairs(m)[:, 0] - pairs(pa)[:, 1], pairs(m)[:, 1] + pairs(pa)[:, 0]], 1).reshape(4, 8)
+    out["map_pack"] = (KernelCall(map_pack_kernel, {"a_ptr": "*i32", "b_ptr": "*i32", "o_ptr": "*i32"},
+                                  {"R": 4, "C": 8}, [pa, pb, np.zeros(64, np.int32)], (1,)),
+                       {"rtol": 0, "atol": 0, "numpy_only": [pa, pb, np.concatenate([q.ravel(), m_want.ravel()])]})
     xt = rng.standard_normal(16).astype(np.float32)
     for n_iter in (2, 5):
         out[f"tensor_flow_{n_iter}"] = (KernelCall(tensor_flow_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32", "n": "i32"},
