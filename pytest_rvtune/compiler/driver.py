@@ -45,8 +45,9 @@ _SCALAR_C_TYPES = {
     "fp32": "float",
     "f32": "float",
     "fp64": "double",
-    # 8-bit floats too (rvtune_fp8.h); fp8e4b15 is not one (Triton 3.9 types it as i8, our options refuse it)
+    # 8-bit floats too (rvtune_fp8.h; fp8e4b15, which Triton 3.9 types as i8, converts in the frontend)
     "fp8e5": "uint8_t",
+    "fp8e4b15": "uint8_t",
     "fp8e4nv": "uint8_t",
     "fp8e4b8": "uint8_t",
     "fp8e5b16": "uint8_t",

@@ -150,8 +150,7 @@ def _where(fn: Any, err: Any) -> str:
 def _advice(err: Any) -> str:
     """What to do about a frontend refusal our options cause (fp8 types); empty for any other error."""
     text = str(err)
-    # an fp8 type outside our options, or a cast to/from float8e4b15 (Triton converts it with codegen hooks of
-    # the GPU backends, which we do not provide)
+    # an fp8 type outside our options, or a conversion Triton leaves to a codegen hook that has none for it
     if ("not supported in this architecture" in text and "fp8" in text) or "provide conversion for this type" in text:
         return (f"\nthe rvtune backend's fp8 types are {', '.join(RVTuneOptions().supported_fp8_dtypes)}: load one "
                 "of those or fp16/bf16/fp32 data (convert other tensors with torch's .to() before the launch)")

@@ -55,9 +55,9 @@ class RVTuneOptions:
     default_dot_input_precision: str = "ieee"
     allowed_dot_input_precisions: tuple[str, ...] = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
     max_num_imprecise_acc_default: int = 0
-    # The fp8 types the lowering handles (uint8_t bit patterns, runtime/rvtune_fp8.h). Triton's frontend refuses
-    # any other (float8e4b15, which Triton 3.9 types as i8) where the user wrote it, instead of the lowering later.
-    supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e4nv", "fp8e4b8", "fp8e5b16")
+    # The fp8 types the lowering handles (uint8_t bit patterns, runtime/rvtune_fp8.h), and float8e4b15, which
+    # Triton 3.9 types as i8 and converts with our codegen hook (fp8e4b15.py).
+    supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e4nv", "fp8e4b8", "fp8e5b16", "fp8e4b15")
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     extern_libs: tuple[tuple[str, str], ...] | None = None
     debug: bool = False
@@ -104,8 +104,11 @@ def min_dot_size(lhs_type: Any, rhs_type: Any) -> tuple[int, int, int]:
 
 
 def codegen_functions(options: RVTuneOptions) -> dict[str, Any]:
-    """The frontend's codegen hooks (``min_dot_size`` only: the fp8 types we have convert with tt.fp_to_fp)."""
-    return {"min_dot_size": min_dot_size}
+    """The frontend's codegen hooks: ``min_dot_size``, and ``convert_custom_types`` for float8e4b15 (the other fp8
+    types convert with tt.fp_to_fp)."""
+    from pytest_rvtune.compiler.fp8e4b15 import convert_custom_types
+
+    return {"min_dot_size": min_dot_size, "convert_custom_types": convert_custom_types}
 
 
 def module_map(block_pointers: bool = True) -> dict[str, ModuleType]:

@@ -129,5 +129,6 @@ def test_driver_maps_types():
     assert drv.map_python_to_cpp_type("*fp32") == "float *"
     assert drv.map_python_to_cpp_type("i64") == "int64_t"
     assert drv.map_python_to_cpp_type("*fp8e4nv") == "uint8_t *"
-    with pytest.raises(ValueError, match="'fp8e4b15'"):
-        drv.map_python_to_cpp_type("fp8e4b15")
+    assert drv.map_python_to_cpp_type("*fp8e4b15") == "uint8_t *"  # Triton's i8-typed fp8: bytes too
+    with pytest.raises(ValueError, match="'fp4'"):
+        drv.map_python_to_cpp_type("fp4")

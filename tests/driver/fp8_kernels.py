@@ -8,6 +8,9 @@ grouping is caught.
 
 from __future__ import annotations
 
+import bisect
+import math
+
 import torch
 import triton
 import triton.language as tl
@@ -150,3 +153,51 @@ def print_kernel(x_ptr, n, BLOCK: tl.constexpr):
     print("n =", n)
     tl.device_print("x", x, hex=True)
     tl.device_print("h", x.to(tl.float16), x.to(tl.uint8))
+
+
+def e4b15_value(byte: int) -> float:
+    """What a float8e4b15 byte means: sign, 4 exponent bits with bias 15, 3 mantissa bits, subnormals at exponent
+    0, no infinities or NaN (written from the format, not from the conversion code)."""
+    sign = -1.0 if byte & 0x80 else 1.0
+    exponent, mantissa = (byte >> 3) & 0xF, byte & 0x7
+    if exponent == 0:
+        return sign * mantissa / 8 * 2.0**-14
+    return sign * (1 + mantissa / 8) * 2.0 ** (exponent - 15)
+
+
+def e4b15_encode(x: float) -> int:
+    """NVIDIA's sm80 down-conversion of an fp16 value, by value: |x| saturated at 1.75 (NaN too), the nearest
+    float8e4b15 value with ties away from zero, the sign kept (of -0.0 too)."""
+    negative = math.copysign(1.0, x) < 0
+    magnitude = 1.75 if math.isnan(x) else min(abs(x), 1.75)
+    above = bisect.bisect_left(_E4B15_MAGNITUDES, magnitude)  # the values ascend with the byte
+    below = max(above - 1, 0)
+    nearer_below = magnitude - _E4B15_MAGNITUDES[below] < _E4B15_MAGNITUDES[above] - magnitude  # a tie: above
+    return (below if nearer_below else above) | (0x80 if negative else 0)
+
+
+_E4B15_MAGNITUDES = [e4b15_value(b) for b in range(0x80)]
+
+
+def convert_e4b15(x: torch.Tensor, rtz: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` converted to float8e4b15 by the kernel: (its bytes, those read back as float32)."""
+    y = torch.empty(x.shape, dtype=torch.uint8)
+    back = torch.empty(x.shape, dtype=torch.float32)
+    convert_kernel[(1,)](x, triton.reinterpret(y, tl.float8e4b15), back, N=x.numel(), T=tl.float8e4b15, RTZ=rtz)
+    return y, back
+
+
+def assert_e4b15_conversions(x16: torch.Tensor) -> None:
+    """fp16 -> float8e4b15 bytes as e4b15_encode says, and every byte read back is its value."""
+    y, back = convert_e4b15(x16)
+    want = torch.tensor([e4b15_encode(v) for v in x16.float().tolist()], dtype=torch.uint8)
+    bad = y != want
+    assert not bad.any(), (f"{int(bad.sum())} of {x16.numel()} differ, e.g. {x16[bad][:4].tolist()} -> "
+                           f"{y[bad][:4].tolist()}, want {want[bad][:4].tolist()}")
+    assert back.tolist() == [e4b15_value(b) for b in y.tolist()]
+
+
+@triton.jit
+def widen_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(tl.float32))

@@ -487,13 +487,19 @@ def test_unsupported_op_names_kernel_op_and_line():
     assert f"{__file__}:{line_of(inline_asm_kernel, 'tl.inline_asm_elementwise')}" in message
 
 
-def test_unsupported_dtype_names_kernel_and_line():
-    x = triton.reinterpret(torch.zeros(8, dtype=torch.int8), tl.float8e4b15)  # Triton types it as i8: refused
-    with pytest.raises(CompilationError) as err:
-        copy_kernel[(1,)](x, x, BLOCK=8)
+@triton.jit
+def hf32_dot_kernel(x_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r[:, None] * BLOCK + r[None, :])
+    tl.store(x_ptr + r[:, None] * BLOCK + r[None, :], tl.dot(x, x, input_precision="hf32"))
+
+
+def test_a_refusal_of_the_frontend_on_our_options_names_kernel_and_line():
+    with pytest.raises(CompilationError) as err:  # hf32 is a GPU precision our options do not list
+        hf32_dot_kernel[(1,)](torch.zeros(16, 16), BLOCK=16)
     message = str(err.value)
-    assert "fp8e4b15 not supported" in message
-    assert "def copy_kernel(" in message and "at 1:0" in message
+    assert "input_precision must be one of ('ieee', 'tf32'" in message and "Got hf32" in message
+    assert "def hf32_dot_kernel(" in message and "at 4:" in message
 
 
 def test_tensor_on_another_device_is_refused_by_name():

@@ -119,3 +119,18 @@ def test_fp8_tensors_launch_in_place():
     back = torch.empty(4)
     convert_kernel[(1,)](x, y, back, N=4, T=tl.float8e4nv, RTZ=False)
     assert y.base.view(torch.float8_e4m3fn).float().tolist() == [0.5, -3.0, 448.0, 0.0]
+
+
+def test_float8e4b15_converts_as_on_nvidia_gpus():
+    """float8e4b15 (Triton types it i8 and leaves its conversions to the backend): every fp16 bit pattern down, as
+    NVIDIA's sm80 code rounds and saturates, every byte up to its value; fp32 goes through fp16 toward zero."""
+    from fp8_kernels import assert_e4b15_conversions, convert_e4b15, e4b15_value, widen_kernel
+
+    assert_e4b15_conversions(ALL_16_BIT_PATTERNS.view(torch.float16).clone())
+    every_byte = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    back = torch.empty(256, dtype=torch.float32)
+    widen_kernel[(1,)](triton.reinterpret(every_byte, tl.float8e4b15), back, N=256)
+    assert back.tolist() == [e4b15_value(b) for b in range(256)]
+    # 1.0625 is halfway between 1.0 and 1.125: fp32 just below it becomes fp16 1.0615 toward zero, hence 1.0
+    y, _ = convert_e4b15(torch.tensor([1.0625, 1.0625 - 2.0**-20, -1.0625 + 2.0**-20, 3.0, 2.0**-17, 0.0, -0.0, 1.0]))
+    assert y.tolist() == [0x79, 0x78, 0xF8, 0x7E, 0x01, 0x00, 0x80, 0x78]  # 1.0 is 0x78: exponent 15 is 2**0

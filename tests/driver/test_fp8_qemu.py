@@ -30,3 +30,9 @@ def test_device_print_reaches_stdout_under_qemu(capsys: pytest.CaptureFixture[st
     print_kernel[(1,)](torch.tensor([1, -2, 3, 250], dtype=torch.int32), 7, BLOCK=4)
     lines = capsys.readouterr().out.splitlines()
     assert "pid (0, 0, 0)  n =: 7" in lines and "pid (0, 0, 0) idx (1)  x: 0xfffffffe" in lines
+
+
+def test_float8e4b15_converts_on_rv64():
+    from fp8_kernels import assert_e4b15_conversions
+
+    assert_e4b15_conversions(torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(torch.float16).clone())
