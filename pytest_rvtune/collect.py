@@ -61,19 +61,17 @@ class KernelModule(pytest.File):
                     session.filter_values[config_filter].setdefault(key, set()).update(values)
         for marker in (spec.name, *spec.cases):  # per kernel and case, registered so --strict-markers works
             self.config.addinivalue_line("markers", f"{marker}: pytest-rvtune kernel or case {marker}")
-        if session.cases:  # asked for: a module without one is left out of it, with a note (plugin.py)
-            session.cases_found.update(c for c in session.cases if c in spec.cases)
-            lacking = [c for c in session.cases if c not in spec.cases]
-            if lacking:
-                session.cases_left_out.append((self.nodeid, str(self.path), spec.name, lacking, list(spec.cases)))
+        # The cases asked for, else each target's default case: a module without one is left out of it, with a
+        # note (plugin.py), so kernels with different case sets share one command.
+        asked = list(session.cases) or list(dict.fromkeys(session.default_case(t) for t in session.target_names))
+        session.cases_asked.update(asked)
+        session.cases_found.update(c for c in asked if c in spec.cases)
+        lacking = [c for c in asked if c not in spec.cases]
+        if lacking:
+            session.cases_left_out.append((self.nodeid, str(self.path), spec.name, lacking, list(spec.cases)))
         for target in session.target_names:
             cases = [c for c in session.cases if c in spec.cases] if session.cases else [session.default_case(target)]
-            unknown = [c for c in cases if c not in spec.cases]
-            if unknown:  # the target's default case
-                self.config.option.continue_on_collection_errors = True
-                raise self.CollectError(f"kernel module {self.path}: no case {', '.join(unknown)}; "
-                                        f"it has {', '.join(spec.cases)}")
-            for case in cases:
+            for case in (c for c in cases if c in spec.cases):
                 for config in configs:
                     info = KernelItemInfo(spec, case, config, target)
                     suffix = f"-{target}" if len(session.target_names) > 1 else ""

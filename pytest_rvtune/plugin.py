@@ -299,7 +299,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # shows it (a UsageError raised in a worker is lost and the run just "collects nothing").
         config.hook.pytest_collectreport(report=pytest.CollectReport(
             nodeid="rvtune-config", outcome="failed", longrepr=message, result=[]))
-    notes, errors = case_notes(session.cases, session.cases_found, session.cases_left_out)
+    notes, errors = case_notes(session.cases or sorted(session.cases_asked), session.cases_found,
+                               session.cases_left_out, default=not session.cases)
     for message in errors:
         config.hook.pytest_collectreport(report=pytest.CollectReport(
             nodeid="rvtune-case", outcome="failed", longrepr=message, result=[]))

@@ -100,17 +100,21 @@ def filter_errors(filter_keys_unknown: Mapping[str, int], kernel_modules: int,
     return messages
 
 
-def case_notes(asked: Sequence[str], found: set[str], left_out: Sequence[tuple[str, str, str, list[str], list[str]]]
-               ) -> tuple[list[tuple[str, str]], list[str]]:
+def case_notes(asked: Sequence[str], found: set[str], left_out: Sequence[tuple[str, str, str, list[str], list[str]]],
+               default: bool = False) -> tuple[list[tuple[str, str]], list[str]]:
     """--rvtune-case over modules with different case sets: (notes, errors). A note per module that lacks an
-    asked case (node id, text: it is left out of that case); an error per asked case no module has."""
+    asked case (node id, text: it is left out of that case); an error per asked case no module has. ``default``:
+    nothing was asked, the cases are the targets' defaults (the texts say so and how to choose one)."""
     notes = [(nodeid, f"kernel {kernel} has no case {', '.join(lacking)} (its cases: {', '.join(cases)}): left out "
-                      f"of {'it' if len(lacking) == 1 else 'them'}")
+                      f"of {'it' if len(lacking) == 1 else 'them'}"
+                      + (f"; run it with --rvtune-case {cases[0]}" if default and cases else ""))
              for nodeid, _, kernel, lacking, cases in left_out]
     nowhere = [c for c in asked if c not in found]
-    errors = []
+    known = ", ".join(sorted({c for *_, cases in left_out for c in cases} | found))
+    them = "it" if len(nowhere) == 1 else "them"
+    if default:  # an error only when nothing runs at all (a Triton_RVV project's entries run all their cases)
+        return notes, ([f"the target's default case {', '.join(nowhere)}: no kernel has {them}; choose one with "
+                        f"--rvtune-case: the cases that exist are {known}"] if left_out and not found else [])
     if nowhere and (found or left_out):
-        known = sorted({c for *_, cases in left_out for c in cases} | found)
-        errors.append(f"--rvtune-case {', '.join(nowhere)}: no kernel has {'it' if len(nowhere) == 1 else 'them'}; "
-                      f"the cases that exist are {', '.join(known)}")
-    return notes, errors
+        return notes, [f"--rvtune-case {', '.join(nowhere)}: no kernel has {them}; the cases that exist are {known}"]
+    return notes, []

@@ -241,8 +241,10 @@ class RvtuneSession:
         self.kernel_modules = 0
         self.search_field: dict[str, Any] | None = None  # the record field of the item a search runs now
         self.search_lines: list[str] = []  # what the searches found, for the terminal summary
-        # --rvtune-case over modules with different case sets: the cases some module has, and per module that
-        # lacks one (node id, path, kernel, its missing cases, its cases) to be left out with a note
+        # --rvtune-case (or the targets' default cases) over modules with different case sets: the cases asked, those
+        # some module has, and per module that lacks one (node id, path, kernel, its missing cases, its cases) to be
+        # left out with a note
+        self.cases_asked: set[str] = set()
         self.cases_found: set[str] = set()
         self.cases_left_out: list[tuple[str, str, str, list[str], list[str]]] = []
         workerinput = getattr(config, "workerinput", None)

@@ -40,3 +40,18 @@ def test_cases_run_where_they_exist_and_a_case_no_module_has_is_an_error(project
     result = project.runpytest("--rvtune-case", "huge", "--collect-only", "-q")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*--rvtune-case huge: no kernel has it; the cases that exist are emu, small, wide*"])
+
+
+def test_without_a_case_a_module_lacking_the_targets_default_is_left_out_with_a_note(
+        project: pytest.Pytester, add_kernel: Callable[..., Path]) -> None:
+    two_kernels(add_kernel)  # the QEMU target's default case is emu, which mc_wide lacks
+    result = project.runpytest("--collect-only", "-q", "-rs")
+    assert result.ret == 0, result.stdout.str()
+    assert {line.split("::")[1] for line in result.stdout.lines if "::" in line} == {"mc_plain[emu-BLOCK=16]"}
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] kernels/mc_wide.py:1: kernel mc_wide has no case emu (its cases: "
+                                 "small, wide): left out of it; run it with --rvtune-case small"])
+    (project.path / "kernels" / "mc_plain.py").unlink()  # now no module has emu: an error, saying what to do
+    result = project.runpytest("--collect-only", "-q")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*the target's default case emu: no kernel has it; choose one with --rvtune-case: "
+                                 "the cases that exist are small, wide*"])
