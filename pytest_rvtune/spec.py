@@ -215,11 +215,17 @@ def _triton_type_of(value: Any, where: str) -> str:
     raise LaunchError(f"{where}: unsupported argument type {type(value).__name__} (tensor, int, float or bool)")
 
 
+def pointer_type(dtype: Any) -> str | None:
+    """Triton's signature type of a pointer to a torch tensor of ``dtype`` ("*fp32"), None for a dtype without one."""
+    element = _TORCH_TO_TRITON.get(str(dtype).removeprefix("torch."))
+    return None if element is None else "*" + element
+
+
 def _tensor_type(tensor: Any, where: str) -> str:
-    name = str(tensor.dtype).removeprefix("torch.")
-    if name not in _TORCH_TO_TRITON:
+    ptype = pointer_type(tensor.dtype)
+    if ptype is None:
         raise LaunchError(f"{where}: unsupported tensor dtype {tensor.dtype}")
-    return "*" + _TORCH_TO_TRITON[name]
+    return ptype
 
 
 class _Recorder:

@@ -28,6 +28,7 @@ from pytest_rvtune.compat.chain_scan import ChainFound
 from pytest_rvtune.compat.harness_values import HarnessData
 from pytest_rvtune.compat.int_expr import IntExprError
 from pytest_rvtune.compat.python_reference import ReferenceFound, resolve_reference
+from pytest_rvtune.spec import pointer_type
 
 
 @dataclass
@@ -118,11 +119,10 @@ def plan_chain(chain: ChainFound, why: str, data: HarnessData, harness_text: str
 
 def _ttype(value: Any) -> str | int:
     if hasattr(value, "data_ptr"):
-        element = {"float32": "fp32", "float64": "fp64", "float16": "fp16", "bfloat16": "bf16", "int32": "i32",
-                   "int64": "i64", "int8": "i8", "uint8": "u8", "int16": "i16"}.get(str(value.dtype)[6:])
-        if element is None:
+        ptype = pointer_type(value.dtype)
+        if ptype is None:
             raise ValueError(f"a {value.dtype} tensor: no Triton pointer type for it")
-        return "*" + element
+        return ptype
     if isinstance(value, bool):
         return "i1"
     if isinstance(value, int):

@@ -30,10 +30,7 @@ from pytest_rvtune.compat.generic_run import (
 from pytest_rvtune.compat.project import RvvEntry, RvvVariant
 from pytest_rvtune.compat.triton_rvv_module import RvvConfig
 from pytest_rvtune.harness import chain as chain_c
-
-#: torch dtype name -> the Triton element type of a pointer to it.
-_ELEMENT = {"float32": "fp32", "float64": "fp64", "float16": "fp16", "bfloat16": "bf16", "int32": "i32",
-            "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "i1"}
+from pytest_rvtune.spec import pointer_type
 
 
 def record_chain(module: types.ModuleType, entry: RvvEntry, variant: RvvVariant, config: RvvConfig,
@@ -133,8 +130,7 @@ def bind_chain(module: types.ModuleType, entry: RvvEntry, variant: RvvVariant, c
 
 def _buffer(what: str, tensor: Any, param: str | None, local: str, ttype: str, variant: RvvVariant,
             run_dir: Path) -> chain_c.Buffer:
-    element = _ELEMENT.get(str(tensor.dtype).removeprefix("torch."))
-    if element is None or "*" + element != ttype:
+    if pointer_type(tensor.dtype) != ttype:
         raise GenericRunError(f"{what}: {local} is a {tensor.dtype} tensor, the signature table says {ttype}")
     numel = int(tensor.numel())
     label = param or local
