@@ -128,7 +128,7 @@ class PlaceHold:
         interrupted. BoardError names the coordinator, the place and what to do."""
         try:
             self._call(self._start(), _ANSWER_S + 5)
-            self.token = self._call(self._reserve(), _ANSWER_S)
+            self.token = self._reserve_to_the_end()
             self.place = self._wait()
             self._call(self._acquire(self.place), _ANSWER_S * 2)
             self.lease = self._call(self._read_lease(self.place), _ANSWER_S)
@@ -142,6 +142,21 @@ class PlaceHold:
         log.info("%s: place %s acquired (reservation %s): board %s@%s:%d", self.where, self.lease.place,
                  self.lease.token, self.lease.user, self.lease.host, self.lease.port)
         return self.lease
+
+    def _reserve_to_the_end(self) -> str:
+        """The reservation's token. An interrupt (Ctrl-C, SIGTERM) can land after the coordinator made the
+        reservation but before its answer came: the call is then not cancelled but awaited a little longer, so
+        release() knows the token and cancels it (cancelled, the reservation would stay there until it expires)."""
+        future = asyncio.run_coroutine_threadsafe(self._reserve(), self._loop.loop)
+        try:
+            return future.result(_ANSWER_S)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError from None
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.token = future.result(_ANSWER_S)
+            raise
 
     async def _start(self) -> None:
         try:

@@ -11,6 +11,8 @@ from the coordinator (its log and its RPCs).
 
 from __future__ import annotations
 
+import _thread
+import asyncio
 import contextlib
 import functools
 import getpass
@@ -21,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -224,6 +227,30 @@ def test_sessions_take_turns_and_sigterm_gives_the_place_back(farm: Farm, tmp_pa
                                      for r in records), records
     assert farm.holder() == "" and farm.reservations() == []  # nothing is left taken
     assert PLACE not in farm.client("who")
+
+
+def test_an_interrupt_before_the_reservation_is_answered_still_cancels_it(farm: Farm, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    """SIGTERM (a KeyboardInterrupt here) can land after the coordinator made the reservation but before its answer
+    reached the session (a loaded machine): the reservation is still cancelled, not left waiting until it expires.
+    The coordinator is real; only its answer is held back, so the interrupt comes first."""
+    real_reserve = PlaceHold._reserve
+
+    async def late_answer(self: PlaceHold) -> str:
+        token = await real_reserve(self)  # made at the coordinator
+        await asyncio.sleep(1.0)
+        return token
+
+    monkeypatch.setattr(PlaceHold, "_reserve", late_answer)
+    cfg = load_targets(tmp_path, farm_config(farm, tmp_path, "farm"))["farm"]
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            PlaceHold(cfg).take()
+    finally:
+        timer.cancel()
+    assert farm.reservations() == [] and farm.holder() == ""
 
 
 def test_target_config_and_errors_name_the_place_and_coordinator(farm: Farm, tmp_path: Path,
