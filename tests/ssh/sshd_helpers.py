@@ -12,13 +12,16 @@ here, which would dominate; the shell itself (bash as root's login shell) is sti
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import re
 import secrets
 import shlex
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -172,23 +175,28 @@ def netns_link() -> Iterator[NetnsHost]:
         pytest.skip("iproute2 (ip) is not installed: no network namespace host")
     tag = secrets.token_hex(3)
     ns, ours, theirs = f"rvtune-{tag}", f"rvt{tag}a", f"rvt{tag}b"
-    octet = int(tag[:2], 16) % 250 + 1
     made = _ip("netns", "add", ns)
     if made.returncode != 0:
         pytest.skip(f"cannot create a network namespace here (ip netns add: {made.stderr.strip()})")
     try:
-        for args in (
-            ("link", "add", ours, "type", "veth", "peer", "name", theirs),
-            ("link", "set", theirs, "netns", ns),
-            ("addr", "add", f"10.213.{octet}.1/30", "dev", ours),
-            ("link", "set", ours, "up"),
-            ("-n", ns, "addr", "add", f"10.213.{octet}.2/30", "dev", theirs),
-            ("-n", ns, "link", "set", theirs, "up"),
-            ("-n", ns, "link", "set", "lo", "up"),
-        ):
-            done = _ip(*args)
-            if done.returncode != 0:
-                pytest.skip(f"cannot set up the namespace link (ip {' '.join(args)}: {done.stderr.strip()})")
+        # Two links on one /30 would share a route and one of them would be unreachable: the subnet is chosen
+        # among those no link has, under a lock the test processes of this machine (xdist workers) share.
+        with open(Path(tempfile.gettempdir()) / "rvtune-test-netns.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            used = {int(m) for m in re.findall(r"inet 10\.213\.(\d+)\.", _ip("-4", "-o", "addr", "show").stdout)}
+            octet = secrets.choice([n for n in range(1, 251) if n not in used])
+            for args in (
+                ("link", "add", ours, "type", "veth", "peer", "name", theirs),
+                ("link", "set", theirs, "netns", ns),
+                ("addr", "add", f"10.213.{octet}.1/30", "dev", ours),
+                ("link", "set", ours, "up"),
+                ("-n", ns, "addr", "add", f"10.213.{octet}.2/30", "dev", theirs),
+                ("-n", ns, "link", "set", theirs, "up"),
+                ("-n", ns, "link", "set", "lo", "up"),
+            ):
+                done = _ip(*args)
+                if done.returncode != 0:
+                    pytest.skip(f"cannot set up the namespace link (ip {' '.join(args)}: {done.stderr.strip()})")
         yield NetnsHost(ns, ours, f"10.213.{octet}.2")
     finally:
         _ip("netns", "del", ns)  # deletes their end of the veth, and with it ours
