@@ -11,7 +11,6 @@ from the coordinator (its log and its RPCs).
 
 from __future__ import annotations
 
-import _thread
 import asyncio
 import contextlib
 import functools
@@ -243,13 +242,19 @@ def test_an_interrupt_before_the_reservation_is_answered_still_cancels_it(farm: 
 
     monkeypatch.setattr(PlaceHold, "_reserve", late_answer)
     cfg = load_targets(tmp_path, farm_config(farm, tmp_path, "farm"))["farm"]
-    timer = threading.Timer(0.3, _thread.interrupt_main)
+    hold = PlaceHold(cfg)
+    # A real SIGINT (as Ctrl-C; SIGTERM becomes the same KeyboardInterrupt in a session) wakes the main thread
+    # from its wait for the answer; _thread.interrupt_main() sends no signal and would land only after the answer.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            PlaceHold(cfg).take()
+            hold.take()
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+        hold.release()  # a no-op when take() gave everything back; else the module's later tests still get the place
     assert farm.reservations() == [] and farm.holder() == ""
 
 
