@@ -38,7 +38,7 @@ from pytest_rvtune.session import (
     is_controller,
     session_of,
 )
-from pytest_rvtune.stop_signals import StopOnSignal
+from pytest_rvtune.stop_signals import StopOnSignal, make_interruptible
 
 if TYPE_CHECKING:
     from pytest_benchmark.session import BenchmarkSession
@@ -164,6 +164,8 @@ def pytest_configure(config: pytest.Config) -> None:
     stop.install()
     if is_controller(config):
         limit_worker_restarts(config)
+    else:
+        make_interruptible()  # an xdist worker: execnet's SIGINT must reach it even from a background session
     session = config.stash[SESSION_KEY] = RvtuneSession(config)
     table_columns(config, session.target_names)
     config.pluginmanager.register(ReportHooks(config), "rvtune-session")

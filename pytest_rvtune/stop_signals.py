@@ -33,6 +33,15 @@ def child_pids(parent: int | None = None) -> list[int]:
     return children
 
 
+def make_interruptible() -> None:
+    """SIGINT back to Python's KeyboardInterrupt where this process inherited it ignored (a session started in the
+    background: `pytest ... &`, nohup). execnet stops an xdist worker whose controller died with SIGINT; ignored,
+    the worker ran on and was ended by os._exit 15 s later, without its clean-up (QEMU run directories stayed)."""
+    with contextlib.suppress(ValueError):  # not the main thread: Python refuses signal handlers there
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 class StopOnSignal:
     """Installed for a session (main thread only: elsewhere Python refuses signal handlers), then restored."""
 

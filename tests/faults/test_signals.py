@@ -46,8 +46,9 @@ def _alive(pid: int) -> bool:
 
 
 def _session_in_qemu(project: pytest.Pytester, add_kernel: Callable[..., Path], cache: Path,
-                     workers: str) -> tuple[subprocess.Popen[str], Path]:
-    """A pytest session in a subprocess, once one item passed and a hanging item's QEMU runs."""
+                     workers: str, sigint_ignored: bool = False) -> tuple[subprocess.Popen[str], Path]:
+    """A pytest session in a subprocess, once one item passed and a hanging item's QEMU runs; ``sigint_ignored``:
+    started as from a background shell job (`pytest ... &`), SIGINT ignored in it and its children."""
     add_kernel("fsig_done", configs=(16,))
     add_kernel("fsig_hang", "hang", configs=(16, 32))
     tmp = project.path / "tmp"
@@ -57,7 +58,8 @@ def _session_in_qemu(project: pytest.Pytester, add_kernel: Callable[..., Path], 
     session = subprocess.Popen(
         [sys.executable, "-m", "pytest", "--rvtune-case", "small", "--rvtune-timeout", "300", "-n", workers,
          "-p", "no:cacheprovider", "--benchmark-disable", f"--rvtune-results={results}", "kernels"],
-        cwd=project.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cwd=project.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:  # until one item finished and a hanging run is in QEMU
         done = results.is_file() and any(r["outcome"] == "passed" for r in read_results(results))
@@ -93,12 +95,14 @@ def test_a_stop_signal_ends_workers_and_qemu_prints_the_summary_and_leaves_no_te
     assert sorted(p.name for p in tmp.iterdir() if p.name.startswith("rvtune-")) == []
 
 
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["foreground", "background-job"])
 def test_workers_of_a_controller_killed_with_sigkill_stop_at_once_and_clean_up(
-        project: pytest.Pytester, add_kernel: Callable[..., Path], rvtune_cache_dir: Path) -> None:
+        project: pytest.Pytester, add_kernel: Callable[..., Path], rvtune_cache_dir: Path,
+        sigint_ignored: bool) -> None:
     """kill -9 passes nothing on (a hostile case beyond the issue's): execnet interrupts a worker whose controller
     is gone, and that interrupt runs the same clean-up as SIGTERM's (its QEMU group killed, its run directory
-    removed) within seconds."""
-    session, tmp = _session_in_qemu(project, add_kernel, rvtune_cache_dir, "2")
+    removed) within seconds; also in a session started as a background job, where SIGINT comes in ignored."""
+    session, tmp = _session_in_qemu(project, add_kernel, rvtune_cache_dir, "2", sigint_ignored)
     xdist_workers = child_pids(session.pid)
     session.kill()
     session.communicate(timeout=30)
