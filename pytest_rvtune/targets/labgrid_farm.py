@@ -111,8 +111,10 @@ class PlaceHold:
     def where(self) -> str:
         return f"target {self.cfg.name!r}: labgrid coordinator {self.address}"
 
-    def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run on the loop thread; an interrupt (Ctrl-C, SIGTERM) here cancels the coroutine there too."""
+    def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None, *, finish: bool = False) -> T:
+        """Run on the loop thread; an interrupt (Ctrl-C, SIGTERM) here cancels the coroutine there too, unless
+        ``finish``: a call whose effect at the coordinator release() must know is then awaited (at most
+        ``timeout`` more) before the interrupt goes on."""
         future = asyncio.run_coroutine_threadsafe(coro, self._loop.loop)
         try:
             return future.result(timeout)
@@ -120,7 +122,11 @@ class PlaceHold:
             future.cancel()
             raise TimeoutError from None
         except BaseException:
-            future.cancel()
+            if finish:
+                with contextlib.suppress(Exception):
+                    future.result(timeout)
+            else:
+                future.cancel()
             raise
 
     def take(self) -> PlaceLease:
@@ -128,7 +134,9 @@ class PlaceHold:
         interrupted. BoardError names the coordinator, the place and what to do."""
         try:
             self._call(self._start(), _ANSWER_S + 5)
-            self.token = self._reserve_to_the_end()
+            # an interrupt can land after the coordinator made the reservation but before its answer came: the
+            # call finishes (it keeps the token), so release() cancels the reservation instead of leaving it there
+            self._call(self._reserve(), _ANSWER_S, finish=True)
             self.place = self._wait()
             self._call(self._acquire(self.place), _ANSWER_S * 2)
             self.lease = self._call(self._read_lease(self.place), _ANSWER_S)
@@ -143,21 +151,6 @@ class PlaceHold:
                  self.lease.token, self.lease.user, self.lease.host, self.lease.port)
         return self.lease
 
-    def _reserve_to_the_end(self) -> str:
-        """The reservation's token. An interrupt (Ctrl-C, SIGTERM) can land after the coordinator made the
-        reservation but before its answer came: the call is then not cancelled but awaited a little longer, so
-        release() knows the token and cancels it (cancelled, the reservation would stay there until it expires)."""
-        future = asyncio.run_coroutine_threadsafe(self._reserve(), self._loop.loop)
-        try:
-            return future.result(_ANSWER_S)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise TimeoutError from None
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.token = future.result(_ANSWER_S)
-            raise
-
     async def _start(self) -> None:
         try:
             self._session = await _SESSIONS.open(self.address)
@@ -166,7 +159,7 @@ class PlaceHold:
             raise BoardError(f"{self.where}: cannot connect ({cause}); check that labgrid-coordinator runs there "
                              f"and coordinator in {self.cfg.where()} (or LG_COORDINATOR)") from None
 
-    async def _reserve(self) -> str:
+    async def _reserve(self) -> None:
         assert self._session is not None
         fltr = reservation_filter(self.cfg)
         request = pb2.CreateReservationRequest(filters={"main": pb2.Reservation.Filter(filter=fltr)}, prio=0.0)
@@ -174,7 +167,7 @@ class PlaceHold:
             response = await self._session.stub.CreateReservation(request)
         except grpc.aio.AioRpcError as exc:
             raise BoardError(f"{self.where}: reservation refused: {exc.details()}") from None
-        return str(response.reservation.token)
+        self.token = str(response.reservation.token)  # set here, so it is kept even if the caller was interrupted
 
     def _wanted(self) -> str:
         return f"place {self.cfg.place}" if self.cfg.place else \

@@ -233,14 +233,21 @@ def test_an_interrupt_before_the_reservation_is_answered_still_cancels_it(farm: 
     """SIGTERM (a KeyboardInterrupt here) can land after the coordinator made the reservation but before its answer
     reached the session (a loaded machine): the reservation is still cancelled, not left waiting until it expires.
     The coordinator is real; only its answer is held back, so the interrupt comes first."""
-    real_reserve = PlaceHold._reserve
+    real_start = PlaceHold._start
 
-    async def late_answer(self: PlaceHold) -> str:
-        token = await real_reserve(self)  # made at the coordinator
-        await asyncio.sleep(1.0)
-        return token
+    async def start_with_a_late_answer(self: PlaceHold) -> None:
+        await real_start(self)
+        assert self._session is not None
+        create = self._session.stub.CreateReservation
 
-    monkeypatch.setattr(PlaceHold, "_reserve", late_answer)
+        async def late_answer(request: Any) -> Any:
+            response = await create(request)  # made at the coordinator
+            await asyncio.sleep(1.0)
+            return response
+
+        monkeypatch.setattr(self._session.stub, "CreateReservation", late_answer)
+
+    monkeypatch.setattr(PlaceHold, "_start", start_with_a_late_answer)
     cfg = load_targets(tmp_path, farm_config(farm, tmp_path, "farm"))["farm"]
     hold = PlaceHold(cfg)
     # A real SIGINT (as Ctrl-C; SIGTERM becomes the same KeyboardInterrupt in a session) wakes the main thread
