@@ -126,11 +126,6 @@ class RuntimeArg:
     def is_pointer(self) -> bool:
         return self.triton_type.startswith("*")
 
-    def value(self, kernel: str, args: tuple[Any, ...]) -> Any:
-        """This argument's Python value among the launch's arguments."""
-        arg = args[self.index]
-        return arg if self.part is None else descriptor_parts(kernel, self.name, arg)[self.part]
-
     def scalar(self, kernel: str) -> tuple[Any, Callable[[Any], Any]]:
         """(ctypes type, Python value -> C value) of a scalar argument."""
         try:
@@ -171,6 +166,19 @@ class KernelCall:
                               "N = N threads)")
         return cls(name, num_threads, params, tuple(args))
 
+    def values(self, args: tuple[Any, ...]) -> list[Any]:
+        """The Python value of each C argument from the launch's arguments (a tensor descriptor decomposed once)."""
+        parts: dict[int, list[Any]] = {}
+        values = []
+        for arg in self.args:
+            if arg.part is None:
+                values.append(args[arg.index])
+                continue
+            if arg.index not in parts:
+                parts[arg.index] = descriptor_parts(self.name, arg.name, args[arg.index])
+            values.append(parts[arg.index][arg.part])
+        return values
+
     def check_grid(self, grid: tuple[int, int, int]) -> None:
         for axis, size in zip("xyz", grid, strict=True):
             if not 0 <= size < 2**32:
@@ -202,8 +210,7 @@ class CPULauncher:
                  launch_metadata: Any, enter_hook: Any, exit_hook: Any, *args: Any) -> None:
         if enter_hook is not None:
             enter_hook(launch_metadata)
-        values = [convert(a.value(self.call.name, args)) for a, convert in zip(self.call.args, self.converters,
-                                                                                 strict=True)]
+        values = [convert(v) for v, convert in zip(self.call.values(args), self.converters, strict=True)]
         self.call.check_grid((grid_x, grid_y, grid_z))
         # ctypes releases the GIL for the call: other Python threads run while the kernel does.
         self.wrap(grid_x, grid_y, grid_z, self.call.num_threads, function, *values)

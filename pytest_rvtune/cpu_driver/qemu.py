@@ -196,8 +196,7 @@ class QemuLauncher:
         share it) and one (buffer index or -1, offset or raw scalar bits) pair per kernel argument."""
         storages: dict[int, int] = {}
         words: list[tuple[int, int]] = []
-        for arg in self.call.args:
-            value = arg.value(self.call.name, args)
+        for arg, value in zip(self.call.args, self.call.values(args), strict=True):
             if arg.is_pointer:
                 tensor = checked_tensor(self.call.name, arg.name, value)
                 storage = _storage_of(self.call.name, arg.name, tensor)

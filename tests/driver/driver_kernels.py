@@ -25,7 +25,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
 @triton.jit
 def descriptor_scale_kernel(x_desc, out_desc, block_out_ptr, BM: tl.constexpr, BN: tl.constexpr):
     # Host tensor descriptors as parameters: each program scales its block (out-of-bounds stores dropped), and
-    # program (0, 0) also stores its whole loaded block, so elements past the shape show the padding.
+    # program (2, 1), whose block passes the shape's corner, also stores its whole loaded block: the padding shows.
     pm, pn = tl.program_id(0) * BM, tl.program_id(1) * BN
     block = x_desc.load([pm, pn])
     out_desc.store([pm, pn], block * 2.0)

@@ -18,7 +18,6 @@ import torch
 import triton
 import triton.language as tl
 from driver_kernels import matmul_kernel, run_descriptor_scale
-from triton.compiler.errors import CompilationError
 from triton.runtime.driver import driver
 
 import pytest_rvtune.cpu_driver as cpu_driver
@@ -485,21 +484,6 @@ def test_unsupported_op_names_kernel_op_and_line():
     message = str(err.value)
     assert "tt.elementwise_inline_asm" in message and "kernel inline_asm_kernel" in message
     assert f"{__file__}:{line_of(inline_asm_kernel, 'tl.inline_asm_elementwise')}" in message
-
-
-@triton.jit
-def hf32_dot_kernel(x_ptr, BLOCK: tl.constexpr):
-    r = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + r[:, None] * BLOCK + r[None, :])
-    tl.store(x_ptr + r[:, None] * BLOCK + r[None, :], tl.dot(x, x, input_precision="hf32"))
-
-
-def test_a_refusal_of_the_frontend_on_our_options_names_kernel_and_line():
-    with pytest.raises(CompilationError) as err:  # hf32 is a GPU precision our options do not list
-        hf32_dot_kernel[(1,)](torch.zeros(16, 16), BLOCK=16)
-    message = str(err.value)
-    assert "input_precision must be one of ('ieee', 'tf32'" in message and "Got hf32" in message
-    assert "def hf32_dot_kernel(" in message and "at 4:" in message
 
 
 def test_tensor_on_another_device_is_refused_by_name():

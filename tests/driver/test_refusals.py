@@ -42,7 +42,9 @@ def test_driver_refuses_at_the_kernel_before_running_it() -> None:
     out = torch.full((16, 16), 7.0)
     with pytest.raises(CompilationError, match="input_precision must be one of") as err:
         hf32_dot[(1,)](torch.ones(16, 16), out, BLOCK=16)
-    assert "def hf32_dot" in str(err.value)
+    message = str(err.value)
+    assert "input_precision must be one of ('ieee', 'tf32'" in message and "Got hf32" in message
+    assert "def hf32_dot(" in message and "at 4:" in message  # the kernel and the line of the dot
     assert torch.equal(out, torch.full((16, 16), 7.0))  # nothing ran
 
 
