@@ -1,6 +1,7 @@
 /* rvtune_rt.h: the small runtime the generated kernel C includes.
  *
- * Plain C11, only stdint/stddef/math/string (and time.h for atomic_poll's clock), so a kernel compiles in a fraction of a second.
+ * Plain C11, only stdint/stddef/math/string (and time.h for atomic_poll's clock), so a kernel compiles in a
+ * fraction of a second.
  * Everything here gives a DEFINED result where MLIR says "poison" and C says "undefined behaviour":
  * generated code must never hit C UB (clang would exploit it), and tests compare against Triton's
  * interpreter, so the choices follow RISC-V hardware where MLIR leaves them open:
@@ -459,23 +460,21 @@ RV_INLINE int64_t rv_atomic_cas_i64(int64_t *p, int64_t cmp, int64_t v) {
  * A timeout is one budget for the whole op (Triton: "shared polling time budget"), so the deadline is taken once
  * before the op's elements; every element is loaded at least once, even past it. No timeout polls for ever, as a
  * GPU would: the program asked to wait. */
-RV_INLINE int64_t rv_poll_deadline(uint64_t timeout_ns) {
+RV_INLINE int64_t rv_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    return timeout_ns > (uint64_t)(INT64_MAX - now) ? INT64_MAX : now + (int64_t)timeout_ns;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
-RV_INLINE int rv_poll_expired(int64_t deadline_ns) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec >= deadline_ns;
+RV_INLINE int64_t rv_poll_deadline(uint64_t timeout_ns) {
+    int64_t now = rv_now_ns();
+    return timeout_ns > (uint64_t)(INT64_MAX - now) ? INT64_MAX : now + (int64_t)timeout_ns;
 }
 #define RV_ATOMIC_POLL(NAME, T)                                                                          \
     RV_INLINE _Bool rv_atomic_poll_##NAME(T *p, T expected, int acquire, int timed, int64_t deadline_ns) { \
         for (;;) {                                                                                       \
             T v = acquire ? __atomic_load_n(p, __ATOMIC_ACQUIRE) : __atomic_load_n(p, __ATOMIC_RELAXED); \
             if (v == expected) return 1;                                                                 \
-            if (timed && rv_poll_expired(deadline_ns)) return 0;                                         \
+            if (timed && rv_now_ns() >= deadline_ns) return 0;                                           \
         }                                                                                                \
     }
 RV_ATOMIC_POLL(i16, int16_t)
