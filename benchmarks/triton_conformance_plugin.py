@@ -67,8 +67,26 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("--conformance-torch-cpu-matmul"):
         exact_half_matmul()
     config.stash[_RESULTS] = []
+    journal = config.getoption("--conformance-journal")
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        config.stash[_JOURNAL_START] = workerinput.get(_JOURNAL_START_KEY, 0)
+    elif journal:  # the controller (or a run without xdist): what the journal held when this run began
+        _end_torn_line(Path(journal))
+        config.stash[_JOURNAL_START] = Path(journal).stat().st_size if Path(journal).exists() else 0
     global _config
     _config = config
+
+
+_JOURNAL_START = pytest.StashKey[int]()
+_JOURNAL_START_KEY = "conformance_journal_start"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: a worker (a restarted one too) leaves out only what the journal held when the run began, so every
+    worker collects the same items."""
+    node.workerinput[_JOURNAL_START_KEY] = node.config.stash.get(_JOURNAL_START, 0)
 
 
 def exact_half_matmul() -> None:
@@ -125,13 +143,13 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 _config: pytest.Config | None = None  # logreport hooks get no config argument
 
 
-def read_journal(path: Path) -> list[dict[str, Any]]:
-    """The verdicts a journal holds, the last one per item; a torn last line (the run was killed while
-    writing it) is left out, and that item runs again."""
+def read_journal(path: Path, upto: int | None = None) -> list[dict[str, Any]]:
+    """The verdicts a journal holds (in its first ``upto`` bytes), the last one per item; a torn last line (the
+    run was killed while writing it) is left out, and that item runs again."""
     if not path.exists():
         return []
     by_item: dict[str, dict[str, Any]] = {}
-    for line in path.read_text().splitlines():
+    for line in path.read_bytes()[:upto].decode(errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
@@ -157,8 +175,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         random.Random(config.getoption("--conformance-seed")).shuffle(items)
     journal = config.getoption("--conformance-journal")
     if journal:  # the sample and order are drawn first, so a resumed run finishes the same sample
-        done = {entry["nodeid"] for entry in read_journal(Path(journal))}
-        _end_torn_line(Path(journal))
+        done = {entry["nodeid"] for entry in read_journal(Path(journal), config.stash.get(_JOURNAL_START, 0))}
         items[:] = [item for item in items if item.nodeid not in done]
 
 
